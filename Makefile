@@ -1,0 +1,45 @@
+# Quire: two commands on a fresh clone, `make run` and `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DATA ?= ./data
+HOST ?= 127.0.0.1
+PORT ?= 8080
+
+.PHONY: run test lint bench install dev clean
+
+$(BIN)/quire: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $(BIN)/quire
+
+$(VENV)/.dev: $(BIN)/quire
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(VENV)/.dev
+
+install: $(BIN)/quire
+
+dev: $(VENV)/.dev
+
+## make run: set up, create the demo data dir (once) and serve it
+run: $(BIN)/quire
+	$(BIN)/quire demo --data $(DATA)
+	$(BIN)/quire serve --data $(DATA) --host $(HOST) --port $(PORT)
+
+## make test: install the dev dependencies and run the whole suite
+test: $(VENV)/.dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest -n 2
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+## make bench: load 100k posts, serve with 2 workers, drive with wrk
+bench: $(VENV)/.dev
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

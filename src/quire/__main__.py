@@ -1,0 +1,3 @@
+from quire.cli import main
+
+raise SystemExit(main())

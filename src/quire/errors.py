@@ -1,0 +1,62 @@
+"""One exception family for every API error; `status` lives on the class.
+
+Routes and services raise these; `app.py` renders every one of them (and any
+unexpected exception) as `{"error": message}` with the right status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    status = 500
+
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+        self.headers: dict[str, str] = {}
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.message, **self.extra}
+
+
+class BadRequest(ApiError):
+    status = 400
+
+
+class Unauthorized(ApiError):
+    status = 401
+
+
+class Forbidden(ApiError):
+    status = 403
+
+
+class NotFound(ApiError):
+    status = 404
+
+
+class MethodNotAllowed(ApiError):
+    status = 405
+
+    def __init__(self, allowed: list[str], message: str = "Method not allowed") -> None:
+        super().__init__(message)
+        self.headers = {"Allow": ", ".join(allowed)}
+
+
+class Conflict(ApiError):
+    status = 409
+
+
+class PreconditionFailed(ApiError):
+    status = 412
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+
+
+class ConfigError(Exception):
+    """Bad configuration, reported at start with the offending key."""

@@ -1,0 +1,58 @@
+"""The event bus: `on(name, handler)` and `emit(name, **payload)`.
+
+Handlers may be plain functions or coroutines. A handler of a `*.before` event
+can change the payload in place or refuse the operation by raising `Reject`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("quire.events")
+
+Handler = Callable[..., Any]
+
+
+class Reject(Exception):
+    """Raised by a before-handler to cancel the operation with a message."""
+
+    def __init__(self, message: str = "Rejected") -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Events:
+    def __init__(self) -> None:
+        self._handlers: dict[str, list[Handler]] = defaultdict(list)
+        self.emitted: set[str] = set()
+
+    def on(self, name: str, handler: Handler) -> Handler:
+        self._handlers[name].append(handler)
+        return handler
+
+    def off(self, name: str, handler: Handler) -> None:
+        if handler in self._handlers.get(name, []):
+            self._handlers[name].remove(handler)
+
+    def has(self, name: str) -> bool:
+        return bool(self._handlers.get(name))
+
+    async def emit(self, name: str, **payload: Any) -> None:
+        """Call every handler of `name` in registration order; errors propagate."""
+        self.emitted.add(name)
+        for handler in list(self._handlers.get(name, ())):
+            result = handler(**payload)
+            if inspect.isawaitable(result):
+                await result
+
+    async def emit_after(self, name: str, **payload: Any) -> None:
+        """For after-commit events: a failing handler is logged, never raised,
+        because the write it reports on has already happened."""
+        try:
+            await self.emit(name, **payload)
+        except Exception:
+            log.exception("handler of %s failed", name)

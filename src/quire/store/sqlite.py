@@ -1,0 +1,502 @@
+"""The embedded document store: SQLite in WAL mode, one table per collection.
+
+A table is `(rowid, id TEXT PRIMARY KEY, data TEXT)`; `data` holds the whole
+document, `_id` included, as compact JSON, so a list can be streamed to the
+client without decoding it. Several server processes may open the same file:
+SQLite's locks serialise writers across processes, an asyncio lock
+serialises coroutines of one process, and `PRAGMA data_version` tells each
+process when another one has committed, so its caches can be dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path as FsPath
+from typing import Any
+
+import orjson
+
+from quire.errors import BadRequest
+from quire.ids import new_id
+from quire.store import match, values
+from quire.store.query import Node, Path, Projection, parse_filter
+from quire.store.sqlcompile import Hints, compile_filter, compile_sort, field_expr
+
+log = logging.getLogger("quire.store")
+
+_in_tx: contextvars.ContextVar[bool] = contextvars.ContextVar("quire_in_tx", default=False)
+_REGEX_CACHE_SIZE = 256
+
+
+def _table(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _dumps(doc: Any) -> str:
+    return orjson.dumps(doc).decode()
+
+
+def _qcmp(text: Any, param: str) -> int | None:
+    # SQLite may evaluate this before the type test it is ANDed with, so a
+    # scalar can arrive here: it simply does not compare.
+    if not isinstance(text, str):
+        return None
+    try:
+        return values.compare(orjson.loads(text), orjson.loads(param))
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _qmatch(text: Any, spec: str) -> int:
+    if not isinstance(text, str):
+        return 0
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return 0
+    return 1 if match.matches(parse_filter(orjson.loads(spec)), doc) else 0
+
+
+def _make_qregex() -> Any:
+    cache: dict[str, Any] = {}
+
+    def qregex(key: str, text: Any) -> int:
+        if not isinstance(text, str):
+            return 0
+        regex = cache.get(key)
+        if regex is None:
+            from quire.store.query import compile_regex
+
+            options, _, pattern = key.partition("/")
+            if len(cache) >= _REGEX_CACHE_SIZE:
+                cache.clear()
+            regex = cache[key] = compile_regex(pattern, options)
+        return 1 if regex.search(text) else 0
+
+    return qregex
+
+
+def _qsortkey(data: str, path_json: str, desc: int) -> bytes:
+    doc = orjson.loads(data)
+    value = match.sort_value(doc, tuple(orjson.loads(path_json)), bool(desc))
+    return sort_bytes(value)
+
+
+def sort_bytes(value: Any) -> bytes:
+    """An order-preserving byte encoding of MongoDB's value order."""
+    r = values.rank(value)
+    head = bytes([r])
+    if r == values.NULL:
+        return head
+    if r == values.BOOL:
+        return head + (b"\x01" if value else b"\x00")
+    if r == values.NUMBER:
+        import struct
+
+        bits = struct.unpack(">Q", struct.pack(">d", float(value)))[0]
+        bits = bits ^ 0xFFFFFFFFFFFFFFFF if bits >> 63 else bits | (1 << 63)
+        return head + bits.to_bytes(8, "big")
+    if r == values.STRING:
+        return head + value.encode().replace(b"\x00", b"\x00\xff") + b"\x00\x00"
+    if r == values.ARRAY:
+        return head + b"".join(b"\x01" + sort_bytes(v) for v in value) + b"\x00"
+    return head + b"".join(
+        b"\x01" + bytes([values.rank(v)]) + k.encode() + b"\x00" + sort_bytes(v)
+        for k, v in value.items()
+    ) + b"\x00"
+
+
+class SqliteStore:
+    """A document store in one SQLite file."""
+
+    def __init__(self, path: str | FsPath) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            FsPath(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._writer = self._connect()
+        self._reader = self._connect(readonly=True)
+        self._wlock = threading.RLock()
+        self._alock: asyncio.Lock | None = None
+        self._depth = 0
+        self._after_commit: list[Any] = []
+        self._generation = 0
+        self._data_version = self._read_data_version()
+        self._count_cache: dict[tuple[Any, ...], tuple[int, int]] = {}
+        self._known_tables: set[str] = set()
+        self.queries = 0  # SELECTs run, for tests that count queries
+        self._setup()
+
+    # -- connections ------------------------------------------------------
+
+    def _connect(self, readonly: bool = False) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 10000")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA cache_size = -32000")
+        conn.execute("PRAGMA mmap_size = 268435456")
+        if readonly:
+            conn.execute("PRAGMA query_only = 1")
+        conn.create_function("qcmp", 2, _qcmp, deterministic=True)
+        conn.create_function("qregex", 2, _make_qregex(), deterministic=True)
+        conn.create_function("qsortkey", 3, _qsortkey, deterministic=True)
+        conn.create_function("qmatch", 2, _qmatch, deterministic=True)
+        return conn
+
+    def _setup(self) -> None:
+        self._writer.execute(
+            "CREATE TABLE IF NOT EXISTS _quire_meta (key TEXT PRIMARY KEY, value TEXT)"
+        )
+
+    def close(self) -> None:
+        self._reader.close()
+        self._writer.close()
+
+    def _read_data_version(self) -> int:
+        return int(self._reader.execute("PRAGMA data_version").fetchone()[0])
+
+    def refresh(self) -> bool:
+        """Drop caches when another connection committed; True if it had."""
+        current = self._read_data_version()
+        if current != self._data_version:
+            self._data_version = current
+            self._bump()
+            return True
+        return False
+
+    def _bump(self) -> None:
+        self._generation += 1
+        self._count_cache.clear()
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever any data may have changed (this or another process)."""
+        return self._generation
+
+    def _read_conn(self) -> sqlite3.Connection:
+        return self._writer if _in_tx.get() else self._reader
+
+    def execute_read(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        self.queries += 1
+        return self._read_conn().execute(sql, params)
+
+    def open_stream_connection(self) -> sqlite3.Connection:
+        """A private connection for a long read, so a stream never shares a
+        cursor with other requests."""
+        return self._connect(readonly=True)
+
+    # -- transactions -----------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction (nested calls become savepoints)."""
+        with self._wlock:
+            depth = self._depth
+            self._writer.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT s{depth}")
+            self._depth += 1
+            token = _in_tx.set(True)
+            try:
+                yield
+            except BaseException:
+                if depth == 0:
+                    self._writer.execute("ROLLBACK")
+                    self._after_commit.clear()
+                else:
+                    self._writer.execute(f"ROLLBACK TO s{depth}")
+                    self._writer.execute(f"RELEASE s{depth}")
+                raise
+            else:
+                if depth == 0:
+                    self._writer.execute("COMMIT")
+                else:
+                    self._writer.execute(f"RELEASE s{depth}")
+            finally:
+                self._depth -= 1
+                _in_tx.reset(token)
+                if depth == 0:
+                    self._bump()
+
+    @contextlib.asynccontextmanager
+    async def atomic(self) -> AsyncIterator[None]:
+        """A write transaction for async code: one coroutine at a time."""
+        if _in_tx.get():
+            with self.transaction():
+                yield
+            return
+        if self._alock is None:
+            self._alock = asyncio.Lock()
+        async with self._alock:
+            with self.transaction():
+                yield
+
+    def _write(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        if self._depth == 0:
+            with self.transaction():
+                return self._writer.execute(sql, params)
+        return self._writer.execute(sql, params)
+
+    # -- metadata ---------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.execute_read("SELECT value FROM _quire_meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._write(
+            "INSERT INTO _quire_meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # -- collections ------------------------------------------------------
+
+    def collection(self, name: str, hints: Hints | None = None) -> Collection:
+        return Collection(self, name, hints)
+
+    def ensure_table(self, name: str) -> None:
+        if name in self._known_tables:
+            return
+        self._write(
+            f"CREATE TABLE IF NOT EXISTS {_table(name)} "
+            "(id TEXT PRIMARY KEY NOT NULL, data TEXT NOT NULL)"
+        )
+        self._known_tables.add(name)
+
+    def table_exists(self, name: str) -> bool:
+        row = self.execute_read(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        return row is not None
+
+    def drop_collection(self, name: str) -> None:
+        self._write(f"DROP TABLE IF EXISTS {_table(name)}")
+        self._known_tables.discard(name)
+
+    def ensure_indexes(self, name: str, paths: list[Path]) -> None:
+        """Expression indexes on top-level fields; stale ones are dropped."""
+        self.ensure_table(name)
+        prefix = f"ix:{name}:"
+        wanted = {prefix + ".".join(p): p for p in paths}
+        existing = {
+            row[0]
+            for row in self.execute_read(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?", (name,)
+            )
+            if row[0].startswith(prefix)
+        }
+        with self.transaction():
+            for index in existing - set(wanted):
+                self._writer.execute(f"DROP INDEX IF EXISTS {_table(index)}")
+            for index, path in wanted.items():
+                if index not in existing:
+                    self._writer.execute(
+                        f"CREATE INDEX IF NOT EXISTS {_table(index)} ON {_table(name)} "
+                        f"({field_expr(path)})"
+                    )
+
+    def cached_count(self, key: tuple[Any, ...], compute: Any) -> int:
+        hit = self._count_cache.get(key)
+        if hit is not None and hit[0] == self._generation:
+            return hit[1]
+        value = compute()
+        if len(self._count_cache) > 1024:
+            self._count_cache.clear()
+        self._count_cache[key] = (self._generation, value)
+        return int(value)
+
+
+class Collection:
+    """Documents of one collection; every method takes the same filter AST."""
+
+    def __init__(self, store: SqliteStore, name: str, hints: Hints | None = None) -> None:
+        self.store = store
+        self.name = name
+        self.table = _table(name)
+        self.hints: Hints = {"_id": "id", **(hints or {})}
+
+    # -- reads ------------------------------------------------------------
+
+    def _where(self, node: Node | dict[str, Any] | None) -> tuple[str, list[Any]]:
+        if node is None or isinstance(node, dict):
+            node = parse_filter(node or {})
+        return compile_filter(node, self.hints)
+
+    def _select(
+        self,
+        node: Node | dict[str, Any] | None,
+        sort: list[tuple[Path, int]] | None,
+        limit: int | None,
+        skip: int | None,
+        columns: str = "data",
+    ) -> tuple[str, list[Any]]:
+        where, params = self._where(node)
+        order = compile_sort(sort or [], self.hints, params)
+        sql = f"SELECT {columns} FROM {self.table} WHERE {where} ORDER BY {order}"
+        if limit is not None or skip:
+            sql += " LIMIT ? OFFSET ?"
+            params += [-1 if limit is None else limit, skip or 0]
+        return sql, params
+
+    def exists(self) -> bool:
+        return self.name in self.store._known_tables or self.store.table_exists(self.name)
+
+    def find_raw(
+        self,
+        node: Node | dict[str, Any] | None = None,
+        sort: list[tuple[Path, int]] | None = None,
+        limit: int | None = None,
+        skip: int | None = None,
+    ) -> list[str]:
+        """Matching documents as JSON text, for answers that need no decoding."""
+        if not self.exists():
+            return []
+        sql, params = self._select(node, sort, limit, skip)
+        return [row[0] for row in self.store.execute_read(sql, params)]
+
+    def find(
+        self,
+        node: Node | dict[str, Any] | None = None,
+        sort: list[tuple[Path, int]] | None = None,
+        limit: int | None = None,
+        skip: int | None = None,
+        projection: Projection | None = None,
+    ) -> list[dict[str, Any]]:
+        docs = [orjson.loads(text) for text in self.find_raw(node, sort, limit, skip)]
+        return [match.project(d, projection) for d in docs] if projection else docs
+
+    def stream_raw(
+        self,
+        node: Node | dict[str, Any] | None = None,
+        sort: list[tuple[Path, int]] | None = None,
+        limit: int | None = None,
+        skip: int | None = None,
+        chunk: int = 500,
+    ) -> Iterator[list[str]]:
+        """Matching documents in chunks, read on a private connection so that a
+        long list is never held in memory at once."""
+        if not self.exists():
+            return
+        sql, params = self._select(node, sort, limit, skip)
+        conn = self.store.open_stream_connection()
+        try:
+            self.store.queries += 1
+            cursor = conn.execute(sql, params)
+            while True:
+                rows = cursor.fetchmany(chunk)
+                if not rows:
+                    break
+                yield [r[0] for r in rows]
+        finally:
+            conn.close()
+
+    def find_one(
+        self, node: Node | dict[str, Any] | None = None, sort: list[tuple[Path, int]] | None = None
+    ) -> dict[str, Any] | None:
+        docs = self.find(node, sort, limit=1)
+        return docs[0] if docs else None
+
+    def get_raw(self, item_id: str) -> str | None:
+        if not self.exists():
+            return None
+        row = self.store.execute_read(
+            f"SELECT data FROM {self.table} WHERE id = ?", (item_id,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def get(self, item_id: str) -> dict[str, Any] | None:
+        raw = self.get_raw(item_id)
+        return orjson.loads(raw) if raw is not None else None
+
+    def get_many(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Documents by id in one query (for populate)."""
+        if not ids or not self.exists():
+            return {}
+        unique = list(dict.fromkeys(ids))
+        out: dict[str, dict[str, Any]] = {}
+        # SQLite allows 32766 bound parameters; batch well below that.
+        for start in range(0, len(unique), 5000):
+            part = unique[start : start + 5000]
+            marks = ", ".join("?" * len(part))
+            for (raw,) in self.store.execute_read(
+                f"SELECT data FROM {self.table} WHERE id IN ({marks})", part
+            ):
+                doc = orjson.loads(raw)
+                out[doc["_id"]] = doc
+        return out
+
+    def count(self, node: Node | dict[str, Any] | None = None) -> int:
+        if not self.exists():
+            return 0
+        where, params = self._where(node)
+        sql = f"SELECT COUNT(*) FROM {self.table} WHERE {where}"
+
+        def compute() -> int:
+            return int(self.store.execute_read(sql, params).fetchone()[0])
+
+        return self.store.cached_count((sql, tuple(params)), compute)
+
+    def ids(self, node: Node | dict[str, Any] | None = None) -> list[str]:
+        if not self.exists():
+            return []
+        sql, params = self._select(node, None, None, None, columns="id")
+        return [row[0] for row in self.store.execute_read(sql, params)]
+
+    # -- writes -----------------------------------------------------------
+
+    def insert(self, doc: dict[str, Any]) -> dict[str, Any]:
+        self.store.ensure_table(self.name)
+        if "_id" not in doc:
+            doc = {"_id": new_id(), **doc}
+        if not isinstance(doc["_id"], str):
+            raise BadRequest("_id must be a string")
+        try:
+            self.store._write(
+                f"INSERT INTO {self.table} (id, data) VALUES (?, ?)", (doc["_id"], _dumps(doc))
+            )
+        except sqlite3.IntegrityError:
+            raise BadRequest(f"Duplicate _id {doc['_id']}") from None
+        return doc
+
+    def replace(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Store `doc` under its `_id`, inserting or overwriting."""
+        self.store.ensure_table(self.name)
+        self.store._write(
+            f"INSERT INTO {self.table} (id, data) VALUES (?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET data = excluded.data",
+            (doc["_id"], _dumps(doc)),
+        )
+        return doc
+
+    def update(self, item_id: str, changes: dict[str, Any]) -> dict[str, Any] | None:
+        """Merge top-level `changes` into a document atomically; None if absent.
+        A value of None is stored as null (use `unset` to remove a key)."""
+        with self.store.transaction():
+            current = self.get(item_id)
+            if current is None:
+                return None
+            current.update(changes)
+            current["_id"] = item_id
+            self.store._writer.execute(
+                f"UPDATE {self.table} SET data = ? WHERE id = ?", (_dumps(current), item_id)
+            )
+            return current
+
+    def delete(self, item_id: str) -> bool:
+        if not self.exists():
+            return False
+        cur = self.store._write(f"DELETE FROM {self.table} WHERE id = ?", (item_id,))
+        return cur.rowcount > 0
+
+    def delete_many(self, node: Node | dict[str, Any] | None) -> int:
+        if not self.exists():
+            return 0
+        where, params = self._where(node)
+        cur = self.store._write(f"DELETE FROM {self.table} WHERE {where}", params)
+        return int(cur.rowcount)

@@ -1,0 +1,121 @@
+"""MongoDB value semantics for JSON values: type classes, ordering, equality.
+
+JSON has six of BSON's types. MongoDB orders values of different types by a
+fixed type rank (null < numbers < strings < objects < arrays < booleans) and
+compares values of one class by value: numbers numerically (int and float
+alike), strings by code point, objects field by field in stored key order,
+arrays element by element. Query comparisons ($gt, $lt, ...) only ever match
+values of the query value's own class ("type bracketing").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NULL, NUMBER, STRING, OBJECT, ARRAY, BOOL = 1, 2, 3, 4, 5, 8
+
+# $type aliases and BSON type codes that JSON documents can carry.
+TYPE_ALIASES = {
+    "double": 1, "string": 2, "object": 3, "array": 4, "bool": 8, "null": 10,
+    "int": 16, "long": 18, "number": -1,
+}
+TYPE_CODES = set(TYPE_ALIASES.values()) | {19}  # 19 = decimal; never stored by JSON
+_INT32 = 2**31
+
+
+def rank(value: Any) -> int:
+    if value is None:
+        return NULL
+    if value is True or value is False:
+        return BOOL
+    if isinstance(value, int | float):
+        return NUMBER
+    if isinstance(value, str):
+        return STRING
+    if isinstance(value, dict):
+        return OBJECT
+    if isinstance(value, list):
+        return ARRAY
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def compare(a: Any, b: Any) -> int:
+    """-1, 0 or 1 in MongoDB's total order of values."""
+    ra, rb = rank(a), rank(b)
+    if ra != rb:
+        return -1 if ra < rb else 1
+    if ra == NULL:
+        return 0
+    if ra in (NUMBER, STRING, BOOL):
+        return (a > b) - (a < b)
+    if ra == OBJECT:
+        for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=False):
+            c = _cmp_int(rank(va), rank(vb)) or _cmp_str(ka, kb) or compare(va, vb)
+            if c:
+                return c
+        return _cmp_int(len(a), len(b))
+    for va, vb in zip(a, b, strict=False):
+        c = compare(va, vb)
+        if c:
+            return c
+    return _cmp_int(len(a), len(b))
+
+
+def _cmp_int(a: int, b: int) -> int:
+    return (a > b) - (a < b)
+
+
+def _cmp_str(a: str, b: str) -> int:
+    return (a > b) - (a < b)
+
+
+def equal(a: Any, b: Any) -> bool:
+    return rank(a) == rank(b) and compare(a, b) == 0
+
+
+def type_codes(value: Any) -> set[int]:
+    """The BSON type codes (and -1 for "number") that `value` answers to."""
+    r = rank(value)
+    if r == NULL:
+        return {10}
+    if r == BOOL:
+        return {8}
+    if r == STRING:
+        return {2}
+    if r == OBJECT:
+        return {3}
+    if r == ARRAY:
+        return {4}
+    if isinstance(value, float):
+        return {1, -1}
+    return {16 if -_INT32 <= value < _INT32 else 18, -1}
+
+
+def sort_key_value(values: list[Any], descending: bool) -> Any:
+    """The value MongoDB sorts a document by, given a field's candidate values:
+    the smallest (ascending) or largest (descending) of them; missing is null."""
+    if not values:
+        return None
+    best = values[0]
+    for v in values[1:]:
+        c = compare(v, best)
+        if (c > 0) if descending else (c < 0):
+            best = v
+    return best
+
+
+class SortKey:
+    """Wraps a value so Python's sort uses MongoDB ordering."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: SortKey) -> bool:
+        return compare(self.value, other.value) < 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SortKey) and compare(self.value, other.value) == 0
+
+    __hash__ = None  # type: ignore[assignment]
