@@ -61,7 +61,7 @@ def traverse(value: Any, path: Path) -> Iterator[Any]:
         yield MISSING
 
 
-class Positional(list):  # type: ignore[type-arg]
+class Positional(list[Any]):
     """An array reached through a numeric path segment (`a.0`)."""
 
 
@@ -165,10 +165,12 @@ def sort_value(doc: Any, path: Path, descending: bool) -> Any:
 
 def sort_docs(docs: list[Any], sort: list[tuple[Path, int]]) -> list[Any]:
     for path, direction in reversed(sort):
-        docs.sort(
-            key=lambda d, p=path, desc=direction < 0: values.SortKey(sort_value(d, p, desc)),
-            reverse=direction < 0,
-        )
+        desc = direction < 0
+
+        def key(doc: Any, path: Path = path, desc: bool = desc) -> values.SortKey:
+            return values.SortKey(sort_value(doc, path, desc))
+
+        docs.sort(key=key, reverse=desc)
     return docs
 
 

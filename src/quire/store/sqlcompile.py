@@ -287,6 +287,9 @@ class Compiler:
             f"WHERE {cond}) ELSE 0 END"
         )
 
+    def _element_eq(self, loc: Loc, value: Any) -> str:
+        return self.expanded(lambda x: self.equals(x, value))(loc)
+
     def _element_op(self, loc: Loc, cond: Cond) -> str:
         """An operator applied to one array element treated as a value."""
         op, arg = cond.op, cond.value
@@ -295,10 +298,10 @@ class Compiler:
         if op == "ne":
             return _not(self.expanded(lambda x: self.equals(x, arg))(loc))
         if op in ("in", "nin"):
-            sql = "(" + " OR ".join(self.expanded(lambda x, v=v: self.equals(x, v))(loc) for v in arg) + ")" if arg else "0"
+            sql = "(" + " OR ".join(self._element_eq(loc, v) for v in arg) + ")" if arg else "0"
             return sql if op == "in" else _not(sql)
         if op == "all":
-            return "(" + " AND ".join(self.expanded(lambda x, v=v: self.equals(x, v))(loc) for v in arg) + ")" if arg else "0"
+            return "(" + " AND ".join(self._element_eq(loc, v) for v in arg) + ")" if arg else "0"
         if op in _OPS:
             if arg is None:
                 return self.expanded(lambda x: self.equals(x, None))(loc) if op in ("gte", "lte") else "0"

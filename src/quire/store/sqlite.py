@@ -235,6 +235,16 @@ class SqliteStore:
         async with self._alock:
             with self.transaction():
                 yield
+            pending, self._after_commit = self._after_commit, []
+        for callback in pending:
+            result = callback()
+            if hasattr(result, "__await__"):
+                await result
+
+    def after_commit(self, callback: Any) -> None:
+        """Run `callback` (sync, or returning an awaitable) once the current
+        `atomic()` block has committed; dropped if it rolls back."""
+        self._after_commit.append(callback)
 
     def _write(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
         if self._depth == 0:
@@ -279,11 +289,12 @@ class SqliteStore:
         self._write(f"DROP TABLE IF EXISTS {_table(name)}")
         self._known_tables.discard(name)
 
-    def ensure_indexes(self, name: str, paths: list[Path]) -> None:
-        """Expression indexes on top-level fields; stale ones are dropped."""
+    def ensure_indexes(self, name: str, indexes: list[list[Path]]) -> None:
+        """Expression indexes over top-level fields (one or several columns
+        each); indexes no longer wanted are dropped."""
         self.ensure_table(name)
         prefix = f"ix:{name}:"
-        wanted = {prefix + ".".join(p): p for p in paths}
+        wanted = {prefix + "+".join(".".join(p) for p in cols): cols for cols in indexes}
         existing = {
             row[0]
             for row in self.execute_read(
@@ -294,11 +305,11 @@ class SqliteStore:
         with self.transaction():
             for index in existing - set(wanted):
                 self._writer.execute(f"DROP INDEX IF EXISTS {_table(index)}")
-            for index, path in wanted.items():
+            for index, cols in wanted.items():
                 if index not in existing:
+                    exprs = ", ".join(field_expr(p) for p in cols)
                     self._writer.execute(
-                        f"CREATE INDEX IF NOT EXISTS {_table(index)} ON {_table(name)} "
-                        f"({field_expr(path)})"
+                        f"CREATE INDEX IF NOT EXISTS {_table(index)} ON {_table(name)} ({exprs})"
                     )
 
     def cached_count(self, key: tuple[Any, ...], compute: Any) -> int:

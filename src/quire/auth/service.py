@@ -1,0 +1,214 @@
+"""Roles, API keys and users, and resolving a request's key to an Identity."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from argon2 import PasswordHasher
+
+from quire.auth.permissions import BUILTIN_ROLES, ROLE_NAME, is_known
+from quire.cache import SystemCache, bump_system_version
+from quire.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from quire.ids import new_id
+from quire.store import SqliteStore
+
+KEYS = "system/keys"
+ROLES = "system/roles"
+USERS = "system/users"
+KEY_PREFIX = "qk_"
+
+
+def hash_key(key: str) -> str:
+    # Keys carry 256 random bits, so a fast hash is safe and keeps each
+    # request's lookup cheap; passwords (low entropy) use argon2 instead.
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who is calling: an API key's role, or the public role (no key)."""
+
+    role: str
+    permissions: frozenset[str] = field(default_factory=frozenset)
+    key_id: str | None = None
+    key_name: str | None = None
+
+    @property
+    def anonymous(self) -> bool:
+        return self.key_id is None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+    def can(self, permission: str) -> bool:
+        if self.is_admin or permission in self.permissions:
+            return True
+        if permission.startswith("content/"):
+            _, _, action = permission.rpartition("/")
+            return f"content/*/{action}" in self.permissions
+        return False
+
+    def require(self, permission: str) -> None:
+        if not self.can(permission):
+            raise Unauthorized("Authentication failed") if self.anonymous else Forbidden(
+                "Permission denied"
+            )
+
+    @property
+    def actor(self) -> str | None:
+        return self.key_id
+
+
+class AuthService:
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+        self.keys = store.collection(KEYS)
+        self.roles = store.collection(ROLES)
+        self.users = store.collection(USERS)
+        self._key_index: SystemCache[dict[str, dict[str, Any]]] = SystemCache(store, self._load_keys)
+        self._role_index: SystemCache[dict[str, frozenset[str]]] = SystemCache(store, self._load_roles)
+        self._hasher = PasswordHasher()
+
+    # -- identity ---------------------------------------------------------
+
+    def identify(self, key: str | None) -> Identity:
+        """The Identity of a request's key; 401 for a key that is not known."""
+        if key is None or key == "":
+            return Identity("public", self._role_index.get().get("public", frozenset()))
+        record = self._key_index.get().get(hash_key(key))
+        if record is None:
+            raise Unauthorized("Authentication failed")
+        role = record["role"]
+        return Identity(role, self._role_index.get().get(role, frozenset()), record["_id"], record["name"])
+
+    def _load_keys(self) -> dict[str, dict[str, Any]]:
+        return {doc["hash"]: doc for doc in self.keys.find()}
+
+    def _load_roles(self) -> dict[str, frozenset[str]]:
+        return {
+            doc["_id"]: frozenset(p for p, on in doc.get("permissions", {}).items() if on)
+            for doc in self.roles.find()
+        }
+
+    # -- roles ------------------------------------------------------------
+
+    def list_roles(self) -> list[dict[str, Any]]:
+        stored = {doc["_id"]: doc for doc in self.roles.find()}
+        out = [{"name": "admin", "permissions": {}, "builtin": True, "all": True}]
+        public = stored.pop("public", {"permissions": {}})
+        out.append({"name": "public", "permissions": public.get("permissions", {}), "builtin": True})
+        out += [{"name": n, "permissions": d.get("permissions", {}), "builtin": False} for n, d in sorted(stored.items())]
+        return out
+
+    def role_exists(self, name: str) -> bool:
+        return name in BUILTIN_ROLES or self.roles.get(name) is not None
+
+    def get_role(self, name: str) -> dict[str, Any]:
+        for role in self.list_roles():
+            if role["name"] == name:
+                return role
+        raise NotFound(f"Role {name} not found")
+
+    def save_role(self, name: str, body: Any) -> dict[str, Any]:
+        if not ROLE_NAME.match(name):
+            raise BadRequest("Role name must match ^[a-zA-Z0-9_-]+$")
+        if name == "admin":
+            raise BadRequest("The admin role is built in and has every permission")
+        if not isinstance(body, dict) or not isinstance(body.get("permissions"), dict):
+            raise BadRequest("Body must be {\"permissions\": {\"<permission>\": true, ...}}")
+        perms = body["permissions"]
+        unknown = [p for p in perms if not is_known(p)]
+        if unknown:
+            raise BadRequest(f"Unknown permissions: {', '.join(sorted(unknown))}", fields=unknown)
+        bad = [p for p, v in perms.items() if not isinstance(v, bool)]
+        if bad:
+            raise BadRequest(f"Permission values must be true or false: {', '.join(bad)}", fields=bad)
+        with self.store.transaction():
+            self.roles.replace({"_id": name, "permissions": perms, "_modified": int(time.time())})
+            bump_system_version(self.store)
+        return self.get_role(name)
+
+    def delete_role(self, name: str) -> None:
+        if name == "admin":
+            raise BadRequest("The admin role is built in")
+        used = [k["name"] for k in self.keys.find({"role": name})]
+        if used:
+            raise BadRequest(f"Role {name} is used by keys: {', '.join(used)}")
+        with self.store.transaction():
+            if not self.roles.delete(name) and name != "public":
+                raise NotFound(f"Role {name} not found")
+            bump_system_version(self.store)
+
+    # -- keys -------------------------------------------------------------
+
+    def create_key(self, name: Any, role: Any) -> dict[str, Any]:
+        if not isinstance(name, str) or not name.strip():
+            raise BadRequest("Key name is required", fields=["name"])
+        if not isinstance(role, str) or not self.role_exists(role):
+            raise BadRequest(f"Role {role} does not exist", fields=["role"])
+        key = KEY_PREFIX + secrets.token_urlsafe(32)
+        doc = {
+            "_id": new_id(),
+            "name": name.strip(),
+            "role": role,
+            "hash": hash_key(key),
+            "hint": key[-4:],
+            "_created": int(time.time()),
+        }
+        with self.store.transaction():
+            self.keys.insert(doc)
+            bump_system_version(self.store)
+        return {"_id": doc["_id"], "name": doc["name"], "role": role, "key": key}
+
+    def list_keys(self) -> list[dict[str, Any]]:
+        return [
+            {k: doc[k] for k in ("_id", "name", "role", "hint", "_created")}
+            for doc in self.keys.find()
+        ]
+
+    def delete_key(self, key_id: str) -> None:
+        with self.store.transaction():
+            if not self.keys.delete(key_id):
+                raise NotFound("Key not found")
+            bump_system_version(self.store)
+
+    # -- users ------------------------------------------------------------
+
+    def create_user(self, user: str, email: str, role: str, password: str, name: str = "") -> dict[str, Any]:
+        if not user or any(c in user for c in "<>\"'"):
+            raise BadRequest("Invalid user name", fields=["user"])
+        if "@" not in email or email.startswith("@") or email.endswith("@"):
+            raise BadRequest("Invalid email format", fields=["email"])
+        if not self.role_exists(role):
+            raise BadRequest(f"Role {role} does not exist", fields=["role"])
+        if len(password) < 8:
+            raise BadRequest("Password must have at least 8 characters", fields=["password"])
+        if self.users.find_one({"$or": [{"user": user}, {"email": email}]}):
+            raise BadRequest("A user with this name or e-mail exists", fields=["user", "email"])
+        doc = {
+            "_id": new_id(),
+            "user": user,
+            "email": email,
+            "name": name or user,
+            "role": role,
+            "active": True,
+            "password": self._hasher.hash(password),
+            "_created": int(time.time()),
+        }
+        self.users.insert(doc)
+        return {k: v for k, v in doc.items() if k != "password"}
+
+    def verify_password(self, user: str, password: str) -> dict[str, Any] | None:
+        doc = self.users.find_one({"user": user})
+        if doc is None or not doc.get("active"):
+            return None
+        try:
+            self._hasher.verify(doc["password"], password)
+        except Exception:
+            return None
+        return doc

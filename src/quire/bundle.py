@@ -1,0 +1,95 @@
+"""Export and import bundles: models, locales, roles and items as one JSON
+document, for moving a project between instances and for seeding.
+
+API keys and users are not part of a bundle: they are secrets of one instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from quire.auth.service import Identity
+from quire.content.models import parse_model
+from quire.errors import BadRequest, PreconditionFailed
+from quire.events import Reject
+
+if TYPE_CHECKING:
+    from quire.app import Quire
+
+FORMAT = 1
+KEPT_SYSTEM = ("_id", "_created", "_modified", "_cby", "_mby", "_state", "_pid", "_o", "_model")
+IMPORTER = Identity("admin", key_id="import")
+
+
+def export_bundle(quire: Quire) -> Iterator[bytes]:
+    """The bundle as chunks of JSON, items streamed model by model."""
+    head = {
+        "quire": FORMAT,
+        "models": [m.to_json() for m in quire.models.all()],
+        "locales": [loc for loc in quire.locales.list() if not loc["default"]],
+        "roles": [r for r in quire.auth.list_roles() if r["name"] != "admin"],
+    }
+    yield orjson.dumps(head)[:-1] + b',"items":{'
+    for i, model in enumerate(quire.models.all()):
+        yield (b"," if i else b"") + orjson.dumps(model.name) + b":["
+        first = True
+        for rows in quire.store.collection(model.collection).stream_raw():
+            if rows:
+                yield (b"" if first else b",") + ",".join(rows).encode()
+                first = False
+        yield b"]"
+    yield b"}}"
+
+
+async def import_bundle(quire: Quire, bundle: Any) -> dict[str, int]:
+    """Load a bundle in one transaction: all of it or nothing."""
+    if not isinstance(bundle, dict) or bundle.get("quire") != FORMAT:
+        raise BadRequest('Not a Quire bundle (expected {"quire": 1, ...})')
+    counts = {"models": 0, "locales": 0, "roles": 0, "items": 0}
+    items = bundle.get("items") or {}
+    if not isinstance(items, dict):
+        raise BadRequest("items must be an object keyed by model name")
+    async with quire.store.atomic():
+        if bundle.get("locales"):
+            quire.locales.save(bundle["locales"])
+            counts["locales"] = len(bundle["locales"])
+        for role in bundle.get("roles") or []:
+            quire.auth.save_role(role["name"], {"permissions": role.get("permissions", {})})
+            counts["roles"] += 1
+        for definition in bundle.get("models") or []:
+            if not isinstance(definition, dict) or not isinstance(definition.get("name"), str):
+                raise BadRequest("every model needs a name")
+            quire.models.save(parse_model(definition["name"], definition))
+            counts["models"] += 1
+        for name, docs in items.items():
+            counts["items"] += await _import_items(quire, name, docs)
+    return counts
+
+
+async def _import_items(quire: Quire, name: str, docs: Any) -> int:
+    model = quire.models.get(name)
+    coll = quire.content.collection(model)
+    if not isinstance(docs, list):
+        raise BadRequest(f"items.{name} must be a list")
+    for doc in docs:
+        if not isinstance(doc, dict) or not isinstance(doc.get("_id"), str):
+            raise BadRequest(f"every item of {name} needs an _id")
+        fields = {k: v for k, v in doc.items() if not k.startswith("_")}
+        item = {**quire.content.check_data(model, fields, IMPORTER)}
+        item.update({k: doc[k] for k in KEPT_SYSTEM if k in doc})
+        is_update = coll.get(item["_id"]) is not None
+        try:
+            await quire.events.emit("content.item.save.before", model=name, item=item,
+                                    is_update=is_update, identity=IMPORTER)
+        except Reject as exc:
+            raise PreconditionFailed(f"{name}/{item['_id']}: {exc.message}") from None
+        coll.replace(item)
+        quire.store.after_commit(
+            lambda item=item, is_update=is_update: quire.events.emit_after(
+                "content.item.save.after", model=name, item=item, is_update=is_update, identity=IMPORTER
+            )
+        )
+    return len(docs)

@@ -1,0 +1,243 @@
+"""The `quire` command: serve, init, demo, keys, users, models, export, import."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from quire.config import ConfigError, Settings, load_settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(args.data, getattr(args, "config", None))
+
+
+def _quire(args: argparse.Namespace) -> Any:
+    from quire.app import Quire
+
+    return Quire(_settings(args))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from granian import Granian
+
+    overrides: dict[str, dict[str, Any]] = {"server": {}}
+    for key in ("host", "port", "workers"):
+        if getattr(args, key) is not None:
+            overrides["server"][key] = getattr(args, key)
+    if args.quiet:
+        overrides["server"]["quiet"] = True
+    settings = load_settings(args.data, args.config, overrides=overrides)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    _quire(args).close()  # create the database before the workers race to
+    server = settings.values["server"]
+    os.environ["QUIRE_DATA"] = str(settings.data_dir.resolve())
+    os.environ["QUIRE_CONFIG"] = str(Path(args.config).resolve()) if args.config else ""
+    for key, value in overrides["server"].items():
+        os.environ[f"QUIRE_SERVER_{key.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
+    print(f"Quire serving {settings.data_dir} on http://{server['host']}:{server['port']}", flush=True)
+    Granian(
+        "quire.app:app_from_env",
+        address=server["host"],
+        port=server["port"],
+        interface="asgi",  # type: ignore[arg-type]
+        workers=server["workers"],
+        factory=True,
+        log_enabled=not server["quiet"],
+        log_access=False,
+    ).serve()
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    data = Path(args.data)
+    data.mkdir(parents=True, exist_ok=True)
+    toml = data / "quire.toml"
+    if not toml.exists():
+        toml.write_text(
+            "# Quire settings; see docs/configuration.md. Environment variables\n"
+            "# QUIRE_<SECTION>_<KEY> override this file.\n\n"
+            "[server]\nhost = \"127.0.0.1\"\nport = 8080\n\n[api]\n# max_body_bytes = 10485760\n",
+            encoding="utf-8",
+        )
+    quire = _quire(args)
+    quire.close()
+    print(f"Initialised {data}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from quire.demo import install_demo
+
+    quire = _quire(args)
+    try:
+        created, key = asyncio.run(install_demo(quire))
+    finally:
+        quire.close()
+    print("Demo data created." if created else "Demo data already present.")
+    print("Quire will serve on http://127.0.0.1:8080 (try: curl http://127.0.0.1:8080/api/content/items/posts)")
+    print("Admin API key (new on every run; the previous demo key was revoked):")
+    print(key)
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    quire = _quire(args)
+    try:
+        if args.keys_cmd == "create":
+            created = quire.auth.create_key(args.name, args.role)
+            print(f"Created key {created['_id']} ({created['name']}, role {created['role']}). Shown once:")
+            print(created["key"])
+        elif args.keys_cmd == "list":
+            for key in quire.auth.list_keys():
+                print(f"{key['_id']}  {key['role']:<12} …{key['hint']}  {key['name']}")
+        else:
+            quire.auth.delete_key(args.id)
+            print(f"Deleted key {args.id}")
+    finally:
+        quire.close()
+    return 0
+
+
+def cmd_users(args: argparse.Namespace) -> int:
+    generated = False
+    if sys.stdin is not None and not sys.stdin.isatty():
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = ""
+    if not password:
+        password = secrets.token_urlsafe(12)
+        generated = True
+    quire = _quire(args)
+    try:
+        user = quire.auth.create_user(args.user, args.email, args.role, password, args.name or "")
+    finally:
+        quire.close()
+    print(f"Created user {user['user']} ({user['email']}, role {user['role']})")
+    if generated:
+        print(f"Password: {password}")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    quire = _quire(args)
+    try:
+        for model in quire.models.all():
+            print(f"{model.name:<20} {model.type:<10} {len(model.fields)} fields")
+    finally:
+        quire.close()
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from quire.bundle import export_bundle
+
+    quire = _quire(args)
+    try:
+        out = sys.stdout.buffer
+        for chunk in export_bundle(quire):
+            out.write(chunk)
+        out.write(b"\n")
+        out.flush()
+    finally:
+        quire.close()
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from quire.bundle import import_bundle
+
+    raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    try:
+        bundle = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        print(f"error: {args.file} is not valid JSON: {exc}", file=sys.stderr)
+        return 1
+    quire = _quire(args)
+    try:
+        counts = asyncio.run(import_bundle(quire, bundle))
+    finally:
+        quire.close()
+    print("Imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quire", description="Quire: a headless CMS with a JSON REST API."
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data", default="./data", help="data directory (default ./data)")
+    common.add_argument("--config", default=None, help="settings file (default <data>/quire.toml)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", parents=[common], help="run the HTTP server (granian)",
+                           description="Serve the API. Creates the data dir on first start.")
+    serve.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8080)")
+    serve.add_argument("--workers", type=int, default=None, help="worker processes (default 1)")
+    serve.add_argument("--quiet", action="store_true", help="no per-request log lines")
+    serve.set_defaults(func=cmd_serve)
+
+    sub.add_parser("init", parents=[common], help="create a data dir with a quire.toml",
+                   description="Create the data directory, its database and a commented quire.toml."
+                   ).set_defaults(func=cmd_init)
+    sub.add_parser("demo", parents=[common], help="load the demo blog and print an admin key",
+                   description="Load a small demo blog (once) and print a fresh admin API key."
+                   ).set_defaults(func=cmd_demo)
+
+    keys = sub.add_parser("keys", help="manage API keys", description="Create, list and delete API keys.")
+    keys_sub = keys.add_subparsers(dest="keys_cmd", required=True, metavar="ACTION")
+    create = keys_sub.add_parser("create", parents=[common], help="create a key; it is printed once",
+                                 description="Create an API key. The key is printed alone on the last line.")
+    create.add_argument("--name", required=True, help="a label for the key")
+    create.add_argument("--role", required=True, help="role of the key (admin, public or a custom role)")
+    keys_sub.add_parser("list", parents=[common], help="list keys (never the keys themselves)")
+    delete = keys_sub.add_parser("delete", parents=[common], help="revoke a key")
+    delete.add_argument("id", help="key id, from `quire keys list`")
+    keys.set_defaults(func=cmd_keys)
+
+    users = sub.add_parser("users", help="manage admin users", description="Manage admin users.")
+    users_sub = users.add_subparsers(dest="users_cmd", required=True, metavar="ACTION")
+    ucreate = users_sub.add_parser(
+        "create", parents=[common], help="create a user",
+        description="Create a user. The password is read from stdin; without one a password is generated and printed.",
+    )
+    ucreate.add_argument("--user", required=True, help="login name")
+    ucreate.add_argument("--email", required=True, help="e-mail address")
+    ucreate.add_argument("--role", required=True, help="role")
+    ucreate.add_argument("--name", default=None, help="display name")
+    users.set_defaults(func=cmd_users)
+
+    sub.add_parser("models", parents=[common], help="list content models").set_defaults(func=cmd_models)
+    sub.add_parser("export", parents=[common], help="write models, locales, roles and items as JSON to stdout",
+                   description="Export a bundle: quire export > bundle.json").set_defaults(func=cmd_export)
+    imp = sub.add_parser("import", parents=[common], help="load a bundle written by export",
+                         description="Import a bundle (models, locales, roles, items); all or nothing.")
+    imp.add_argument("file", help="bundle file, or - for stdin")
+    imp.set_defaults(func=cmd_import)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from quire.errors import ApiError
+
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    except ApiError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,155 @@
+"""Settings: built-in defaults < `<data>/quire.toml` (or --config) < QUIRE_* env.
+
+Every setting lives in a section; the environment variable of
+`[server] port` is QUIRE_SERVER_PORT. Settings are validated once at start
+and a bad one stops the service with a message that names its key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from quire.errors import ConfigError
+
+# section -> key -> default. The default's type is the setting's type.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "server": {
+        "host": "127.0.0.1",
+        "port": 8080,
+        "workers": 1,
+        "quiet": False,
+        "public_url": "",
+    },
+    "api": {
+        "max_body_bytes": 10 * 1024 * 1024,
+        "max_json_depth": 64,
+        "cors_origins": ["*"],
+        "max_populate_depth": 5,
+    },
+    "content": {
+        "default_locale_name": "Default",
+    },
+    "hooks": {
+        "modules": [],
+    },
+}
+
+ENV_PREFIX = "QUIRE_"
+
+
+@dataclass
+class Settings:
+    data_dir: Path
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def get(self, section: str, key: str) -> Any:
+        return self.values[section][key]
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "quire.db"
+
+
+def load_settings(
+    data_dir: str | Path,
+    config_file: str | Path | None = None,
+    env: dict[str, str] | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+) -> Settings:
+    """Merge defaults, the TOML file and the environment; validate."""
+    data = Path(data_dir)
+    values = {section: dict(keys) for section, keys in DEFAULTS.items()}
+    path = Path(config_file) if config_file else data / "quire.toml"
+    if config_file and not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    if path.exists():
+        try:
+            parsed = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+        _merge(values, parsed, str(path))
+    _merge_env(values, os.environ if env is None else env)
+    for section, keys in (overrides or {}).items():
+        for key, value in keys.items():
+            _set(values, section, key, value, "override")
+    _validate(values)
+    return Settings(data, values)
+
+
+def _merge(values: dict[str, dict[str, Any]], parsed: dict[str, Any], origin: str) -> None:
+    for section, keys in parsed.items():
+        if section not in DEFAULTS:
+            raise ConfigError(f"{origin}: unknown section [{section}]")
+        if not isinstance(keys, dict):
+            raise ConfigError(f"{origin}: '{section}' must be a table")
+        for key, value in keys.items():
+            _set(values, section, key, value, origin)
+
+
+def _merge_env(values: dict[str, dict[str, Any]], env: Any) -> None:
+    for section, keys in DEFAULTS.items():
+        for key in keys:
+            name = f"{ENV_PREFIX}{section}_{key}".upper()
+            if name in env:
+                _set(values, section, key, _from_env(env[name], DEFAULTS[section][key], name), name)
+
+
+def _from_env(raw: str, default: Any, name: str) -> Any:
+    if isinstance(default, bool):
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off", ""):
+            return False
+        raise ConfigError(f"{name} must be true or false")
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{name} must be an integer") from None
+    if isinstance(default, list):
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    return raw
+
+
+def _set(values: dict[str, dict[str, Any]], section: str, key: str, value: Any, origin: str) -> None:
+    if key not in DEFAULTS[section]:
+        raise ConfigError(f"{origin}: unknown setting '{section}.{key}'")
+    default = DEFAULTS[section][key]
+    kind = type(default)
+    ok = isinstance(value, kind) and (kind is not int or not isinstance(value, bool))
+    if isinstance(default, list):
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if not ok:
+        raise ConfigError(f"{origin}: setting '{section}.{key}' must be {_kind_name(default)}")
+    values[section][key] = value
+
+
+def _kind_name(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "an integer"
+    if isinstance(default, list):
+        return "a list of strings"
+    return "a string"
+
+
+def _validate(values: dict[str, dict[str, Any]]) -> None:
+    checks = [
+        ("server", "port", 1, 65535),
+        ("server", "workers", 1, 64),
+        ("api", "max_body_bytes", 1024, 2**40),
+        ("api", "max_json_depth", 2, 10000),
+        ("api", "max_populate_depth", 0, 5),
+    ]
+    for section, key, low, high in checks:
+        value = values[section][key]
+        if not low <= value <= high:
+            raise ConfigError(f"setting '{section}.{key}' must be between {low} and {high}")
+    url = values["server"]["public_url"]
+    if url and not url.startswith(("http://", "https://")):
+        raise ConfigError("setting 'server.public_url' must start with http:// or https://")

@@ -1,0 +1,1 @@
+"""Content: models (singleton, collection, tree) and their items."""

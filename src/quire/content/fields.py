@@ -1,0 +1,170 @@
+"""Field types of content models and the validation of their values."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, time
+from typing import Any
+
+from quire.ids import is_id
+
+TEXT_TYPES = {"text", "longtext", "wysiwyg", "markdown", "code", "color", "select"}
+FIELD_TYPES = TEXT_TYPES | {
+    "number", "boolean", "date", "datetime", "time", "tags", "object", "set", "table",
+    "asset", "contentItemLink",
+}
+# Store hints: the one JSON type every value of a single-valued field has.
+HINTS = {**{t: "text" for t in TEXT_TYPES | {"date", "datetime", "time"}}, "number": "number", "boolean": "bool"}
+FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_COLOR = re.compile(r"^#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$")
+
+
+class FieldError(Exception):
+    """A value that does not fit its field; the message says why."""
+
+
+def check_value(field: dict[str, Any], value: Any, depth: int = 0) -> Any:
+    """Validate (and lightly normalise) one non-null value of `field`."""
+    if field.get("multiple") and field["type"] != "tags":
+        if not isinstance(value, list):
+            raise FieldError("must be a list")
+        single = {**field, "multiple": False}
+        return [check_value(single, v, depth) for v in value]
+    kind = field["type"]
+    opts = field.get("opts") or {}
+    if kind in TEXT_TYPES:
+        if not isinstance(value, str):
+            raise FieldError("must be text")
+        if kind == "color" and value and not _COLOR.match(value):
+            raise FieldError("must be a colour like #aabbcc")
+        options = opts.get("options")
+        if kind == "select" and isinstance(options, list) and options and value not in _option_values(options):
+            raise FieldError(f"must be one of {', '.join(map(str, _option_values(options)))}")
+        return value
+    if kind == "number":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise FieldError("must be a number")
+        return value
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise FieldError("must be true or false")
+        return value
+    if kind in ("date", "datetime", "time"):
+        return _check_time(kind, value)
+    if kind == "tags":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise FieldError("must be a list of strings")
+        return value
+    if kind == "object":
+        if not isinstance(value, dict):
+            raise FieldError("must be an object")
+        return value
+    if kind == "set":
+        return _check_set(field, value, depth)
+    if kind == "table":
+        if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
+            raise FieldError("must be a list of rows (objects)")
+        return value
+    if kind == "asset":
+        return _check_ref(value, "asset")
+    if kind == "contentItemLink":
+        target = opts.get("link")
+        ref = _check_ref(value, "item")
+        model = ref.get("_model", target)
+        if target and model != target:
+            raise FieldError(f"must link to an item of {target}")
+        return {"_model": model, "_id": ref["_id"]}
+    raise FieldError(f"has unknown type {kind}")
+
+
+def _option_values(options: list[Any]) -> list[Any]:
+    return [o.get("value") if isinstance(o, dict) else o for o in options]
+
+
+def _check_time(kind: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise FieldError(f"must be a {kind} string")
+    try:
+        if kind == "date":
+            date.fromisoformat(value)
+        elif kind == "datetime":
+            datetime.fromisoformat(value.replace("Z", "+00:00"))
+        else:
+            time.fromisoformat(value)
+    except ValueError:
+        example = {"date": "2026-01-31", "datetime": "2026-01-31T12:00:00Z", "time": "12:30"}[kind]
+        raise FieldError(f"must be an ISO {kind} like {example}") from None
+    return value
+
+
+def _check_ref(value: Any, what: str) -> dict[str, Any]:
+    if isinstance(value, str):
+        value = {"_id": value}
+    if not isinstance(value, dict) or not is_id(value.get("_id")):
+        raise FieldError(f"must be an {what} reference {{\"_id\": \"<24 hex>\"}}")
+    return value
+
+
+def _check_set(field: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise FieldError("must be an object")
+    subfields = {f["name"]: f for f in (field.get("opts") or {}).get("fields", []) if isinstance(f, dict)}
+    if not subfields or depth > 8:
+        return value
+    out: dict[str, Any] = {}
+    for key, sub in value.items():
+        if key not in subfields:
+            raise FieldError(f"has unknown field {key}")
+        if sub is None:
+            out[key] = None
+            continue
+        try:
+            out[key] = check_value(subfields[key], sub, depth + 1)
+        except FieldError as exc:
+            raise FieldError(f"field {key} {exc}") from None
+    return out
+
+
+def is_empty(value: Any) -> bool:
+    return value is None or value == "" or value == [] or value == {}
+
+
+def validate_definition_field(raw: Any, index: int) -> dict[str, Any]:
+    """A field of a model definition, checked and normalised."""
+    where = f"fields[{index}]"
+    if not isinstance(raw, dict):
+        raise FieldError(f"{where} must be an object")
+    name = raw.get("name")
+    if not isinstance(name, str) or not FIELD_NAME.match(name):
+        raise FieldError(f"{where}.name must match ^[A-Za-z][A-Za-z0-9_]*$")
+    kind = raw.get("type", "text")
+    if kind not in FIELD_TYPES:
+        raise FieldError(f"{where} ({name}): unknown type {kind!r}; use one of {', '.join(sorted(FIELD_TYPES))}")
+    opts = raw.get("opts") or {}
+    if not isinstance(opts, dict):
+        raise FieldError(f"{where} ({name}): opts must be an object")
+    if kind == "contentItemLink":
+        link = opts.get("link")
+        if not isinstance(link, str) or not FIELD_NAME.match(link):
+            raise FieldError(f"{where} ({name}): contentItemLink needs opts.link, the target model")
+    for flag in ("i18n", "required", "multiple"):
+        if flag in raw and not isinstance(raw[flag], bool):
+            raise FieldError(f"{where} ({name}): {flag} must be true or false")
+    unknown = set(raw) - {"name", "type", "label", "i18n", "required", "multiple", "opts", "default", "info", "group"}
+    if unknown:
+        raise FieldError(f"{where} ({name}): unknown keys {', '.join(sorted(unknown))}")
+    field = {
+        "name": name,
+        "type": kind,
+        "label": raw.get("label") or name,
+        "i18n": bool(raw.get("i18n", False)),
+        "required": bool(raw.get("required", False)),
+        "multiple": bool(raw.get("multiple", False)),
+        "opts": opts,
+    }
+    if "default" in raw and raw["default"] is not None:
+        try:
+            field["default"] = check_value(field, raw["default"])
+        except FieldError as exc:
+            raise FieldError(f"{where} ({name}): default {exc}") from None
+    return field

@@ -1,0 +1,104 @@
+"""Locales of the project and per-locale reading of localized fields.
+
+A localized field `title` is stored as `title` (the default locale) and
+`title_<code>` for each other locale. Reading with `locale=<code>` answers
+`title` with that locale's value, falling back to the default one when it is
+missing or empty, and drops every `title_*` key. Nothing resolved is ever
+written back.
+"""
+
+from __future__ import annotations
+
+import re
+import builtins
+from typing import Any
+
+from quire.cache import SystemCache, bump_system_version
+from quire.content.fields import is_empty
+from quire.errors import BadRequest
+from quire.store import SqliteStore
+
+CONFIG = "system/config"
+DEFAULT = "default"
+_CODE = re.compile(r"^[a-zA-Z]{2,3}(?:[_-][a-zA-Z0-9]{2,8})*$")
+
+
+class LocaleService:
+    def __init__(self, store: SqliteStore, default_name: str = "Default") -> None:
+        self.store = store
+        self.default_name = default_name
+        self.config = store.collection(CONFIG)
+        self._cache: SystemCache[builtins.list[dict[str, str]]] = SystemCache(store, self._load)
+
+    def _load(self) -> builtins.list[dict[str, str]]:
+        doc = self.config.get("locales")
+        return list(doc["items"]) if doc else []
+
+    def list(self) -> builtins.list[dict[str, Any]]:
+        return [{"i18n": DEFAULT, "name": self.default_name, "default": True}] + [
+            {**item, "default": False} for item in self._cache.get()
+        ]
+
+    def codes(self) -> builtins.list[str]:
+        """Codes of the non-default locales."""
+        return [item["i18n"] for item in self._cache.get()]
+
+    def save(self, body: Any) -> builtins.list[dict[str, Any]]:
+        if not isinstance(body, list):
+            raise BadRequest('Body must be a list like [{"i18n": "de", "name": "Deutsch"}]')
+        items: builtins.list[dict[str, str]] = []
+        seen = set()
+        for i, entry in enumerate(body):
+            if not isinstance(entry, dict):
+                raise BadRequest(f"locales[{i}] must be an object", fields=[f"locales[{i}]"])
+            code, name = entry.get("i18n"), entry.get("name", entry.get("i18n"))
+            if code == DEFAULT:
+                continue  # the default locale always exists
+            if not isinstance(code, str) or not _CODE.match(code):
+                raise BadRequest(f"locales[{i}].i18n is not a locale code like 'de' or 'pt-BR'", fields=[f"locales[{i}].i18n"])
+            if not isinstance(name, str):
+                raise BadRequest(f"locales[{i}].name must be a string", fields=[f"locales[{i}].name"])
+            if code in seen:
+                raise BadRequest(f"Locale {code} is listed twice", fields=[f"locales[{i}].i18n"])
+            seen.add(code)
+            items.append({"i18n": code, "name": name})
+        with self.store.transaction():
+            self.config.replace({"_id": "locales", "items": items})
+            bump_system_version(self.store)
+        return self.list()
+
+
+def localize(doc: dict[str, Any], localized: list[str], codes: list[str], locale: str) -> dict[str, Any]:
+    """A copy of `doc` with localized fields resolved for `locale`."""
+    if not localized:
+        return doc
+    out = dict(doc)
+    for name in localized:
+        if locale in codes:
+            value = doc.get(f"{name}_{locale}")
+            if not is_empty(value):
+                out[name] = value
+        for code in codes:
+            out.pop(f"{name}_{code}", None)
+    return out
+
+
+def rewrite_locale_keys(spec: Any) -> Any:
+    """`title:de` in a filter or sort addresses the stored key `title_de`."""
+    if isinstance(spec, dict):
+        return {
+            (_locale_key(k) if isinstance(k, str) else k): rewrite_locale_keys(v) for k, v in spec.items()
+        }
+    if isinstance(spec, list):
+        return [rewrite_locale_keys(v) for v in spec]
+    return spec
+
+
+def _locale_key(key: str) -> str:
+    if ":" not in key or key.startswith("$"):
+        return key
+    head, _, rest = key.partition(".")
+    field, _, code = head.partition(":")
+    if code == DEFAULT:
+        return field + ("." + rest if rest else "")
+    return f"{field}_{code}" + ("." + rest if rest else "")

@@ -1,0 +1,165 @@
+"""HTTP routes of the content API (`/api/content/...`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from quire.auth.request import identify
+from quire.content.service import ReadOptions
+from quire.errors import BadRequest, PreconditionFailed
+from quire.http import (
+    JSON_TYPE,
+    int_param,
+    json_param,
+    json_response,
+    raw_json_response,
+    read_json,
+    route,
+)
+
+if TYPE_CHECKING:
+    from quire.app import Quire
+
+
+def _quire(request: Request) -> Quire:
+    return request.app.state.quire
+
+
+def read_options(request: Request, *, listing: bool = False) -> ReadOptions:
+    opts = ReadOptions(
+        filter=json_param(request, "filter"),
+        sort=json_param(request, "sort"),
+        fields=json_param(request, "fields"),
+        populate=int_param(request, "populate") or 0,
+        locale=request.query_params.get("locale") or None,
+    )
+    if listing:
+        opts.limit = int_param(request, "limit")
+        opts.skip = int_param(request, "skip")
+    return opts
+
+
+async def get_item(request: Request) -> Response:
+    identity = identify(request)
+    quire = _quire(request)
+    model = request.path_params["model"]
+    item_id = request.path_params.get("id")
+    doc = quire.content.item(model, item_id, read_options(request), identity)
+    return json_response(doc)
+
+
+async def save_item(request: Request) -> Response:
+    identity = identify(request)
+    quire = _quire(request)
+    body = await read_json(request, quire.max_body, quire.max_depth)
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, dict):
+        raise PreconditionFailed("Item data is missing")
+    item = await quire.content.save(request.path_params["model"], data, identity)
+    return json_response(item)
+
+
+async def delete_item(request: Request) -> Response:
+    identity = identify(request)
+    await _quire(request).content.delete(request.path_params["model"], request.path_params["id"], identity)
+    return json_response({"success": True})
+
+
+async def list_items(request: Request) -> Response:
+    identity = identify(request)
+    content = _quire(request).content
+    model = request.path_params["model"]
+    opts = read_options(request, listing=True)
+    if opts.limit is None:
+        chunks = content.list_stream(model, opts, identity)
+        return StreamingResponse(_stream_array(chunks), media_type=JSON_TYPE)
+    page = content.list_page(model, opts, identity)
+    body = ("[" + ",".join(page.rows) + "]").encode()
+    if page.total is not None:
+        body = b'{"data":' + body + b',"meta":{"total":' + str(page.total).encode() + b"}}"
+    return raw_json_response(body)
+
+
+async def _stream_array(chunks: Any) -> AsyncIterator[bytes]:
+    yield b"["
+    first = True
+    for rows in chunks:
+        if not rows:
+            continue
+        text = ",".join(rows)
+        yield (text if first else "," + text).encode()
+        first = False
+    yield b"]"
+
+
+async def get_tree(request: Request) -> Response:
+    identity = identify(request)
+    parent = request.query_params.get("parent") or None
+    tree = _quire(request).content.tree(request.path_params["model"], parent, read_options(request), identity)
+    return json_response(tree)
+
+
+async def batch(request: Request) -> Response:
+    identity = identify(request)
+    quire = _quire(request)
+    spec = json_param(request, "models")
+    if spec is None:
+        raise PreconditionFailed("<models> parameter is missing")
+    if not isinstance(spec, dict):
+        raise BadRequest("<models> must be an object keyed by alias")
+    out: dict[str, Any] = {}
+    for alias, options in spec.items():
+        options = options or {}
+        if not isinstance(options, dict):
+            raise BadRequest(f"<models>.{alias} must be an object")
+        name = options.get("model", alias)
+        model = quire.models.find(name) if isinstance(name, str) else None
+        if model is None or not identity.can(f"content/{name}/read"):
+            continue  # left out, as the contract says
+        out[alias] = _batch_entry(quire, model.name, model.type, options, identity)
+    return json_response(out)
+
+
+def _batch_entry(quire: Quire, name: str, kind: str, options: dict[str, Any], identity: Any) -> Any:
+    opts = ReadOptions(
+        filter=options.get("filter"),
+        sort=options.get("sort"),
+        fields=options.get("fields"),
+        limit=_opt_int(options, "limit"),
+        skip=_opt_int(options, "skip"),
+        populate=_opt_int(options, "populate") or 0,
+        locale=options.get("locale"),
+    )
+    if kind == "singleton":
+        return quire.content.item(name, None, opts, identity)
+    if kind == "tree" and opts.limit is None:
+        return quire.content.tree(name, None, opts, identity)
+    if opts.limit is None:
+        rows = [r for chunk in quire.content.list_stream(name, opts, identity) for r in chunk]
+        return [orjson.loads(r) for r in rows]
+    page = quire.content.list_page(name, opts, identity)
+    docs = [orjson.loads(r) for r in page.rows]
+    return docs if page.total is None else {"data": docs, "meta": {"total": page.total}}
+
+
+def _opt_int(options: dict[str, Any], key: str) -> int | None:
+    value = options.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadRequest(f"<models> option {key} must be a non-negative integer")
+    return value
+
+
+routes = [
+    route("/api/content/item/{model}", get=get_item, post=save_item),
+    route("/api/content/item/{model}/{id}", get=get_item, delete=delete_item),
+    route("/api/content/items/{model}", get=list_items),
+    route("/api/content/items", get=batch),
+    route("/api/content/tree/{model}", get=get_tree),
+]

@@ -1,0 +1,401 @@
+"""Content items: reading (lists, items, trees, batches) and writing.
+
+Reads see published items only. Lists come back as JSON text per item; when
+a request needs no transformation (no locale, projection or populate) the
+stored text goes out untouched, which keeps the common list cheap.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from quire.auth.permissions import content as perm
+from quire.auth.service import Identity
+from quire.content.fields import FieldError, check_value, is_empty
+from quire.content.locales import LocaleService, localize, rewrite_locale_keys
+from quire.content.models import Model, ModelService
+from quire.content.populate import populate
+from quire.errors import BadRequest, MethodNotAllowed, NotFound, PreconditionFailed
+from quire.events import Events, Reject
+from quire.ids import is_id, new_id
+from quire.store import SqliteStore
+from quire.store import match as reference
+from quire.store.query import And, Cond, Node, Projection, parse_fields, parse_filter, parse_sort
+from quire.store.sqlite import Collection
+
+PUBLISHED = Cond(("_state",), "eq", 1)
+READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model"}
+STATES = (-1, 0, 1)
+
+
+@dataclass
+class ReadOptions:
+    filter: Any = None
+    sort: Any = None
+    fields: Any = None
+    limit: int | None = None
+    skip: int | None = None
+    populate: int = 0
+    locale: str | None = None
+
+    @property
+    def transforms(self) -> bool:
+        return bool(self.fields or self.populate or self.locale)
+
+
+@dataclass
+class Page:
+    rows: list[str]
+    total: int | None
+
+
+class ContentService:
+    def __init__(
+        self,
+        store: SqliteStore,
+        models: ModelService,
+        locales: LocaleService,
+        events: Events,
+        max_populate: int = 5,
+    ) -> None:
+        self.store = store
+        self.models = models
+        self.locales = locales
+        self.events = events
+        self.max_populate = max_populate
+
+    def collection(self, model: Model) -> Collection:
+        return self.store.collection(model.collection, self.models.hints(model))
+
+    def readable(self, name: str, identity: Identity) -> Model:
+        model = self.models.get(name)
+        identity.require(perm(name, "read"))
+        return model
+
+    # -- queries ----------------------------------------------------------
+
+    def query(self, model: Model, spec: Any, identity: Identity) -> Node:
+        """The user's filter, published items only, extensions resolved."""
+        if spec is None:
+            return PUBLISHED
+        if not isinstance(spec, dict):
+            raise BadRequest("filter must be an object")
+        spec = self._resolve_link_filters(model, rewrite_locale_keys(spec), identity)
+        return And([PUBLISHED, parse_filter(spec)])
+
+    def _resolve_link_filters(self, model: Model, spec: Any, identity: Identity) -> Any:
+        """`{"@author.name": "Ann"}` -> `{"author._id": {"$in": [ids of
+        published authors named Ann]}}`: one query on the linked model."""
+        if isinstance(spec, list):
+            return [self._resolve_link_filters(model, s, identity) for s in spec]
+        if not isinstance(spec, dict):
+            return spec
+        out: dict[str, Any] = {}
+        for key, value in spec.items():
+            if key in ("$and", "$or", "$nor"):
+                out[key] = self._resolve_link_filters(model, value, identity)
+            elif isinstance(key, str) and key.startswith("@"):
+                field, _, rest = key[1:].partition(".")
+                target = self._link_target(model, field)
+                linked = self.readable(target.name, identity)
+                if not rest:
+                    raise BadRequest(f"Filter {key} needs a field of {target.name}, like @{field}.title")
+                sub = self.query(linked, {rest: value}, identity)
+                ids = self.collection(linked).ids(sub)
+                path = f"{field}._id"
+                out.setdefault("$and", []).append({path: {"$in": ids}})
+            else:
+                out[key] = value
+        return out
+
+    def _link_target(self, model: Model, field: str) -> Model:
+        definition = model.by_name.get(field)
+        if definition is None or definition["type"] != "contentItemLink":
+            raise BadRequest(f"Filter @{field}: {field} is not a link field of {model.name}")
+        return self.models.get(definition["opts"]["link"])
+
+    # -- reads ------------------------------------------------------------
+
+    def list_page(self, name: str, opts: ReadOptions, identity: Identity) -> Page:
+        """A bounded list (limit given); `total` when skip was given too."""
+        model = self.readable(name, identity)
+        coll = self.collection(model)
+        node = self.query(model, opts.filter, identity)
+        sort = self._sort(opts.sort)
+        projection = parse_fields(opts.fields)
+        rows = coll.find_raw(node, sort, opts.limit, opts.skip)
+        total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
+        return Page(self.render(model, rows, opts, projection, identity), total)
+
+    def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Iterator[list[str]]:
+        """An unbounded list, chunk by chunk from the database."""
+        model = self.readable(name, identity)
+        coll = self.collection(model)
+        node = self.query(model, opts.filter, identity)
+        sort = self._sort(opts.sort)
+        projection = parse_fields(opts.fields)
+
+        def chunks() -> Iterator[list[str]]:
+            for rows in coll.stream_raw(node, sort, None, opts.skip):
+                yield self.render(model, rows, opts, projection, identity)
+
+        return chunks()
+
+    def _sort(self, spec: Any) -> list[tuple[tuple[str, ...], int]]:
+        return parse_sort(rewrite_locale_keys(spec)) if spec is not None else []
+
+    def render(
+        self,
+        model: Model,
+        rows: list[str],
+        opts: ReadOptions,
+        projection: Projection | None,
+        identity: Identity,
+    ) -> list[str]:
+        if not opts.transforms:
+            return rows
+        docs = [orjson.loads(r) for r in rows]
+        docs = self.transform(model, docs, opts, projection, identity)
+        return [orjson.dumps(d).decode() for d in docs]
+
+    def transform(
+        self,
+        model: Model,
+        docs: list[dict[str, Any]],
+        opts: ReadOptions,
+        projection: Projection | None,
+        identity: Identity,
+    ) -> list[dict[str, Any]]:
+        if opts.locale:
+            codes = self.locales.codes()
+            docs = [localize(d, model.localized, codes, opts.locale) for d in docs]
+        if projection:
+            docs = [reference.project(d, projection) for d in docs]
+        if opts.populate:
+            self.populate(docs, opts.populate, opts.locale, identity)
+        return docs
+
+    def populate(
+        self, docs: list[dict[str, Any]], depth: int, locale: str | None, identity: Identity
+    ) -> None:
+        codes = self.locales.codes()
+
+        def fetch(model_name: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+            linked = self.models.find(model_name)
+            if linked is None or not identity.can(perm(model_name, "read")):
+                return {}
+            found = self.collection(linked).get_many(ids)
+            out = {}
+            for item_id, doc in found.items():
+                if doc.get("_state") == 1:
+                    out[item_id] = localize(doc, linked.localized, codes, locale) if locale else doc
+            return out
+
+        populate(docs, min(depth, self.max_populate), fetch)
+
+    def item(self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity) -> dict[str, Any]:
+        """By id; else a singleton's item; else the first item matching filter."""
+        model = self.readable(name, identity)
+        coll = self.collection(model)
+        doc: dict[str, Any] | None
+        if item_id is not None:
+            doc = coll.get(item_id) if is_id(item_id) else None
+            if doc is not None and doc.get("_state") != 1:
+                doc = None
+        elif model.type == "singleton":
+            doc = coll.find_one(PUBLISHED) or self._singleton_defaults(model)
+        else:
+            doc = coll.find_one(self.query(model, opts.filter, identity), self._sort(opts.sort))
+        if doc is None:
+            raise NotFound("Item not found")
+        return self.transform(model, [doc], opts, parse_fields(opts.fields), identity)[0]
+
+    def _singleton_defaults(self, model: Model) -> dict[str, Any]:
+        doc: dict[str, Any] = {f["name"]: f.get("default") for f in model.fields}
+        doc["_model"] = model.name
+        return doc
+
+    def tree(self, name: str, parent: str | None, opts: ReadOptions, identity: Identity) -> list[dict[str, Any]]:
+        model = self.readable(name, identity)
+        if model.type != "tree":
+            raise BadRequest(f"Model {name} is not a tree")
+        coll = self.collection(model)
+        docs = coll.find(self.query(model, opts.filter, identity), [(("_o",), 1)])
+        projection = parse_fields(opts.fields)
+        children: dict[str | None, list[dict[str, Any]]] = {}
+        for doc in docs:
+            children.setdefault(doc.get("_pid"), []).append(doc)
+        if parent is not None and not any(d["_id"] == parent for d in docs):
+            raise NotFound("Item not found")
+        shaped = {id(d): d2 for d, d2 in zip(docs, self.transform(model, docs, opts, projection, identity), strict=True)}
+
+        def build(pid: str | None, depth: int) -> list[dict[str, Any]]:
+            out = []
+            for doc in children.get(pid, []):
+                node = dict(shaped[id(doc)])
+                node["_children"] = build(doc["_id"], depth + 1) if depth < 64 else []
+                out.append(node)
+            return out
+
+        return build(parent, 0)
+
+    # -- writes -----------------------------------------------------------
+
+    def check_data(self, model: Model, data: Any, identity: Identity) -> dict[str, Any]:
+        """Validate the fields sent; 400 naming every bad or unknown field."""
+        if not isinstance(data, dict):
+            raise PreconditionFailed("Item data is missing")
+        fields = model.by_name
+        codes = self.locales.codes()
+        clean: dict[str, Any] = {}
+        errors: dict[str, str] = {}
+        for key, value in data.items():
+            if key == "_id" or key in READ_ONLY:
+                continue
+            if key == "_state":
+                if value not in STATES or isinstance(value, bool):
+                    errors[key] = "must be 1 (published), 0 (draft) or -1 (archived)"
+                else:
+                    identity.require(perm(model.name, "publish"))
+                    clean[key] = value
+                continue
+            if key in ("_pid", "_o"):
+                if model.type != "tree":
+                    errors[key] = "is only for tree models"
+                elif key == "_pid" and value is not None and not is_id(value):
+                    errors[key] = "must be an item id or null"
+                elif key == "_o" and (isinstance(value, bool) or not isinstance(value, int | float)):
+                    errors[key] = "must be a number"
+                else:
+                    clean[key] = value
+                continue
+            definition = fields.get(key)
+            if definition is None:
+                base, _, code = key.rpartition("_")
+                if base in fields and fields[base]["i18n"] and code in codes:
+                    definition = fields[base]
+            if definition is None:
+                errors[key] = "is not a field of this model"
+                continue
+            if value is None:
+                clean[key] = None
+                continue
+            try:
+                clean[key] = check_value(definition, value)
+            except FieldError as exc:
+                errors[key] = str(exc)
+        if errors:
+            raise _invalid(errors)
+        return clean
+
+    async def save(self, name: str, data: Any, identity: Identity) -> dict[str, Any]:
+        model = self.models.get(name)
+        if not isinstance(data, dict):
+            raise PreconditionFailed("Item data is missing")
+        item_id = data.get("_id")
+        if item_id is not None and not isinstance(item_id, str):
+            raise BadRequest("_id must be a string", fields=["_id"])
+        is_update = item_id is not None or model.type == "singleton"
+        identity.require(perm(name, "update" if item_id is not None else "create"))
+        clean = self.check_data(model, data, identity)
+        coll = self.collection(model)
+        now = int(time.time())
+        async with self.store.atomic():
+            if model.type == "singleton":
+                current = coll.find_one({})
+                if current is None:
+                    identity.require(perm(name, "create"))
+                    is_update = False
+            elif item_id is not None:
+                current = coll.get(item_id) if is_id(item_id) else None
+                if current is None:
+                    raise NotFound("Item not found")
+            else:
+                current = None
+            if current is not None:
+                item = {**current, **clean, "_modified": now, "_mby": identity.actor}
+            else:
+                item = self._new_item(model, clean, now, identity, coll)
+            self._check_required(model, item)
+            if model.type == "tree":
+                self._check_parent(coll, item)
+            try:
+                await self.events.emit(
+                    "content.item.save.before", model=name, item=item, is_update=is_update, identity=identity
+                )
+            except Reject as exc:
+                raise PreconditionFailed(exc.message) from None
+            coll.replace(item)
+        await self.events.emit_after(
+            "content.item.save.after", model=name, item=item, is_update=is_update, identity=identity
+        )
+        return item
+
+    def _new_item(
+        self, model: Model, clean: dict[str, Any], now: int, identity: Identity, coll: Collection
+    ) -> dict[str, Any]:
+        item: dict[str, Any] = {"_id": new_id()}
+        for f in model.fields:
+            if "default" in f and f["name"] not in clean:
+                item[f["name"]] = f["default"]
+        item.update(clean)
+        item.setdefault("_state", 1)
+        if model.type == "singleton":
+            item["_model"] = model.name
+        if model.type == "tree":
+            item.setdefault("_pid", None)
+            if "_o" not in item:
+                item["_o"] = coll.count({"_pid": item["_pid"]})
+        item.update({"_created": now, "_modified": now, "_cby": identity.actor, "_mby": identity.actor})
+        return item
+
+    def _check_required(self, model: Model, item: dict[str, Any]) -> None:
+        missing = {f["name"]: "is required" for f in model.fields if f["required"] and is_empty(item.get(f["name"]))}
+        if missing:
+            raise _invalid(missing)
+
+    def _check_parent(self, coll: Collection, item: dict[str, Any]) -> None:
+        pid = item.get("_pid")
+        seen = {item["_id"]}
+        while pid is not None:
+            if pid in seen:
+                raise _invalid({"_pid": "would make the item its own ancestor"})
+            seen.add(pid)
+            parent = coll.get(pid)
+            if parent is None:
+                raise _invalid({"_pid": "is not an item of this model"})
+            pid = parent.get("_pid")
+
+    async def delete(self, name: str, item_id: str, identity: Identity) -> None:
+        model = self.models.get(name)
+        identity.require(perm(name, "delete"))
+        if model.type == "singleton":
+            raise MethodNotAllowed(["GET", "POST"], "A singleton item cannot be deleted")
+        coll = self.collection(model)
+        async with self.store.atomic():
+            item = coll.get(item_id) if is_id(item_id) else None
+            if item is None:
+                raise NotFound("Item not found")
+            removed = [item]
+            if model.type == "tree":
+                frontier = [item_id]
+                while frontier:
+                    kids = coll.find({"_pid": {"$in": frontier}})
+                    removed += kids
+                    frontier = [k["_id"] for k in kids]
+            for doc in removed:
+                coll.delete(doc["_id"])
+                try:
+                    await self.events.emit("content.item.remove", model=name, item=doc, identity=identity)
+                except Reject as exc:
+                    raise PreconditionFailed(exc.message) from None
+
+
+def _invalid(errors: dict[str, str]) -> BadRequest:
+    detail = "; ".join(f"{k} {v}" for k, v in errors.items())
+    return BadRequest(f"Invalid item data: {detail}", fields=sorted(errors))

@@ -1,0 +1,103 @@
+"""The demo project of `make run`: a small blog in two locales."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from quire.auth.service import Identity
+from quire.content.models import parse_model
+
+if TYPE_CHECKING:
+    from quire.app import Quire
+
+DEMO_KEY_NAME = "demo admin"
+ADMIN = Identity("admin", key_id="demo")
+
+MODELS: list[dict[str, Any]] = [
+    {
+        "name": "authors", "label": "Authors", "type": "collection",
+        "fields": [
+            {"name": "name", "type": "text", "required": True},
+            {"name": "bio", "type": "longtext", "i18n": True},
+            {"name": "email", "type": "text"},
+        ],
+        "indexes": ["name"],
+    },
+    {
+        "name": "posts", "label": "Posts", "type": "collection",
+        "fields": [
+            {"name": "title", "type": "text", "required": True, "i18n": True},
+            {"name": "slug", "type": "text", "required": True},
+            {"name": "body", "type": "markdown", "i18n": True},
+            {"name": "tags", "type": "tags"},
+            {"name": "category", "type": "select", "opts": {"options": ["news", "guides", "releases"]}},
+            {"name": "published", "type": "date"},
+            {"name": "featured", "type": "boolean", "default": False},
+            {"name": "author", "type": "contentItemLink", "opts": {"link": "authors"}},
+            {"name": "image", "type": "asset"},
+        ],
+        "indexes": ["slug", ["category", "published"], "published"],
+    },
+    {
+        "name": "settings", "label": "Site settings", "type": "singleton",
+        "fields": [
+            {"name": "siteName", "type": "text", "i18n": True},
+            {"name": "tagline", "type": "text", "i18n": True},
+            {"name": "postsPerPage", "type": "number", "default": 10},
+        ],
+    },
+    {
+        "name": "nav", "label": "Navigation", "type": "tree",
+        "fields": [
+            {"name": "label", "type": "text", "required": True, "i18n": True},
+            {"name": "url", "type": "text"},
+        ],
+    },
+]
+
+
+async def install_demo(quire: Quire) -> tuple[bool, str]:
+    """Create the demo content unless models exist; always rotate the demo
+    admin key and return it."""
+    created = False
+    if not quire.models.all():
+        await _create(quire)
+        created = True
+    for key in quire.auth.list_keys():
+        if key["name"] == DEMO_KEY_NAME:
+            quire.auth.delete_key(key["_id"])
+    key = quire.auth.create_key(DEMO_KEY_NAME, "admin")["key"]
+    return created, key
+
+
+async def _create(quire: Quire) -> None:
+    quire.locales.save([{"i18n": "de", "name": "Deutsch"}])
+    for definition in MODELS:
+        quire.models.save(parse_model(definition["name"], definition))
+    quire.auth.save_role("public", {"permissions": {
+        "content/posts/read": True, "content/authors/read": True,
+        "content/settings/read": True, "content/nav/read": True,
+    }})
+    save = quire.content.save
+    ada = await save("authors", {"name": "Ada Lovelace", "bio": "Writes about engines.",
+                                 "bio_de": "Schreibt über Maschinen."}, ADMIN)
+    alan = await save("authors", {"name": "Alan Turing", "bio": "Writes about machines."}, ADMIN)
+    posts = [
+        ("Hello, Quire", "Hallo, Quire", "hello-quire", "news", "2026-01-05", ada, ["intro"]),
+        ("Modelling content", "Inhalte modellieren", "modelling-content", "guides", "2026-02-10", alan, ["models", "howto"]),
+        ("Filters and sorting", "Filter und Sortierung", "filters-and-sorting", "guides", "2026-03-15", ada, ["api", "howto"]),
+        ("Quire 0.1 released", "Quire 0.1 ist da", "quire-0-1", "releases", "2026-04-20", alan, ["release"]),
+    ]
+    for title, title_de, slug, category, day, author, tags in posts:
+        await save("posts", {
+            "title": title, "title_de": title_de, "slug": slug, "category": category,
+            "published": day, "tags": tags, "author": {"_model": "authors", "_id": author["_id"]},
+            "body": f"# {title}\n\nA demo post.", "body_de": f"# {title_de}\n\nEin Demo-Beitrag.",
+        }, ADMIN)
+    await save("posts", {"title": "Draft: next steps", "slug": "next-steps", "_state": 0}, ADMIN)
+    await save("settings", {"siteName": "Quire Demo", "siteName_de": "Quire-Demo",
+                            "tagline": "A headless CMS", "tagline_de": "Ein Headless-CMS"}, ADMIN)
+    home = await save("nav", {"label": "Home", "label_de": "Start", "url": "/"}, ADMIN)
+    blog = await save("nav", {"label": "Blog", "url": "/blog"}, ADMIN)
+    await save("nav", {"label": "Guides", "label_de": "Anleitungen", "url": "/blog/guides", "_pid": blog["_id"]}, ADMIN)
+    await save("nav", {"label": "About", "label_de": "Über uns", "url": "/about", "_pid": home["_id"]}, ADMIN)

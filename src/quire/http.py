@@ -1,0 +1,169 @@
+"""Request helpers: json/json5/bracket query parameters, ints, bodies; JSON
+responses rendered with orjson."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import json5
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from quire.errors import BadRequest, PayloadTooLarge
+
+JSON_TYPE = "application/json; charset=utf-8"
+_BRACKET = re.compile(r"\[([^\[\]]*)\]")
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(data), status_code=status, media_type=JSON_TYPE, headers=headers)
+
+
+def raw_json_response(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type=JSON_TYPE)
+
+
+def parse_json_text(text: str, name: str) -> Any:
+    """Strict JSON first (fast), then the relaxed JSON5 form (`{title:'x'}`)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json5.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        raise BadRequest(f"<{name}> is not valid json") from None
+
+
+def json_param(request: Request, name: str) -> Any:
+    """A json parameter: `name=<json>` or the bracket form `name[a][b]=v`.
+
+    Bracket values that read as JSON scalars (numbers, true, false, null,
+    quoted strings) take that type; anything else is a string.
+    """
+    params = request.query_params
+    if name in params:
+        return parse_json_text(params[name], name)
+    prefix = name + "["
+    result: dict[str, Any] | None = None
+    for key, value in params.multi_items():
+        if not key.startswith(prefix):
+            continue
+        parts = _BRACKET.findall(key[len(name):])
+        if not parts or "".join(f"[{p}]" for p in parts) != key[len(name):]:
+            raise BadRequest(f"<{name}> is not valid json")
+        result = result if result is not None else {}
+        _assign(result, parts, _bracket_value(value), name)
+    return result
+
+
+def _assign(target: dict[str, Any], parts: list[str], value: Any, name: str) -> None:
+    node: Any = target
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "":  # name[a][] = list append
+            if not isinstance(node, list):
+                raise BadRequest(f"<{name}> is not valid json")
+            node.append(value if last else {})
+            node = node[-1]
+            continue
+        if not isinstance(node, dict):
+            raise BadRequest(f"<{name}> is not valid json")
+        if last:
+            node[part] = value
+        else:
+            nxt = parts[i + 1]
+            node = node.setdefault(part, [] if nxt == "" else {})
+
+
+def _bracket_value(text: str) -> Any:
+    if text in ("true", "false", "null") or text.startswith('"') or _looks_numeric(text):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+    return text
+
+
+def _looks_numeric(text: str) -> bool:
+    return bool(re.fullmatch(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?", text))
+
+
+def int_param(request: Request, name: str, minimum: int = 0) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"<{name}> must be an integer") from None
+    if value < minimum:
+        raise BadRequest(f"<{name}> must be at least {minimum}")
+    return value
+
+
+def check_depth(value: Any, limit: int) -> None:
+    """Refuse JSON nested deeper than `limit` (arrays and objects)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node  # type: ignore[assignment]
+        else:
+            continue
+        if depth > limit:
+            raise BadRequest(f"JSON is nested deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
+        except ValueError:
+            raise BadRequest("Invalid Content-Length") from None
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, limit: int, max_depth: int) -> Any:
+    body = await read_body(request, limit)
+    if not body.strip():
+        return None
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise BadRequest("Request body is not valid JSON") from None
+    check_depth(data, max_depth)
+    return data
+
+
+def route(path: str, **handlers: Any) -> Any:
+    """One Starlette route per path with a handler per method, so a wrong
+    method gets 405 with the full `Allow` list."""
+    from starlette.routing import Route
+
+    table = {method.upper(): fn for method, fn in handlers.items()}
+    if "GET" in table:  # GET and HEAD first in `Allow`
+        get = table.pop("GET")
+        table = {"GET": get, "HEAD": table.pop("HEAD", get), **table}
+
+    async def endpoint(request: Request) -> Response:
+        return await table[request.method](request)
+
+    endpoint.__name__ = "_".join(fn.__name__ for fn in handlers.values())
+    r = Route(path, endpoint, methods=list(table))
+    r.handlers = table  # type: ignore[attr-defined]  # read by the OpenAPI test
+    return r

@@ -1,0 +1,166 @@
+"""`GET /api/openapi.json`: an OpenAPI 3.1 description of every endpoint,
+its parameters and its errors. A test checks it lists every route."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from quire import __version__
+from quire.http import json_response, route
+
+ERROR = {"$ref": "#/components/schemas/Error"}
+JSON_PARAM_NOTE = " Strict JSON, relaxed JSON5 (`{title:'x'}`) or the bracket form (`name[key]=v`)."
+
+
+def _param(name: str, where: str, kind: str, description: str, required: bool = False) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer", "minimum": 0} if kind == "int" else {"type": "string"}
+    if kind == "json":
+        description += JSON_PARAM_NOTE
+    return {"name": name, "in": where, "required": required or where == "path",
+            "description": description, "schema": schema}
+
+
+MODEL = _param("model", "path", "string", "Model name")
+ITEM_ID = _param("id", "path", "string", "Item id (24 hex characters)")
+LOCALE = _param("locale", "query", "string", "Answer localized fields in this locale (fallback: default)")
+FILTER = _param("filter", "query", "json", "MongoDB-style filter; `field:locale` and `@link.field` extensions")
+SORT = _param("sort", "query", "json", "Sort spec such as {\"_created\": -1}")
+FIELDS = _param("fields", "query", "json", "MongoDB projection such as {\"title\": 1}")
+LIMIT = _param("limit", "query", "int", "Maximum number of items")
+SKIP = _param("skip", "query", "int", "Items to skip; with limit the answer is {data, meta: {total}}")
+POPULATE = _param("populate", "query", "int", "Resolve linked items this many hops deep (max 5)")
+KEY_PARAM = _param("api_key", "query", "string", "API key (alternative to the api-key header)")
+NAME = _param("name", "path", "string", "Name")
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    text = {
+        400: "Bad request: malformed parameter or body, validation failure",
+        401: "Authentication failed: unknown key, or no key where one is needed",
+        403: "Permission denied",
+        404: "Not found",
+        405: "Method not allowed",
+        412: "Precondition failed",
+        413: "Request body too large",
+        500: "Internal server error",
+    }
+    return {
+        str(c): {"description": text[c], "content": {"application/json": {"schema": ERROR}}}
+        for c in codes
+    }
+
+
+def _op(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], body: bool = False,
+        ok: str = "OK", tag: str = "content", security: bool = True) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "summary": summary,
+        "tags": [tag],
+        "parameters": params + ([KEY_PARAM] if security else []),
+        "responses": {"200": {"description": ok, "content": {"application/json": {"schema": {}}}},
+                      **_errors(*errors, 500)},
+    }
+    if body:
+        op["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        }
+    if not security:
+        op["security"] = []
+    return op
+
+
+READ_ERRORS = (400, 401, 403, 404)
+WRITE_ERRORS = (400, 401, 403, 404, 412, 413)
+MANAGE = (400, 401, 403, 404, 413)
+
+
+def document() -> dict[str, Any]:
+    paths: dict[str, Any] = {
+        "/api/content/item/{model}": {
+            "get": _op("Get the item of a singleton, or the first item matching filter",
+                       [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE], READ_ERRORS),
+            "post": _op("Create an item, or update one partially when data._id is given",
+                        [MODEL], WRITE_ERRORS, body=True, ok="The whole stored item"),
+        },
+        "/api/content/item/{model}/{id}": {
+            "get": _op("Get one published item by id", [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE], READ_ERRORS),
+            "delete": _op("Delete an item (a tree node with its subtree)", [MODEL, ITEM_ID],
+                          (401, 403, 404, 405), ok='{"success": true}'),
+        },
+        "/api/content/items/{model}": {
+            "get": _op("List published items: an array, or {data, meta: {total}} with limit and skip",
+                       [MODEL, LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, POPULATE], READ_ERRORS),
+        },
+        "/api/content/items": {
+            "get": _op("Batch: several lists in one request, keyed by alias",
+                       [_param("models", "query", "json", "Object keyed by alias: {model?, filter, sort, fields, limit, skip, populate, locale}", True)],
+                       (400, 401, 412)),
+        },
+        "/api/content/tree/{model}": {
+            "get": _op("Items of a tree model, nested under _children",
+                       [MODEL, _param("parent", "query", "string", "Answer the subtree under this item"),
+                        LOCALE, FILTER, FIELDS, POPULATE], READ_ERRORS),
+        },
+        "/api/system/healthcheck": {
+            "get": _op("Health check (no key needed)", [], (), tag="system", security=False, ok='{"status": "ok"}'),
+        },
+        "/api/system/models": {"get": _op("List model definitions", [], (401, 403), tag="system")},
+        "/api/system/models/{name}": {
+            "get": _op("Get a model definition", [NAME], (401, 403, 404), tag="system"),
+            "put": _op("Create or replace a model definition", [NAME], MANAGE, body=True, tag="system"),
+            "delete": _op("Delete a model and all its items", [NAME], (401, 403, 404), tag="system"),
+        },
+        "/api/system/roles": {"get": _op("List roles", [], (401, 403), tag="system")},
+        "/api/system/roles/{name}": {
+            "get": _op("Get a role", [NAME], (401, 403, 404), tag="system"),
+            "put": _op("Create or replace a role's permissions", [NAME], MANAGE, body=True, tag="system"),
+            "delete": _op("Delete a role", [NAME], (400, 401, 403, 404), tag="system"),
+        },
+        "/api/system/keys": {
+            "get": _op("List API keys (never the keys themselves)", [], (401, 403), tag="system"),
+            "post": _op("Create an API key; the answer is the only time the key is shown",
+                        [], MANAGE, body=True, tag="system"),
+        },
+        "/api/system/keys/{id}": {
+            "delete": _op("Revoke an API key", [_param("id", "path", "string", "Key id")],
+                          (401, 403, 404), tag="system"),
+        },
+        "/api/system/locales": {
+            "get": _op("List locales (default first)", [], (401, 403), tag="system"),
+            "put": _op("Replace the list of locales", [], MANAGE, body=True, tag="system"),
+        },
+        "/api/openapi.json": {
+            "get": _op("This document", [], (), tag="system", security=False),
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Quire API", "version": __version__,
+                 "description": "Headless CMS API. Errors are always {\"error\": message}."},
+        "paths": paths,
+        "components": {
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {"type": "string"},
+                                   "fields": {"type": "array", "items": {"type": "string"}}},
+                }
+            },
+            "securitySchemes": {
+                "apiKey": {"type": "apiKey", "in": "header", "name": "api-key"},
+                "bearer": {"type": "http", "scheme": "bearer"},
+            },
+        },
+        "security": [{"apiKey": []}, {"bearer": []}, {}],
+    }
+
+
+async def openapi_json(request: Request) -> Response:
+    return json_response(document())
+
+
+routes = [route("/api/openapi.json", get=openapi_json)]

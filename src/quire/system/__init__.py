@@ -1,0 +1,1 @@
+"""The management API: models, roles, keys, locales, health."""
