@@ -1,0 +1,106 @@
+"""Shared fixtures: an app on a fresh temporary data dir, an in-process client,
+and keys for the built-in roles."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from quire.app import Quire, build_app
+from quire.config import load_settings
+from quire.events import Events
+
+logging.getLogger("absl").setLevel(logging.ERROR)
+
+
+class Api:
+    """A test client bound to one API key (or none)."""
+
+    def __init__(self, client: TestClient, key: str | None) -> None:
+        self.client = client
+        self.key = key
+
+    def _headers(self, headers: dict[str, str] | None) -> dict[str, str]:
+        out = dict(headers or {})
+        if self.key:
+            out.setdefault("api-key", self.key)
+        return out
+
+    def get(self, url: str, **kw: Any) -> Any:
+        return self.client.get(url, headers=self._headers(kw.pop("headers", None)), **kw)
+
+    def post(self, url: str, **kw: Any) -> Any:
+        return self.client.post(url, headers=self._headers(kw.pop("headers", None)), **kw)
+
+    def put(self, url: str, **kw: Any) -> Any:
+        return self.client.put(url, headers=self._headers(kw.pop("headers", None)), **kw)
+
+    def delete(self, url: str, **kw: Any) -> Any:
+        return self.client.delete(url, headers=self._headers(kw.pop("headers", None)), **kw)
+
+    def request(self, method: str, url: str, **kw: Any) -> Any:
+        return self.client.request(method, url, headers=self._headers(kw.pop("headers", None)), **kw)
+
+    def with_key(self, key: str | None) -> Api:
+        return Api(self.client, key)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def events() -> Events:
+    return Events()
+
+
+@pytest.fixture
+def app(data_dir: Path, events: Events) -> Iterator[Any]:
+    application = build_app(load_settings(data_dir, env={"QUIRE_SERVER_QUIET": "true"}), events)
+    yield application
+    application.state.quire.close()
+
+
+@pytest.fixture
+def quire(app: Any) -> Quire:
+    return app.state.quire  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def client(app: Any) -> TestClient:
+    return TestClient(app, raise_server_exceptions=False)
+
+
+@pytest.fixture
+def admin_key(quire: Quire) -> str:
+    return str(quire.auth.create_key("test admin", "admin")["key"])
+
+
+@pytest.fixture
+def admin(client: TestClient, admin_key: str) -> Api:
+    """A client that sends an admin key."""
+    return Api(client, admin_key)
+
+
+@pytest.fixture
+def anon(client: TestClient) -> Api:
+    """A client that sends no key (the public role)."""
+    return Api(client, None)
+
+
+def put_model(admin: Api, name: str, **definition: Any) -> dict[str, Any]:
+    response = admin.put(f"/api/system/models/{name}", json={"name": name, **definition})
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def create_item(admin: Api, model: str, data: dict[str, Any]) -> dict[str, Any]:
+    response = admin.post(f"/api/content/item/{model}", json={"data": data})
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
