@@ -9,8 +9,8 @@ written back.
 
 from __future__ import annotations
 
-import re
 import builtins
+import re
 from typing import Any
 
 from quire.cache import SystemCache, bump_system_version

@@ -202,6 +202,7 @@ class ContentService:
         """By id; else a singleton's item; else the first item matching filter."""
         model = self.readable(name, identity)
         coll = self.collection(model)
+        projection = parse_fields(opts.fields)  # bad parameters answer 400 before any lookup
         doc: dict[str, Any] | None
         if item_id is not None:
             doc = coll.get(item_id) if is_id(item_id) else None
@@ -213,7 +214,7 @@ class ContentService:
             doc = coll.find_one(self.query(model, opts.filter, identity), self._sort(opts.sort))
         if doc is None:
             raise NotFound("Item not found")
-        return self.transform(model, [doc], opts, parse_fields(opts.fields), identity)[0]
+        return self.transform(model, [doc], opts, projection, identity)[0]
 
     def _singleton_defaults(self, model: Model) -> dict[str, Any]:
         doc: dict[str, Any] = {f["name"]: f.get("default") for f in model.fields}

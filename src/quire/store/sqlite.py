@@ -167,6 +167,7 @@ class SqliteStore:
         current = self._read_data_version()
         if current != self._data_version:
             self._data_version = current
+            self._known_tables.clear()  # another process may have dropped one
             self._bump()
             return True
         return False
@@ -208,6 +209,7 @@ class SqliteStore:
                 if depth == 0:
                     self._writer.execute("ROLLBACK")
                     self._after_commit.clear()
+                    self._known_tables.clear()  # a CREATE TABLE may have been undone
                 else:
                     self._writer.execute(f"ROLLBACK TO s{depth}")
                     self._writer.execute(f"RELEASE s{depth}")

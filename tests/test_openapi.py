@@ -1,0 +1,41 @@
+"""The OpenAPI document describes every route and method the app serves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.routing import Route
+
+from tests.conftest import Api
+
+
+def test_openapi_lists_every_route_and_method(anon: Api, app: Any) -> None:
+    spec = anon.get("/api/openapi.json").json()
+    assert spec["openapi"].startswith("3.1")
+    for route in app.routes:
+        if not isinstance(route, Route):
+            continue
+        assert route.path in spec["paths"], f"{route.path} missing from openapi.json"
+        for method in route.methods or []:
+            if method != "HEAD":
+                assert method.lower() in spec["paths"][route.path], f"{method} {route.path} missing"
+
+
+def test_openapi_operations_declare_parameters_and_error_responses(anon: Api) -> None:
+    spec = anon.get("/api/openapi.json").json()
+    for path, operations in spec["paths"].items():
+        for method, op in operations.items():
+            names = {p["name"] for p in op["parameters"] if p["in"] == "path"}
+            expected = {seg[1:-1] for seg in path.split("/") if seg.startswith("{")}
+            assert names == expected, (method, path)
+            assert "500" in op["responses"]
+            for status, response in op["responses"].items():
+                if status != "200":
+                    schema = response["content"]["application/json"]["schema"]
+                    assert schema == {"$ref": "#/components/schemas/Error"}
+
+
+def test_openapi_documents_every_content_query_parameter(anon: Api) -> None:
+    spec = anon.get("/api/openapi.json").json()
+    params = {p["name"] for p in spec["paths"]["/api/content/items/{model}"]["get"]["parameters"]}
+    assert {"filter", "sort", "fields", "limit", "skip", "populate", "locale"} <= params
