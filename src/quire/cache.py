@@ -20,6 +20,9 @@ VERSION_KEY = "system_version"
 
 def bump_system_version(store: SqliteStore) -> None:
     store.set_meta(VERSION_KEY, secrets.token_hex(8))
+    # Caches re-check at once, so later steps of the same transaction see the
+    # change; a rollback moves the generation again and they re-check again.
+    store.touch()
 
 
 class SystemCache(Generic[T]):

@@ -176,6 +176,10 @@ class SqliteStore:
         self._generation += 1
         self._count_cache.clear()
 
+    def touch(self) -> None:
+        """Mark data as changed now (caches re-check), inside a transaction too."""
+        self._bump()
+
     @property
     def generation(self) -> int:
         """Changes whenever any data may have changed (this or another process)."""
@@ -315,6 +319,8 @@ class SqliteStore:
                     )
 
     def cached_count(self, key: tuple[Any, ...], compute: Any) -> int:
+        if _in_tx.get():  # uncommitted writes of this transaction count too
+            return int(compute())
         hit = self._count_cache.get(key)
         if hit is not None and hit[0] == self._generation:
             return hit[1]

@@ -1,0 +1,110 @@
+"""The `quire` command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from quire.app import build_app
+from quire.config import load_settings
+
+
+def quire(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "quire", *args], input=stdin, capture_output=True, text=True, timeout=120
+    )
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["serve"], ["init"], ["demo"], ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "delete"],
+     ["users"], ["users", "create"], ["models"], ["export"], ["import"]],
+)
+def test_every_command_has_useful_help(command: list[str]) -> None:
+    out = quire(*command, "--help").stdout
+    assert "usage: quire" in out
+    assert "--data" in out or command in ([], ["keys"], ["users"])
+
+
+def test_keys_create_prints_the_key_alone_on_the_last_line_and_it_works(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    out = quire("keys", "create", "--name", "ci", "--role", "admin", "--data", data).stdout
+    key = out.strip().splitlines()[-1]
+    assert key.startswith("qk_") and " " not in key
+    app = build_app(load_settings(data, env={"QUIRE_SERVER_QUIET": "1"}))
+    client = TestClient(app)
+    assert client.get("/api/system/models", headers={"api-key": key}).status_code == 200
+    listed = quire("keys", "list", "--data", data).stdout
+    assert "ci" in listed and key not in listed
+    key_id = listed.split()[0]
+    quire("keys", "delete", key_id, "--data", data)
+    app.state.quire.store.refresh()
+    assert client.get("/api/system/models", headers={"api-key": key}).status_code == 401
+    app.state.quire.close()
+
+
+def test_keys_create_with_unknown_role_fails_clearly(tmp_path: Path) -> None:
+    result = quire("keys", "create", "--name", "x", "--role", "ghost", "--data", str(tmp_path), check=False)
+    assert result.returncode == 1
+    assert "Role ghost does not exist" in result.stderr
+
+
+def test_users_create_reads_password_from_stdin_or_generates_one(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    out = quire("users", "create", "--user", "ann", "--email", "ann@example.org", "--role", "admin",
+                "--data", data, stdin="correct horse battery\n").stdout
+    assert "Created user ann" in out and "Password" not in out
+    out = quire("users", "create", "--user", "bob", "--email", "bob@example.org", "--role", "admin",
+                "--data", data, stdin="").stdout
+    assert "Password: " in out
+    app = build_app(load_settings(data, env={}))
+    try:
+        assert app.state.quire.auth.verify_password("ann", "correct horse battery") is not None
+        assert app.state.quire.auth.verify_password("ann", "wrong password") is None
+        stored = app.state.quire.auth.users.find_one({"user": "ann"})
+        assert stored["password"].startswith("$argon2")
+    finally:
+        app.state.quire.close()
+
+
+def test_export_then_import_moves_a_project(tmp_path: Path) -> None:
+    source, target = str(tmp_path / "a"), str(tmp_path / "b")
+    quire("demo", "--data", source)
+    bundle = tmp_path / "bundle.json"
+    bundle.write_text(quire("export", "--data", source).stdout)
+    parsed = json.loads(bundle.read_text())
+    assert {m["name"] for m in parsed["models"]} == {"authors", "posts", "settings", "nav"}
+    assert len(parsed["items"]["posts"]) == 5  # drafts are exported too
+    out = quire("import", str(bundle), "--data", target).stdout
+    assert "4 models" in out
+    app = build_app(load_settings(target, env={}))
+    try:
+        client = TestClient(app)
+        posts = client.get("/api/content/items/posts").json()  # public read granted by the demo role
+        assert len(posts) == 4
+        assert {p["_id"] for p in posts} <= {p["_id"] for p in parsed["items"]["posts"]}
+        assert client.get("/api/content/items/posts?locale=de&limit=1").json()[0]["title"] == "Hallo, Quire"
+    finally:
+        app.state.quire.close()
+
+
+def test_import_of_a_non_bundle_fails_without_changes(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"models": []}')
+    result = quire("import", str(bad), "--data", str(tmp_path / "d"), check=False)
+    assert result.returncode == 1 and "Not a Quire bundle" in result.stderr
+
+
+def test_bad_configuration_stops_with_the_key_named(tmp_path: Path) -> None:
+    (tmp_path / "quire.toml").write_text("[server]\nport = 99999\n")
+    result = quire("models", "--data", str(tmp_path), check=False)
+    assert result.returncode == 2
+    assert "server.port" in result.stderr
