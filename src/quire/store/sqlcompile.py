@@ -415,5 +415,9 @@ def compile_sort(sort: list[tuple[Path, int]], hints: Hints | None, params: list
         else:
             params.append(orjson.dumps(list(path)).decode())
             terms.append(f"qsortkey(data, ?, {1 if desc else 0}) {'DESC' if desc else 'ASC'}")
-    terms.append("rowid ASC")
+    # Ties go by creation order, in the direction of the last sort key: an
+    # index on the sorted fields ends in rowid, so it then yields the whole
+    # order and SQLite can stop after `limit` rows instead of sorting them all.
+    last_desc = bool(sort) and sort[-1][1] < 0
+    terms.append("rowid DESC" if last_desc else "rowid ASC")
     return ", ".join(terms)
