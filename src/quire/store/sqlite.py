@@ -194,8 +194,13 @@ class SqliteStore:
 
     def open_stream_connection(self) -> sqlite3.Connection:
         """A private connection for a long read, so a stream never shares a
-        cursor with other requests."""
-        return self._connect(readonly=True)
+        cursor with other requests. It maps no file and keeps a small page
+        cache: a stream reads every page once, and must not pull the whole
+        database into the worker's memory."""
+        conn = self._connect(readonly=True)
+        conn.execute("PRAGMA mmap_size = 0")
+        conn.execute("PRAGMA cache_size = -2000")
+        return conn
 
     # -- transactions -----------------------------------------------------
 
