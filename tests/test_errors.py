@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from starlette.routing import Route
 
+from quire.asgi import Route
 from tests.conftest import Api, create_item, put_model
 
 BAD_QUERIES = [

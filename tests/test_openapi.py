@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.routing import Route
-
+from quire.asgi import Route
 from tests.conftest import Api
 
 

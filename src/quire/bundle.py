@@ -38,7 +38,7 @@ def export_bundle(quire: Quire) -> Iterator[bytes]:
         first = True
         for rows in quire.store.collection(model.collection).stream_raw():
             if rows:
-                yield (b"" if first else b",") + ",".join(rows).encode()
+                yield (b"" if first else b",") + b",".join(rows)
                 first = False
         yield b"]"
     yield b"}}"

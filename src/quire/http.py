@@ -149,21 +149,3 @@ async def read_json(request: Request, limit: int, max_depth: int) -> Any:
     check_depth(data, max_depth)
     return data
 
-
-def route(path: str, **handlers: Any) -> Any:
-    """One Starlette route per path with a handler per method, so a wrong
-    method gets 405 with the full `Allow` list."""
-    from starlette.routing import Route
-
-    table = {method.upper(): fn for method, fn in handlers.items()}
-    if "GET" in table:  # GET and HEAD first in `Allow`
-        get = table.pop("GET")
-        table = {"GET": get, "HEAD": table.pop("HEAD", get), **table}
-
-    async def endpoint(request: Request) -> Response:
-        return await table[request.method](request)
-
-    endpoint.__name__ = "_".join(fn.__name__ for fn in handlers.values())
-    r = Route(path, endpoint, methods=list(table))
-    r.handlers = table  # type: ignore[attr-defined]  # read by the OpenAPI test
-    return r

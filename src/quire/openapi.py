@@ -9,7 +9,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from quire import __version__
-from quire.http import json_response, route
+from quire.asgi import route
+from quire.http import json_response
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 JSON_PARAM_NOTE = " Strict JSON, relaxed JSON5 (`{title:'x'}`) or the bracket form (`name[key]=v`)."

@@ -10,7 +10,7 @@ from typing import Any
 from quire.cache import SystemCache, bump_system_version
 from quire.content.fields import FIELD_NAME, HINTS, FieldError, validate_definition_field
 from quire.errors import BadRequest, NotFound
-from quire.store import SqliteStore
+from quire.store import Collection, SqliteStore
 from quire.store.sqlcompile import Hints
 
 MODELS = "system/models"
@@ -37,6 +37,7 @@ class Model:
     indexes: list[list[str]] = field(default_factory=list)
     _created: int = 0
     _modified: int = 0
+    _collection: Collection | None = field(default=None, repr=False, compare=False)
 
     @property
     def by_name(self) -> dict[str, dict[str, Any]]:
@@ -155,7 +156,14 @@ class ModelService:
         return model
 
     def hints(self, model: Model) -> Hints:
-        return model.hints(self.locales.codes())
+        return self.collection(model).hints
+
+    def collection(self, model: Model) -> Collection:
+        """The model's collection with its store hints, made once per loaded
+        definition (a change of models or locales reloads the definitions)."""
+        if model._collection is None:
+            model._collection = self.store.collection(model.collection, model.hints(self.locales.codes()))
+        return model._collection
 
     def save(self, model: Model) -> Model:
         now = int(time.time())

@@ -9,6 +9,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from quire.asgi import route
 from quire.auth.request import identify
 from quire.content.service import ReadOptions
 from quire.errors import BadRequest, PreconditionFailed
@@ -19,7 +20,6 @@ from quire.http import (
     json_response,
     raw_json_response,
     read_json,
-    route,
 )
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ async def list_items(request: Request) -> Response:
         chunks = content.list_stream(model, opts, identity)
         return StreamingResponse(_stream_array(chunks), media_type=JSON_TYPE)
     page = content.list_page(model, opts, identity)
-    body = ("[" + ",".join(page.rows) + "]").encode()
+    body = b"[" + b",".join(page.rows) + b"]"
     if page.total is not None:
         body = b'{"data":' + body + b',"meta":{"total":' + str(page.total).encode() + b"}}"
     return raw_json_response(body)
@@ -91,8 +91,8 @@ async def _stream_array(chunks: Any) -> AsyncIterator[bytes]:
     for rows in chunks:
         if not rows:
             continue
-        text = ",".join(rows)
-        yield (text if first else "," + text).encode()
+        text = b",".join(rows)
+        yield text if first else b"," + text
         first = False
     yield b"]"
 

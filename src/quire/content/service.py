@@ -50,7 +50,7 @@ class ReadOptions:
 
 @dataclass
 class Page:
-    rows: list[str]
+    rows: list[bytes]
     total: int | None
 
 
@@ -70,7 +70,7 @@ class ContentService:
         self.max_populate = max_populate
 
     def collection(self, model: Model) -> Collection:
-        return self.store.collection(model.collection, self.models.hints(model))
+        return self.models.collection(model)
 
     def readable(self, name: str, identity: Identity) -> Model:
         model = self.models.get(name)
@@ -132,7 +132,7 @@ class ContentService:
         total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
         return Page(self.render(model, rows, opts, projection, identity), total)
 
-    def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Iterator[list[str]]:
+    def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Iterator[list[bytes]]:
         """An unbounded list, chunk by chunk from the database."""
         model = self.readable(name, identity)
         coll = self.collection(model)
@@ -140,7 +140,7 @@ class ContentService:
         sort = self._sort(opts.sort)
         projection = parse_fields(opts.fields)
 
-        def chunks() -> Iterator[list[str]]:
+        def chunks() -> Iterator[list[bytes]]:
             for rows in coll.stream_raw(node, sort, None, opts.skip):
                 yield self.render(model, rows, opts, projection, identity)
 
@@ -152,16 +152,16 @@ class ContentService:
     def render(
         self,
         model: Model,
-        rows: list[str],
+        rows: list[bytes],
         opts: ReadOptions,
         projection: Projection | None,
         identity: Identity,
-    ) -> list[str]:
+    ) -> list[bytes]:
         if not opts.transforms:
             return rows
         docs = [orjson.loads(r) for r in rows]
         docs = self.transform(model, docs, opts, projection, identity)
-        return [orjson.dumps(d).decode() for d in docs]
+        return [orjson.dumps(d) for d in docs]
 
     def transform(
         self,

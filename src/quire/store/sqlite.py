@@ -358,7 +358,7 @@ class Collection:
         sort: list[tuple[Path, int]] | None,
         limit: int | None,
         skip: int | None,
-        columns: str = "data",
+        columns: str = "CAST(data AS BLOB)",
     ) -> tuple[str, list[Any]]:
         where, params = self._where(node)
         order = compile_sort(sort or [], self.hints, params)
@@ -377,8 +377,9 @@ class Collection:
         sort: list[tuple[Path, int]] | None = None,
         limit: int | None = None,
         skip: int | None = None,
-    ) -> list[str]:
-        """Matching documents as JSON text, for answers that need no decoding."""
+    ) -> list[bytes]:
+        """Matching documents as JSON (UTF-8 bytes, as stored), for answers
+        that need no decoding."""
         if not self.exists():
             return []
         sql, params = self._select(node, sort, limit, skip)
@@ -402,7 +403,7 @@ class Collection:
         limit: int | None = None,
         skip: int | None = None,
         chunk: int = 500,
-    ) -> Iterator[list[str]]:
+    ) -> Iterator[list[bytes]]:
         """Matching documents in chunks, read on a private connection so that a
         long list is never held in memory at once."""
         if not self.exists():
@@ -426,11 +427,11 @@ class Collection:
         docs = self.find(node, sort, limit=1)
         return docs[0] if docs else None
 
-    def get_raw(self, item_id: str) -> str | None:
+    def get_raw(self, item_id: str) -> bytes | None:
         if not self.exists():
             return None
         row = self.store.execute_read(
-            f"SELECT data FROM {self.table} WHERE id = ?", (item_id,)
+            f"SELECT CAST(data AS BLOB) FROM {self.table} WHERE id = ?", (item_id,)
         ).fetchone()
         return row[0] if row else None
 

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import Response
 
+from quire.asgi import route
 from quire.auth.request import require_manage
 from quire.content.models import parse_model
-from quire.http import json_response, read_json, route
+from quire.http import json_response, read_json
 
 if TYPE_CHECKING:
     from quire.app import Quire

@@ -1,0 +1,177 @@
+"""The ASGI application: routing, CORS, errors and the access log in one thin
+layer over Starlette's Request and Response.
+
+Starlette's application stack wraps every response in several middleware
+layers; for a JSON API whose answers are mostly a few kilobytes those layers
+cost more than the work itself, so dispatch is done here directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from starlette.datastructures import State
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from quire.errors import ApiError
+from quire.http import json_response
+
+log = logging.getLogger("quire")
+access_log = logging.getLogger("quire.access")
+
+Handler = Callable[[Request], Awaitable[Response]]
+_PARAM = re.compile(r"{([a-zA-Z_][a-zA-Z0-9_]*)}")
+CORS_HEADERS = "api-key, authorization, content-type, x-persona-audience, x-persona-tz-offset, x-persona-vars"
+CORS_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+
+
+@dataclass
+class Route:
+    """A path with one handler per HTTP method."""
+
+    path: str
+    handlers: dict[str, Handler]
+
+    def __post_init__(self) -> None:
+        pattern = _PARAM.sub(lambda m: f"(?P<{m.group(1)}>[^/]+)", re.escape(self.path).replace(r"\{", "{").replace(r"\}", "}"))
+        self.regex = re.compile(f"^{pattern}$")
+        if "GET" in self.handlers and "HEAD" not in self.handlers:
+            self.handlers = {"GET": self.handlers["GET"], "HEAD": self.handlers["GET"],
+                             **{m: h for m, h in self.handlers.items() if m != "GET"}}
+
+    @property
+    def methods(self) -> set[str]:
+        return set(self.handlers)
+
+
+def route(path: str, **handlers: Handler) -> Route:
+    return Route(path, {method.upper(): fn for method, fn in handlers.items()})
+
+
+class App:
+    """Dispatches HTTP requests to routes; every failure becomes JSON."""
+
+    def __init__(
+        self,
+        routes: list[Route],
+        *,
+        cors_origins: list[str],
+        access_log_enabled: bool,
+        on_shutdown: Callable[[], None] | None = None,
+    ) -> None:
+        self.routes = routes
+        self.state = State()
+        self._static = {r.path: r for r in routes if "{" not in r.path}
+        self._dynamic = [r for r in routes if "{" in r.path]
+        self._any_origin = "*" in cors_origins
+        self._origins = set(cors_origins)
+        self._log = access_log_enabled
+        self._on_shutdown = on_shutdown
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            if self._log:
+                await self._logged(scope, receive, send)
+            else:
+                await self._http(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._on_shutdown:
+                    self._on_shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _logged(self, scope: Scope, receive: Receive, send: Send) -> None:
+        start = time.perf_counter()
+        status = [500]
+
+        async def capture(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self._http(scope, receive, capture)
+        finally:
+            # the path only: a query string may carry an api_key
+            ms = (time.perf_counter() - start) * 1000
+            access_log.info("%s %s %d %.1fms", scope["method"], scope["path"], status[0], ms)
+
+    def _match(self, path: str) -> tuple[Route | None, dict[str, str]]:
+        found = self._static.get(path)
+        if found is not None:
+            return found, {}
+        for r in self._dynamic:
+            m = r.regex.match(path)
+            if m:
+                return r, m.groupdict()
+        return None, {}
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["app"] = self
+        origin = _header(scope, b"origin")
+        cors = self._cors_origin(origin) if origin is not None else None
+        if scope["method"] == "OPTIONS" and origin is not None and _header(scope, b"access-control-request-method"):
+            await self._preflight(cors, scope, receive, send)
+            return
+        response = await self._respond(scope, receive)
+        if cors is not None:
+            response.headers["access-control-allow-origin"] = cors
+            response.headers["vary"] = "Origin"
+        await response(scope, receive, send)
+
+    async def _respond(self, scope: Scope, receive: Receive) -> Response:
+        target, params = self._match(scope["path"])
+        try:
+            if target is None:
+                return json_response({"error": "Not found"}, 404)
+            handler = target.handlers.get(scope["method"])
+            if handler is None:
+                allow = ", ".join(target.handlers)
+                return json_response({"error": "Method not allowed"}, 405, {"Allow": allow})
+            scope["path_params"] = params
+            return await handler(Request(scope, receive))
+        except ApiError as exc:
+            return json_response(exc.body(), exc.status, exc.headers or None)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope["method"], scope["path"])
+            return json_response({"error": "Internal server error"}, 500)
+
+    def _cors_origin(self, origin: str) -> str | None:
+        if self._any_origin:
+            return "*"
+        return origin if origin in self._origins else None
+
+    async def _preflight(self, cors: str | None, scope: Scope, receive: Receive, send: Send) -> None:
+        if cors is None:
+            response = json_response({"error": "Disallowed CORS origin"}, 400)
+        else:
+            response = Response(status_code=204, headers={
+                "access-control-allow-origin": cors,
+                "access-control-allow-methods": CORS_METHODS,
+                "access-control-allow-headers": CORS_HEADERS,
+                "access-control-max-age": "600",
+                "vary": "Origin",
+            })
+        await response(scope, receive, send)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
