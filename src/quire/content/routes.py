@@ -49,8 +49,10 @@ async def get_item(request: Request) -> Response:
     quire = _quire(request)
     model = request.path_params["model"]
     item_id = request.path_params.get("id")
-    doc = quire.content.item(model, item_id, read_options(request), identity)
-    return json_response(doc)
+    opts = read_options(request)
+    if item_id is not None and not opts.transforms:
+        return raw_json_response(quire.content.item_raw(model, item_id, identity))
+    return json_response(quire.content.item(model, item_id, opts, identity))
 
 
 async def save_item(request: Request) -> Response:

@@ -198,6 +198,15 @@ class ContentService:
 
         populate(docs, min(depth, self.max_populate), fetch)
 
+    def item_raw(self, name: str, item_id: str, identity: Identity) -> bytes:
+        """A published item by id as its stored JSON, for a request that
+        needs no transformation."""
+        model = self.readable(name, identity)
+        raw = self.collection(model).get_raw(item_id, published_only=True) if is_id(item_id) else None
+        if raw is None:
+            raise NotFound("Item not found")
+        return raw
+
     def item(self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity) -> dict[str, Any]:
         """By id; else a singleton's item; else the first item matching filter."""
         model = self.readable(name, identity)

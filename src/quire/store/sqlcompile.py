@@ -359,6 +359,8 @@ MAX_SUBQUERY_NESTING = 4  # SQLite's parser stack overflows near 6; keep headroo
 def _too_deep(sql: str) -> bool:
     """Whether SQLite's parser would refuse `sql` for nesting: too many
     parentheses or subqueries inside each other (string literals skipped)."""
+    if sql.count("SELECT") <= MAX_SUBQUERY_NESTING and sql.count("(") <= MAX_PAREN_NESTING:
+        return False  # cannot nest deeper than it has
     stack: list[int] = []
     quoted = False
     for token in re.finditer(r"'|\(|\)|SELECT", sql):

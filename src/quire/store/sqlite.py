@@ -291,9 +291,13 @@ class SqliteStore:
         self._known_tables.add(name)
 
     def table_exists(self, name: str) -> bool:
+        if name in self._known_tables:
+            return True
         row = self.execute_read(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
         ).fetchone()
+        if row is not None:
+            self._known_tables.add(name)  # forgotten on rollback and on others' commits
         return row is not None
 
     def drop_collection(self, name: str) -> None:
@@ -344,13 +348,21 @@ class Collection:
         self.name = name
         self.table = _table(name)
         self.hints: Hints = {"_id": "id", **(hints or {})}
+        # The last filter compiled: a page and its total share one filter
+        # object, and a list without a filter reuses the same constant node.
+        self._last: tuple[Node, str, list[Any]] | None = None
 
     # -- reads ------------------------------------------------------------
 
     def _where(self, node: Node | dict[str, Any] | None) -> tuple[str, list[Any]]:
         if node is None or isinstance(node, dict):
             node = parse_filter(node or {})
-        return compile_filter(node, self.hints)
+        last = self._last
+        if last is not None and last[0] is node:
+            return last[1], list(last[2])
+        sql, params = compile_filter(node, self.hints)
+        self._last = (node, sql, params)
+        return sql, list(params)
 
     def _select(
         self,
@@ -369,7 +381,7 @@ class Collection:
         return sql, params
 
     def exists(self) -> bool:
-        return self.name in self.store._known_tables or self.store.table_exists(self.name)
+        return self.store.table_exists(self.name)
 
     def find_raw(
         self,
@@ -427,11 +439,12 @@ class Collection:
         docs = self.find(node, sort, limit=1)
         return docs[0] if docs else None
 
-    def get_raw(self, item_id: str) -> bytes | None:
+    def get_raw(self, item_id: str, published_only: bool = False) -> bytes | None:
         if not self.exists():
             return None
+        state = " AND json_extract(data, '$.\"_state\"') = 1" if published_only else ""
         row = self.store.execute_read(
-            f"SELECT CAST(data AS BLOB) FROM {self.table} WHERE id = ?", (item_id,)
+            f"SELECT CAST(data AS BLOB) FROM {self.table} WHERE id = ?{state}", (item_id,)
         ).fetchone()
         return row[0] if row else None
 
