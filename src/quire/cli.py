@@ -50,10 +50,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         interface="asgi",  # type: ignore[arg-type]
         workers=server["workers"],
         factory=True,
+        loop=_event_loop(),  # type: ignore[arg-type]
         log_enabled=not server["quiet"],
         log_access=False,
     ).serve()
     return 0
+
+
+def _event_loop() -> str:
+    """uvloop where it is installed (a dependency on every platform it
+    supports), else asyncio's own loop."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
 
 
 def cmd_init(args: argparse.Namespace) -> int:
