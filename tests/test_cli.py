@@ -108,3 +108,9 @@ def test_bad_configuration_stops_with_the_key_named(tmp_path: Path) -> None:
     result = quire("models", "--data", str(tmp_path), check=False)
     assert result.returncode == 2
     assert "server.port" in result.stderr
+
+
+def test_import_of_a_missing_file_is_one_clear_line(tmp_path: Path) -> None:
+    result = quire("import", str(tmp_path / "missing.json"), "--data", str(tmp_path / "d"), check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: cannot read") and "Traceback" not in result.stderr

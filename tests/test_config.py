@@ -40,7 +40,6 @@ def test_config_option_points_at_another_file(tmp_path: Path) -> None:
         ("", {"QUIRE_SERVER_PORT": "x"}, "QUIRE_SERVER_PORT must be an integer"),
         ("", {"QUIRE_SERVER_QUIET": "maybe"}, "QUIRE_SERVER_QUIET must be true or false"),
         ("[server\n", {}, "quire.toml"),
-        ('[server]\npublic_url = "ftp://x"\n', {}, "server.public_url"),
     ],
 )
 def test_bad_settings_stop_with_a_message_naming_the_key(

@@ -165,7 +165,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from quire.bundle import import_bundle
 
-    raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    try:
+        raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        print(f"error: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 1
     try:
         bundle = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -22,7 +22,6 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "port": 8080,
         "workers": 1,
         "quiet": False,
-        "public_url": "",
     },
     "api": {
         "max_body_bytes": 10 * 1024 * 1024,
@@ -150,6 +149,3 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
         value = values[section][key]
         if not low <= value <= high:
             raise ConfigError(f"setting '{section}.{key}' must be between {low} and {high}")
-    url = values["server"]["public_url"]
-    if url and not url.startswith(("http://", "https://")):
-        raise ConfigError("setting 'server.public_url' must start with http:// or https://")

@@ -164,3 +164,13 @@ def test_concurrent_partial_updates_of_one_item_from_two_processes_both_survive(
         assert w.exitcode == 0
     final = store.collection("c").get(item["_id"])
     assert final == {"_id": item["_id"], "a": 199, "b": 199}
+
+
+def test_empty_arrays_sort_before_null_and_missing(store: SqliteStore) -> None:
+    coll = store.collection("c")
+    for doc in ({}, {"x": []}, {"x": None}, {"x": ["b"]}, {"x": "a"}):
+        coll.insert(doc)
+    ascending = [d.get("x", "missing") for d in coll.find(None, parse_sort({"x": 1}))]
+    assert ascending[0] == [] and ascending[-2:] == ["a", ["b"]]
+    descending = [d.get("x", "missing") for d in coll.find(None, parse_sort({"x": -1}))]
+    assert descending[-1] == [] and descending[:2] == [["b"], "a"]

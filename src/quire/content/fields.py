@@ -162,6 +162,11 @@ def validate_definition_field(raw: Any, index: int) -> dict[str, Any]:
         "multiple": bool(raw.get("multiple", False)),
         "opts": opts,
     }
+    for extra in ("info", "group"):  # editor hints, kept as given
+        if extra in raw:
+            if not isinstance(raw[extra], str):
+                raise FieldError(f"{where} ({name}): {extra} must be a string")
+            field[extra] = raw[extra]
     if "default" in raw and raw["default"] is not None:
         try:
             field["default"] = check_value(field, raw["default"])

@@ -95,10 +95,12 @@ def rewrite_locale_keys(spec: Any) -> Any:
 
 
 def _locale_key(key: str) -> str:
+    """`title:de` -> `title_de`, in any segment of a dotted path, so
+    `@author.bio:de` and `seo.title:de` work too."""
     if ":" not in key or key.startswith("$"):
         return key
-    head, _, rest = key.partition(".")
-    field, _, code = head.partition(":")
-    if code == DEFAULT:
-        return field + ("." + rest if rest else "")
-    return f"{field}_{code}" + ("." + rest if rest else "")
+    parts = []
+    for segment in key.split("."):
+        field, sep, code = segment.partition(":")
+        parts.append(segment if not sep else field if code == DEFAULT else f"{field}_{code}")
+    return ".".join(parts)

@@ -11,7 +11,7 @@ from quire.cache import SystemCache, bump_system_version
 from quire.content.fields import FIELD_NAME, HINTS, FieldError, validate_definition_field
 from quire.errors import BadRequest, NotFound
 from quire.store import Collection, SqliteStore
-from quire.store.sqlcompile import Hints
+from quire.store.sqlcompile import Hints, json_path
 
 MODELS = "system/models"
 KINDS = ("singleton", "collection", "tree")
@@ -20,7 +20,7 @@ SYSTEM_HINTS: Hints = {
     "_pid": "text", "_cby": "text", "_mby": "text", "_model": "text",
 }
 SYSTEM_FIELDS = set(SYSTEM_HINTS) | {"_id"}
-DEFAULT_INDEXES = [["_state"]]
+_JSON_TYPES = {"text": ("text",), "number": ("integer", "real"), "bool": ("true", "false")}
 
 
 def collection_name(model: str) -> str:
@@ -168,6 +168,8 @@ class ModelService:
     def save(self, model: Model) -> Model:
         now = int(time.time())
         previous = self.find(model.name)
+        if previous is not None:
+            self._check_stored_values_fit(previous, model)
         model._created = previous._created if previous else now
         model._modified = now
         doc = {"_id": model.name, **{k: v for k, v in model.to_json().items() if k != "name"}}
@@ -178,10 +180,38 @@ class ModelService:
             bump_system_version(self.store)
         return model
 
+    def _check_stored_values_fit(self, previous: Model, model: Model) -> None:
+        """Filters on a single-valued text, number or boolean field compile to
+        a plain comparison that assumes every stored value has that type. A
+        definition change that would break the assumption for items already
+        stored is refused, naming the field, rather than answering wrongly."""
+        codes = self.locales.codes()
+        before, after = previous.hints(codes), model.hints(codes)
+        changed = [f for f, hint in after.items() if before.get(f) != hint and f not in SYSTEM_HINTS]
+        if not changed or not self.store.table_exists(model.collection):
+            return
+        coll = self.store.collection(model.collection)
+        for name in changed:
+            allowed = ", ".join(f"'{t}'" for t in _JSON_TYPES[after[name]])
+            expr = f"json_type(data, {json_path((name,))})"
+            misfits = coll.count_where(f"{expr} IS NOT NULL AND {expr} NOT IN ({allowed}, 'null')")
+            if misfits:
+                raise BadRequest(
+                    f"Field {name}: {misfits} stored items hold values that are not {after[name]}; "
+                    "change or clear them before changing the field's type",
+                    fields=[name],
+                )
+
     def index_paths(self, model: Model) -> list[list[tuple[str, ...]]]:
-        out: list[list[tuple[str, ...]]] = []
-        for columns in DEFAULT_INDEXES + model.indexes:
-            out.append([(c.replace(":", "_"),) for c in columns])
+        """Expression indexes of a model. Every API read asks for `_state = 1`,
+        so each declared index starts with `_state`: then one index answers
+        both that condition and the declared fields' filter and sort."""
+        out: list[list[tuple[str, ...]]] = [[("_state",)]]
+        for columns in model.indexes:
+            cols = [c.replace(":", "_") for c in columns]
+            if cols[0] != "_state":
+                cols.insert(0, "_state")
+            out.append([(c,) for c in cols])
         return out
 
     def delete(self, name: str) -> None:

@@ -311,16 +311,16 @@ class ContentService:
         if item_id is not None and not isinstance(item_id, str):
             raise BadRequest("_id must be a string", fields=["_id"])
         is_update = item_id is not None or model.type == "singleton"
-        identity.require(perm(name, "update" if item_id is not None else "create"))
+        if model.type != "singleton":  # a singleton's need is known once it is looked up
+            identity.require(perm(name, "update" if item_id is not None else "create"))
         clean = self.check_data(model, data, identity)
         coll = self.collection(model)
         now = int(time.time())
         async with self.store.atomic():
             if model.type == "singleton":
                 current = coll.find_one({})
-                if current is None:
-                    identity.require(perm(name, "create"))
-                    is_update = False
+                is_update = current is not None
+                identity.require(perm(name, "update" if is_update else "create"))
             elif item_id is not None:
                 current = coll.get(item_id) if is_id(item_id) else None
                 if current is None:

@@ -158,8 +158,15 @@ def regex_search(regex: Regex, text: str) -> bool:
 def sort_value(doc: Any, path: Path, descending: bool) -> Any:
     """The value a document sorts by: MongoDB takes the smallest (ascending)
     or largest (descending) of a field's values, looking inside arrays."""
-    terminals = list(traverse(doc, path))
-    flat = [v for v in _expanded(terminals) if not isinstance(v, list)]
+    terminals = [t for t in traverse(doc, path) if t is not MISSING]
+    flat: list[Any] = []
+    for t in terminals:
+        if isinstance(t, list):
+            flat.extend(t)
+        else:
+            flat.append(t)
+    if not flat and terminals:  # only empty arrays
+        return values.BELOW_NULL
     return values.sort_key_value(flat, descending)
 
 

@@ -230,7 +230,10 @@ def compile_regex(pattern: Any, options: Any) -> Regex:
     try:
         compiled = re2.compile((f"(?{flags})" if flags else "") + pattern, opts)
     except re2.error as exc:
-        raise BadRequest(f"Invalid $regex: {exc}") from None
+        detail = exc.args[0] if exc.args else exc
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        raise BadRequest(f"Invalid $regex: {detail}") from None
     return Regex(pattern, options, compiled)
 
 

@@ -92,7 +92,7 @@ def sort_bytes(value: Any) -> bytes:
     """An order-preserving byte encoding of MongoDB's value order."""
     r = values.rank(value)
     head = bytes([r])
-    if r == values.NULL:
+    if r in (values.NULL, 0):
         return head
     if r == values.BOOL:
         return head + (b"\x01" if value else b"\x00")
@@ -479,6 +479,13 @@ class Collection:
             return int(self.store.execute_read(sql, params).fetchone()[0])
 
         return self.store.cached_count((sql, tuple(params)), compute)
+
+    def count_where(self, sql_condition: str) -> int:
+        """Count with a raw SQL condition (trusted, built by the caller)."""
+        if not self.exists():
+            return 0
+        row = self.store.execute_read(f"SELECT COUNT(*) FROM {self.table} WHERE {sql_condition}").fetchone()
+        return int(row[0])
 
     def ids(self, node: Node | dict[str, Any] | None = None) -> list[str]:
         if not self.exists():

@@ -23,7 +23,19 @@ TYPE_CODES = set(TYPE_ALIASES.values()) | {19}  # 19 = decimal; never stored by 
 _INT32 = 2**31
 
 
+class _BelowNull:
+    """The sort key of an empty array: MongoDB orders it before null."""
+
+    def __repr__(self) -> str:
+        return "BELOW_NULL"
+
+
+BELOW_NULL: Any = _BelowNull()
+
+
 def rank(value: Any) -> int:
+    if value is BELOW_NULL:
+        return 0
     if value is None:
         return NULL
     if value is True or value is False:
@@ -44,7 +56,7 @@ def compare(a: Any, b: Any) -> int:
     ra, rb = rank(a), rank(b)
     if ra != rb:
         return -1 if ra < rb else 1
-    if ra == NULL:
+    if ra in (NULL, 0):
         return 0
     if ra in (NUMBER, STRING, BOOL):
         return (a > b) - (a < b)
