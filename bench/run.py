@@ -38,6 +38,8 @@ from typing import Any
 
 import orjson
 
+from quire.demo import MODELS as DEMO_MODELS
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 DEFAULT_WORK = BENCH / ".work"
@@ -56,32 +58,8 @@ MB = 1024 * 1024
 
 # -- the data -----------------------------------------------------------------
 
-MODELS: list[dict[str, Any]] = [
-    {
-        "name": "authors", "label": "Authors", "type": "collection",
-        "fields": [
-            {"name": "name", "type": "text", "required": True},
-            {"name": "bio", "type": "longtext", "i18n": True},
-            {"name": "email", "type": "text"},
-        ],
-        "indexes": ["name"],
-    },
-    {
-        "name": "posts", "label": "Posts", "type": "collection",
-        "fields": [
-            {"name": "title", "type": "text", "required": True, "i18n": True},
-            {"name": "slug", "type": "text", "required": True},
-            {"name": "body", "type": "markdown", "i18n": True},
-            {"name": "tags", "type": "tags"},
-            {"name": "category", "type": "select", "opts": {"options": ["news", "guides", "releases"]}},
-            {"name": "published", "type": "date"},
-            {"name": "featured", "type": "boolean", "default": False},
-            {"name": "author", "type": "contentItemLink", "opts": {"link": "authors"}},
-            {"name": "image", "type": "asset"},
-        ],
-        "indexes": ["slug", ["category", "published"], "published"],
-    },
-]
+# The blog models of the demo (`quire demo`): authors and posts.
+MODELS: list[dict[str, Any]] = [m for m in DEMO_MODELS if m["name"] in ("authors", "posts")]
 
 WORDS = (
     "quire", "content", "model", "field", "item", "author", "post", "guide", "release", "news",
