@@ -92,3 +92,25 @@ def test_declared_index_serves_sort_and_range_of_published_reads(admin: Api, qui
     assert "ix:content/posts:_state+published" in plan
     plan = _plan(quire, "posts", ReadOptions(filter={"category": "news"}, sort={"published": -1}, limit=5))
     assert "ix:content/posts:_state+category+published" in plan and "TEMP B-TREE" not in plan
+
+
+def test_populate_follows_links_inside_sets_and_localized_link_fields(admin: Api) -> None:
+    admin.put("/api/system/locales", json=[{"i18n": "de", "name": "Deutsch"}])
+    put_model(admin, "authors", fields=[{"name": "name", "type": "text"}])
+    put_model(admin, "posts", fields=[
+        {"name": "author", "type": "contentItemLink", "i18n": True, "opts": {"link": "authors"}},
+        {"name": "meta", "type": "set", "opts": {"fields": [
+            {"name": "editor", "type": "contentItemLink", "opts": {"link": "authors"}}]}},
+    ])
+    ann = create_item(admin, "authors", {"name": "Ann"})
+    bob = create_item(admin, "authors", {"name": "Bob"})
+    create_item(admin, "posts", {
+        "author": {"_model": "authors", "_id": ann["_id"]},
+        "author_de": {"_model": "authors", "_id": bob["_id"]},
+        "meta": {"editor": {"_model": "authors", "_id": bob["_id"]}},
+    })
+    raw = admin.get("/api/content/items/posts?populate=1").json()[0]
+    assert raw["author"]["name"] == "Ann" and raw["author_de"]["name"] == "Bob"
+    assert raw["meta"]["editor"]["name"] == "Bob"
+    german = admin.get("/api/content/items/posts?populate=1&locale=de").json()[0]
+    assert german["author"]["name"] == "Bob" and "author_de" not in german

@@ -15,6 +15,7 @@ from quire.store.sqlcompile import Hints, json_path
 
 MODELS = "system/models"
 KINDS = ("singleton", "collection", "tree")
+LINK_HOLDERS = {"contentItemLink", "set", "object", "table"}
 SYSTEM_HINTS: Hints = {
     "_state": "number", "_created": "number", "_modified": "number", "_o": "number",
     "_pid": "text", "_cby": "text", "_mby": "text", "_model": "text",
@@ -42,6 +43,17 @@ class Model:
     @property
     def by_name(self) -> dict[str, dict[str, Any]]:
         return {f["name"]: f for f in self.fields}
+
+    def link_keys(self, locales: list[str]) -> list[str]:
+        """Top-level keys whose values can hold content links (localized
+        fields with their per-locale keys)."""
+        keys = []
+        for f in self.fields:
+            if f["type"] in LINK_HOLDERS:
+                keys.append(f["name"])
+                if f["i18n"]:
+                    keys += [f"{f['name']}_{code}" for code in locales]
+        return keys
 
     @property
     def localized(self) -> list[str]:

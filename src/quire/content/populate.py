@@ -9,6 +9,9 @@ from typing import Any
 
 Slot = tuple[Any, Any]  # (container, key) holding a link
 Fetch = Callable[[str, list[str]], dict[str, dict[str, Any]]]
+# The top-level keys of a model's items that can hold links, or None for
+# "look everywhere" (a model that is not known).
+LinkKeys = Callable[[str], list[str] | None]
 
 
 def is_link(value: Any) -> bool:
@@ -30,29 +33,46 @@ def _slots(value: Any) -> Iterator[Slot]:
     for key, child in items:
         if is_link(child):
             yield value, key
-        else:
+        elif isinstance(child, dict | list):
             yield from _slots(child)
 
 
-def populate(docs: list[dict[str, Any]], depth: int, fetch: Fetch) -> None:
-    """Replace links in `docs` in place, `depth` hops deep. `fetch(model,
-    ids)` answers the readable, published items by id (one query); a link it
-    does not answer becomes None."""
-    level: list[Any] = docs
+def _doc_slots(doc: dict[str, Any], keys: list[str] | None) -> Iterator[Slot]:
+    if keys is None:
+        yield from _slots(doc)
+        return
+    for key in keys:
+        child = doc.get(key)
+        if is_link(child):
+            yield doc, key
+        elif isinstance(child, dict | list):
+            yield from _slots(child)
+
+
+def populate(model: str, docs: list[dict[str, Any]], depth: int, fetch: Fetch, link_keys: LinkKeys) -> None:
+    """Replace links in `docs` (items of `model`) in place, `depth` hops deep.
+    `fetch(model, ids)` answers the readable, published items by id (one
+    query); a link it does not answer becomes None."""
+    level: list[tuple[str, dict[str, Any]]] = [(model, d) for d in docs]
+    keys_of: dict[str, list[str] | None] = {}
     for _ in range(depth):
-        slots = [s for doc in level for s in _slots(doc)]
+        slots: list[Slot] = []
+        for name, doc in level:
+            if name not in keys_of:
+                keys_of[name] = link_keys(name)
+            slots.extend(_doc_slots(doc, keys_of[name]))
         if not slots:
             return
         wanted: dict[str, list[str]] = defaultdict(list)
         for container, key in slots:
             link = container[key]
             wanted[link["_model"]].append(link["_id"])
-        found = {model: fetch(model, ids) for model, ids in wanted.items()}
+        found = {name: fetch(name, ids) for name, ids in wanted.items()}
         level = []
         for container, key in slots:
             link = container[key]
             item = found[link["_model"]].get(link["_id"])
             if item is not None:
                 item = dict(item)  # one copy per place, so deeper hops stay independent
-                level.append(item)
+                level.append((link["_model"], item))
             container[key] = item

@@ -177,11 +177,11 @@ class ContentService:
         if projection:
             docs = [reference.project(d, projection) for d in docs]
         if opts.populate:
-            self.populate(docs, opts.populate, opts.locale, identity)
+            self.populate(model, docs, opts.populate, opts.locale, identity)
         return docs
 
     def populate(
-        self, docs: list[dict[str, Any]], depth: int, locale: str | None, identity: Identity
+        self, model: Model, docs: list[dict[str, Any]], depth: int, locale: str | None, identity: Identity
     ) -> None:
         codes = self.locales.codes()
 
@@ -196,7 +196,11 @@ class ContentService:
                     out[item_id] = localize(doc, linked.localized, codes, locale) if locale else doc
             return out
 
-        populate(docs, min(depth, self.max_populate), fetch)
+        def link_keys(model_name: str) -> list[str] | None:
+            linked = self.models.find(model_name)
+            return linked.link_keys(codes) if linked is not None else None
+
+        populate(model.name, docs, min(depth, self.max_populate), fetch, link_keys)
 
     def item_raw(self, name: str, item_id: str, identity: Identity) -> bytes:
         """A published item by id as its stored JSON, for a request that
