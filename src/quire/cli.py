@@ -93,7 +93,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     finally:
         quire.close()
     print("Demo data created." if created else "Demo data already present.")
-    print("Quire will serve on http://127.0.0.1:8080 (try: curl http://127.0.0.1:8080/api/content/items/posts)")
+    print(f"Serve it with: quire serve --data {args.data}   (then: curl <url>/api/content/items/posts)")
     print("Admin API key (new on every run; the previous demo key was revoked):")
     print(key)
     return 0
