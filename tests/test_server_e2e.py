@@ -105,3 +105,28 @@ def test_each_request_is_logged_without_its_query(server: Server) -> None:
     log = server.log.read_text()
     assert "GET /api/system/healthcheck 200" in log
     assert "secret-in-query" not in log and server.key not in log
+
+
+def test_concurrent_partial_updates_over_http_both_survive(server: Server) -> None:
+    import threading
+
+    server.call("PUT", "/api/system/models/counters", {"fields": [
+        {"name": "a", "type": "number"}, {"name": "b", "type": "number"}]})
+    status, item = server.call("POST", "/api/content/item/counters", {"data": {"a": 0, "b": 0}})
+    assert status == 200
+    failures: list[tuple[int, Any]] = []
+
+    def bump(field: str) -> None:
+        for i in range(1, 41):
+            result = server.call("POST", "/api/content/item/counters", {"data": {"_id": item["_id"], field: i}})
+            if result[0] != 200:
+                failures.append(result)
+
+    threads = [threading.Thread(target=bump, args=(f,)) for f in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert failures == []
+    status, final = server.call("GET", f"/api/content/item/counters/{item['_id']}")
+    assert (final["a"], final["b"]) == (40, 40)
