@@ -14,10 +14,11 @@ def test_openapi_lists_every_route_and_method(anon: Api, app: Any) -> None:
     for route in app.routes:
         if not isinstance(route, Route):
             continue
-        assert route.path in spec["paths"], f"{route.path} missing from openapi.json"
+        path = route.path.replace(":path}", "}")
+        assert path in spec["paths"], f"{path} missing from openapi.json"
         for method in route.methods or []:
             if method != "HEAD":
-                assert method.lower() in spec["paths"][route.path], f"{method} {route.path} missing"
+                assert method.lower() in spec["paths"][path], f"{method} {path} missing"
 
 
 def test_openapi_operations_declare_parameters_and_error_responses(anon: Api) -> None:
@@ -29,7 +30,7 @@ def test_openapi_operations_declare_parameters_and_error_responses(anon: Api) ->
             assert names == expected, (method, path)
             assert "500" in op["responses"]
             for status, response in op["responses"].items():
-                if status != "200":
+                if status not in ("200", "304", "307"):
                     schema = response["content"]["application/json"]["schema"]
                     assert schema == {"$ref": "#/components/schemas/Error"}
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from quire import openapi
 from quire.asgi import App
+from quire.assets import routes as asset_routes
+from quire.assets.service import AssetService
 from quire.auth.service import AuthService
 from quire.config import Settings, load_settings
 from quire.content import routes as content_routes
@@ -39,6 +41,9 @@ class Quire:
         self.content = ContentService(
             self.store, self.models, self.locales, self.events, settings.get("api", "max_populate_depth")
         )
+        self.assets = AssetService(self.store, settings.data_dir, self.events, settings.values["assets"])
+        self.content.resolve_assets = self.assets.get_many
+        self.public_url: str = settings.get("server", "public_url")
         self.max_body: int = settings.get("api", "max_body_bytes")
         self.max_depth: int = settings.get("api", "max_json_depth")
         load_hooks(self.events, settings.get("hooks", "modules"))
@@ -64,7 +69,7 @@ def load_hooks(events: Events, modules: list[str]) -> None:
 def build_app(settings: Settings, events: Events | None = None) -> App:
     quire = Quire(settings, events)
     app = App(
-        [*system_routes.routes, *content_routes.routes, *openapi.routes],
+        [*system_routes.routes, *content_routes.routes, *asset_routes.routes, *openapi.routes],
         cors_origins=settings.get("api", "cors_origins"),
         access_log_enabled=not settings.get("server", "quiet"),
         on_shutdown=quire.close,

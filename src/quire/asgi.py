@@ -26,7 +26,7 @@ log = logging.getLogger("quire")
 access_log = logging.getLogger("quire.access")
 
 Handler = Callable[[Request], Awaitable[Response]]
-_PARAM = re.compile(r"{([a-zA-Z_][a-zA-Z0-9_]*)}")
+_PARAM = re.compile(r"{([a-zA-Z_][a-zA-Z0-9_]*)(:path)?}")
 CORS_HEADERS = "api-key, authorization, content-type, x-persona-audience, x-persona-tz-offset, x-persona-vars"
 CORS_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 
@@ -39,7 +39,8 @@ class Route:
     handlers: dict[str, Handler]
 
     def __post_init__(self) -> None:
-        pattern = _PARAM.sub(lambda m: f"(?P<{m.group(1)}>[^/]+)", re.escape(self.path).replace(r"\{", "{").replace(r"\}", "}"))
+        escaped = re.escape(self.path).replace(r"\{", "{").replace(r"\}", "}").replace(r"\:", ":")
+        pattern = _PARAM.sub(lambda m: f"(?P<{m.group(1)}>{'.+' if m.group(2) else '[^/]+'})", escaped)
         self.regex = re.compile(f"^{pattern}$")
         if "GET" in self.handlers and "HEAD" not in self.handlers:
             self.handlers = {"GET": self.handlers["GET"], "HEAD": self.handlers["GET"],

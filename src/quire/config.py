@@ -22,6 +22,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "port": 8080,
         "workers": 1,
         "quiet": False,
+        "public_url": "",
     },
     "api": {
         "max_body_bytes": 10 * 1024 * 1024,
@@ -31,6 +32,21 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "content": {
         "default_locale_name": "Default",
+    },
+    "assets": {
+        "max_upload_bytes": 64 * 1024 * 1024,
+        "max_request_bytes": 256 * 1024 * 1024,
+        "max_output_size": 4096,
+        "max_pixels": 100_000_000,
+        "default_quality": 80,
+        "allowed_types": ["image/*", "video/*", "audio/*", "application/pdf", "text/plain",
+                          "text/csv", "text/markdown", "application/json", "application/zip",
+                          "application/gzip", "application/x-tar", "application/x-7z-compressed",
+                          "application/msword", "application/vnd.openxmlformats-officedocument.*",
+                          "application/vnd.ms-excel", "application/vnd.ms-powerpoint",
+                          "application/vnd.oasis.opendocument.*", "application/rtf", "application/xml",
+                          "font/*"],
+        "refused_types": [],
     },
     "hooks": {
         "modules": [],
@@ -138,12 +154,20 @@ def _kind_name(default: Any) -> str:
 
 
 def _validate(values: dict[str, dict[str, Any]]) -> None:
+    url = values["server"]["public_url"]
+    if url and not url.startswith(("http://", "https://")):
+        raise ConfigError("setting 'server.public_url' must start with http:// or https://")
     checks = [
         ("server", "port", 1, 65535),
         ("server", "workers", 1, 64),
         ("api", "max_body_bytes", 1024, 2**40),
         ("api", "max_json_depth", 2, 10000),
         ("api", "max_populate_depth", 0, 5),
+        ("assets", "max_upload_bytes", 1, 2**40),
+        ("assets", "max_request_bytes", 1, 2**42),
+        ("assets", "max_output_size", 16, 16384),
+        ("assets", "max_pixels", 1_000_000, 2_000_000_000),
+        ("assets", "default_quality", 1, 100),
     ]
     for section, key, low, high in checks:
         value = values[section][key]

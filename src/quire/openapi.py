@@ -46,6 +46,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         405: "Method not allowed",
         412: "Precondition failed",
         413: "Request body too large",
+        415: "File type not allowed",
         500: "Internal server error",
     }
     return {
@@ -70,6 +71,44 @@ def _op(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], bod
         }
     if not security:
         op["security"] = []
+    return op
+
+
+ASSET_ID = _param("id", "path", "string", "Asset id")
+
+
+def _upload_op() -> dict[str, Any]:
+    op = _op("Upload one or more files (multipart parts named files); answers the created asset objects",
+             [], (400, 401, 403, 413, 415), tag="assets")
+    op["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
+        "type": "object",
+        "properties": {
+            "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+            "folder": {"type": "string"}, "title": {"type": "string"},
+            "tags": {"type": "string", "description": "comma-separated, or a JSON array"},
+        },
+        "required": ["files"],
+    }}}}
+    return op
+
+
+def _image_op() -> dict[str, Any]:
+    def p(name: str, kind: str, text: str) -> dict[str, Any]:
+        return _param(name, "query", kind, text)
+
+    op = _op("Generate or fetch a resized image", [
+        ASSET_ID,
+        p("m", "string", "Mode: thumbnail (default; crop to exactly w x h, focal point aware), bestFit, resize, fitToWidth, fitToHeight"),
+        p("w", "int", "Width (at most the configured maximum, default 4096)"),
+        p("h", "int", "Height"),
+        p("q", "int", "Quality 1-100 (default 80)"),
+        p("mime", "string", "auto (webp when accepted, else the source format), gif, jpeg, png, webp, bmp, avif"),
+        p("re", "int", "1: answer 307 to the generated image"),
+        p("t", "string", "Any text; only changes the cache key"),
+        p("o", "int", "0 (default): the image's absolute URL as text/plain; 1: the image bytes"),
+    ], (400, 401, 403, 404), tag="assets", ok="URL as text/plain, or the image (o=1), or 307 (re=1)")
+    op["responses"]["304"] = {"description": "Not modified (If-None-Match)"}
+    op["responses"]["307"] = {"description": "Redirect to the image (re=1), or to the original of a non-image"}
     return op
 
 
@@ -132,6 +171,40 @@ def document() -> dict[str, Any]:
         "/api/system/locales": {
             "get": _op("List locales (default first)", [], (401, 403), tag="system"),
             "put": _op("Replace the list of locales", [], MANAGE, body=True, tag="system"),
+        },
+        "/api/assets": {
+            "get": _op("List assets: an array, or {data, meta: {total}} with limit and skip",
+                       [FILTER, SORT, FIELDS, LIMIT, SKIP], (400, 401, 403), tag="assets"),
+            "post": _upload_op(),
+        },
+        "/api/assets/{id}": {
+            "get": _op("Get an asset object", [ASSET_ID], (401, 403, 404), tag="assets"),
+            "post": _op("Update an asset's title, description, tags, altText, folder or focal point fp",
+                        [ASSET_ID], (400, 401, 403, 404, 412, 413), body=True, tag="assets"),
+            "delete": _op("Delete an asset, its file and its generated images", [ASSET_ID],
+                          (401, 403, 404), tag="assets", ok='{"success": true}'),
+        },
+        "/api/assets/folders": {
+            "get": _op("List folders (all, or the children of ?parent=)",
+                       [_param("parent", "query", "string", "Only the folders directly under this one")],
+                       (401, 403), tag="assets"),
+            "post": _op("Create a folder {data: {name, parent}}, or rename/move one with data._id",
+                        [], (400, 401, 403, 404, 412, 413), body=True, tag="assets"),
+        },
+        "/api/assets/folders/{id}": {
+            "delete": _op("Delete a folder and its subfolders; their assets move to the root",
+                          [_param("id", "path", "string", "Folder id")], (401, 403, 404), tag="assets"),
+        },
+        "/api/assets/image/{id}": {"get": _image_op()},
+        "/storage/uploads/{path}": {
+            "get": _op("An uploaded file (public, immutable, ETag/304)",
+                       [_param("path", "path", "string", "YYYY/MM/DD/name_unique.ext")], (404,),
+                       tag="assets", security=False, ok="The file"),
+        },
+        "/storage/thumbs/{path}": {
+            "get": _op("A generated image (public, immutable, ETag/304)",
+                       [_param("path", "path", "string", "<asset id>/<key>.<ext>")], (404,),
+                       tag="assets", security=False, ok="The image"),
         },
         "/api/openapi.json": {
             "get": _op("This document", [], (), tag="system", security=False),

@@ -66,7 +66,7 @@ def check_value(field: dict[str, Any], value: Any, depth: int = 0) -> Any:
             raise FieldError("must be a list of rows (objects)")
         return value
     if kind == "asset":
-        return _check_ref(value, "asset")
+        return {"_id": _check_ref(value, "asset")["_id"]}  # the asset itself is read live
     if kind == "contentItemLink":
         target = opts.get("link")
         ref = _check_ref(value, "item")

@@ -39,10 +39,31 @@ class Model:
     _created: int = 0
     _modified: int = 0
     _collection: Collection | None = field(default=None, repr=False, compare=False)
+    _markers: list[bytes] | None = field(default=None, repr=False, compare=False)
 
     @property
     def by_name(self) -> dict[str, dict[str, Any]]:
         return {f["name"]: f for f in self.fields}
+
+    def asset_markers(self, locales: list[str]) -> list[bytes] | None:
+        """Byte strings of which one occurs in a stored item that holds an
+        asset reference in a top-level field; None when references can sit
+        deeper (in a set), so every item must be looked at."""
+        if self._markers is None:
+            keys = []
+            for f in self.fields:
+                if f["type"] == "set" and _has_asset(f):
+                    return None
+                if f["type"] == "asset":
+                    keys.append(f["name"])
+                    if f["i18n"]:
+                        keys += [f"{f['name']}_{code}" for code in locales]
+            self._markers = [f'"{k}":{c}'.encode() for k in keys for c in "{["]
+        return self._markers
+
+    @property
+    def has_assets(self) -> bool:
+        return any(f["type"] == "asset" or (f["type"] == "set" and _has_asset(f)) for f in self.fields)
 
     def link_keys(self, locales: list[str]) -> list[str]:
         """Top-level keys whose values can hold content links (localized
@@ -85,6 +106,13 @@ class Model:
             "_created": self._created,
             "_modified": self._modified,
         }
+
+
+def _has_asset(field: dict[str, Any]) -> bool:
+    for sub in (field.get("opts") or {}).get("fields", []) or []:
+        if isinstance(sub, dict) and (sub.get("type") == "asset" or (sub.get("type") == "set" and _has_asset(sub))):
+            return True
+    return False
 
 
 def parse_model(name: str, body: Any) -> Model:

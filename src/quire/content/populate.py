@@ -49,11 +49,15 @@ def _doc_slots(doc: dict[str, Any], keys: list[str] | None) -> Iterator[Slot]:
             yield from _slots(child)
 
 
-def populate(model: str, docs: list[dict[str, Any]], depth: int, fetch: Fetch, link_keys: LinkKeys) -> None:
+def populate(
+    model: str, docs: list[dict[str, Any]], depth: int, fetch: Fetch, link_keys: LinkKeys
+) -> list[tuple[str, dict[str, Any]]]:
     """Replace links in `docs` (items of `model`) in place, `depth` hops deep.
     `fetch(model, ids)` answers the readable, published items by id (one
-    query); a link it does not answer becomes None."""
+    query); a link it does not answer becomes None. Answers the items put in,
+    with their model names."""
     level: list[tuple[str, dict[str, Any]]] = [(model, d) for d in docs]
+    placed: list[tuple[str, dict[str, Any]]] = []
     keys_of: dict[str, list[str] | None] = {}
     for _ in range(depth):
         slots: list[Slot] = []
@@ -62,7 +66,7 @@ def populate(model: str, docs: list[dict[str, Any]], depth: int, fetch: Fetch, l
                 keys_of[name] = link_keys(name)
             slots.extend(_doc_slots(doc, keys_of[name]))
         if not slots:
-            return
+            return placed
         wanted: dict[str, list[str]] = defaultdict(list)
         for container, key in slots:
             link = container[key]
@@ -76,3 +80,5 @@ def populate(model: str, docs: list[dict[str, Any]], depth: int, fetch: Fetch, l
                 item = dict(item)  # one copy per place, so deeper hops stay independent
                 level.append((link["_model"], item))
             container[key] = item
+        placed += level
+    return placed

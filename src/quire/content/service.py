@@ -8,7 +8,7 @@ stored text goes out untouched, which keeps the common list cheap.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +68,8 @@ class ContentService:
         self.locales = locales
         self.events = events
         self.max_populate = max_populate
+        # ids -> {id: asset}; set by the app (the assets module's service)
+        self.resolve_assets: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None
 
     def collection(self, model: Model) -> Collection:
         return self.models.collection(model)
@@ -157,11 +159,21 @@ class ContentService:
         projection: Projection | None,
         identity: Identity,
     ) -> list[bytes]:
-        if not opts.transforms:
+        if not self._needs_work(model, opts, rows):
             return rows
         docs = [orjson.loads(r) for r in rows]
         docs = self.transform(model, docs, opts, projection, identity)
         return [orjson.dumps(d) for d in docs]
+
+    def _needs_work(self, model: Model, opts: ReadOptions, rows: list[bytes]) -> bool:
+        if opts.transforms:
+            return True
+        if not model.has_assets or self.resolve_assets is None:
+            return False
+        markers = model.asset_markers(self.locales.codes())
+        if markers is None:
+            return True
+        return any(m in row for row in rows for m in markers)
 
     def transform(
         self,
@@ -176,13 +188,34 @@ class ContentService:
             docs = [localize(d, model.localized, codes, opts.locale) for d in docs]
         if projection:
             docs = [reference.project(d, projection) for d in docs]
+        placed: list[tuple[str, dict[str, Any]]] = []
         if opts.populate:
-            self.populate(model, docs, opts.populate, opts.locale, identity)
+            placed = self.populate(model, docs, opts.populate, opts.locale, identity)
+        self.attach_assets([(model, d) for d in docs] + [
+            (m, d) for name, d in placed if (m := self.models.find(name)) is not None
+        ])
         return docs
+
+    def attach_assets(self, pairs: list[tuple[Model, dict[str, Any]]]) -> None:
+        """Replace asset references by the current asset objects (one query);
+        a reference to a deleted asset becomes None."""
+        if self.resolve_assets is None:
+            return
+        codes = self.locales.codes()
+        slots: list[tuple[Any, Any, str]] = []
+        for model, doc in pairs:
+            if model.has_assets:
+                _asset_slots(_with_locale_keys(model.fields, codes), doc, slots)
+        if not slots:
+            return
+        found = self.resolve_assets(list({s[2] for s in slots}))
+        for container, key, asset_id in slots:
+            asset = found.get(asset_id)
+            container[key] = dict(asset) if asset is not None else None
 
     def populate(
         self, model: Model, docs: list[dict[str, Any]], depth: int, locale: str | None, identity: Identity
-    ) -> None:
+    ) -> list[tuple[str, dict[str, Any]]]:
         codes = self.locales.codes()
 
         def fetch(model_name: str, ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -200,7 +233,7 @@ class ContentService:
             linked = self.models.find(model_name)
             return linked.link_keys(codes) if linked is not None else None
 
-        populate(model.name, docs, min(depth, self.max_populate), fetch, link_keys)
+        return populate(model.name, docs, min(depth, self.max_populate), fetch, link_keys)
 
     def item_raw(self, name: str, item_id: str, identity: Identity) -> bytes:
         """A published item by id as its stored JSON, for a request that
@@ -209,6 +242,10 @@ class ContentService:
         raw = self.collection(model).get_raw(item_id, published_only=True) if is_id(item_id) else None
         if raw is None:
             raise NotFound("Item not found")
+        if self._needs_work(model, ReadOptions(), [raw]):
+            doc = orjson.loads(raw)
+            self.attach_assets([(model, doc)])
+            return orjson.dumps(doc)
         return raw
 
     def item(self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity) -> dict[str, Any]:
@@ -408,6 +445,34 @@ class ContentService:
                     await self.events.emit("content.item.remove", model=name, item=doc, identity=identity)
                 except Reject as exc:
                     raise PreconditionFailed(exc.message) from None
+
+
+def _with_locale_keys(fields: list[dict[str, Any]], codes: list[str]) -> list[dict[str, Any]]:
+    out = list(fields)
+    for f in fields:
+        if f["i18n"] and f["type"] in ("asset", "set"):
+            out += [{**f, "name": f"{f['name']}_{code}"} for code in codes]
+    return out
+
+
+def _asset_slots(fields: list[dict[str, Any]], container: dict[str, Any], slots: list[tuple[Any, Any, str]]) -> None:
+    """Where asset references sit in `container`, following the definitions
+    (top-level asset fields, and asset fields inside sets)."""
+    for f in fields:
+        value = container.get(f["name"])
+        if value is None:
+            continue
+        if f["type"] == "asset":
+            if isinstance(value, dict) and isinstance(value.get("_id"), str):
+                slots.append((container, f["name"], value["_id"]))
+            elif isinstance(value, list):
+                slots.extend((value, i, v["_id"]) for i, v in enumerate(value)
+                             if isinstance(v, dict) and isinstance(v.get("_id"), str))
+        elif f["type"] == "set":
+            subfields = [s for s in (f.get("opts") or {}).get("fields", []) if isinstance(s, dict) and "name" in s]
+            for sub in value if isinstance(value, list) else [value]:
+                if isinstance(sub, dict):
+                    _asset_slots([{"i18n": False, **s} for s in subfields], sub, slots)
 
 
 def _invalid(errors: dict[str, str]) -> BadRequest:

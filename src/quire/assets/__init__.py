@@ -1,0 +1,1 @@
+"""Assets: uploaded files, their metadata, and resized images."""

@@ -1,0 +1,237 @@
+"""HTTP routes of assets (`/api/assets...`) and the public files under
+`/storage/uploads` and `/storage/thumbs`."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import FileResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.types import Message, Receive
+
+from quire.asgi import route
+from quire.assets.service import Upload
+from quire.auth.request import identify
+from quire.errors import BadRequest, NotFound, PayloadTooLarge, PreconditionFailed
+from quire.http import int_param, json_param, json_response, read_json
+from quire.store.query import parse_fields, parse_filter, parse_sort
+
+if TYPE_CHECKING:
+    from quire.app import Quire
+
+IMMUTABLE = "public, max-age=31536000, immutable"
+SMALL_FILE = 256 * 1024
+# An uploaded file is served as data, never as a page: no sniffing, and an
+# SVG (checked at upload) still runs nothing even if opened directly.
+FILE_HEADERS = {"X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
+SVG_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+
+
+def _quire(request: Request) -> Quire:
+    return request.app.state.quire
+
+
+def absolute(request: Request, path: str) -> str:
+    base = _quire(request).public_url or f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
+    return base.rstrip("/") + path
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    seen = [0]
+
+    async def wrapped() -> Message:
+        message = await receive()
+        if message["type"] == "http.request":
+            seen[0] += len(message.get("body", b""))
+            if seen[0] > limit:
+                raise PayloadTooLarge(f"Upload is larger than {limit} bytes")
+        return message
+
+    return wrapped
+
+
+async def upload(request: Request) -> Response:
+    identity = identify(request)
+    identity.require("assets/upload")
+    quire = _quire(request)
+    limit = quire.assets.settings["max_request_bytes"]
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"Upload is larger than {limit} bytes")
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise BadRequest("Send files as multipart/form-data parts named 'files'")
+    limited = Request(request.scope, _limited(request.receive, limit))
+    try:
+        form = await limited.form(max_files=100, max_fields=100)
+    except PayloadTooLarge:
+        raise
+    except Exception as exc:  # malformed multipart
+        raise BadRequest(f"Malformed multipart body: {exc}") from None
+    try:
+        files = [part for key, part in form.multi_items() if key in ("files", "files[]") and isinstance(part, UploadFile)]
+        uploads = [Upload(part.filename or "file", await part.read()) for part in files]
+        meta = _upload_meta(form)
+    finally:
+        await form.close()
+    created = await quire.assets.upload(uploads, meta, identity)
+    return json_response(created)
+
+
+def _upload_meta(form: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for key in ("folder", "title", "description", "altText"):
+        value = form.get(key)
+        if isinstance(value, str) and value:
+            meta[key] = value
+    tags: list[str] = []
+    for value in form.getlist("tags") + form.getlist("tags[]"):
+        if isinstance(value, str):
+            if value.startswith("["):
+                from quire.http import parse_json_text
+
+                parsed = parse_json_text(value, "tags")
+                if not isinstance(parsed, list) or not all(isinstance(t, str) for t in parsed):
+                    raise BadRequest("<tags> must be a list of strings")
+                tags += parsed
+            else:
+                tags += [t.strip() for t in value.split(",") if t.strip()]
+    meta["tags"] = tags
+    return meta
+
+
+async def list_assets(request: Request) -> Response:
+    identity = identify(request)
+    identity.require("assets/read")
+    spec = json_param(request, "filter")
+    node = parse_filter(spec)
+    sort = parse_sort(json_param(request, "sort"))
+    projection = parse_fields(json_param(request, "fields"))
+    limit, skip = int_param(request, "limit"), int_param(request, "skip")
+    docs, total = _quire(request).assets.find(node, sort, limit, skip, projection)
+    return json_response(docs if total is None else {"data": docs, "meta": {"total": total}})
+
+
+async def get_asset(request: Request) -> Response:
+    identify(request).require("assets/read")
+    return json_response(_quire(request).assets.get(request.path_params["id"]))
+
+
+async def update_asset(request: Request) -> Response:
+    identity = identify(request)
+    identity.require("assets/edit")
+    quire = _quire(request)
+    body = await read_json(request, quire.max_body, quire.max_depth)
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, dict):
+        raise PreconditionFailed("Item data is missing")
+    return json_response(await quire.assets.update(request.path_params["id"], data, identity))
+
+
+async def delete_asset(request: Request) -> Response:
+    identity = identify(request)
+    identity.require("assets/delete")
+    await _quire(request).assets.delete(request.path_params["id"], identity)
+    return json_response({"success": True})
+
+
+async def list_folders(request: Request) -> Response:
+    identify(request).require("assets/read")
+    parent = request.query_params.get("parent")
+    folders = _quire(request).assets.list_folders(parent or None, all_levels="parent" not in request.query_params)
+    return json_response(folders)
+
+
+async def save_folder(request: Request) -> Response:
+    identify(request).require("assets/edit")
+    quire = _quire(request)
+    body = await read_json(request, quire.max_body, quire.max_depth)
+    data = body.get("data") if isinstance(body, dict) else None
+    return json_response(await quire.assets.save_folder(data))
+
+
+async def delete_folder(request: Request) -> Response:
+    identify(request).require("assets/delete")
+    moved = await _quire(request).assets.delete_folder(request.path_params["id"])
+    return json_response({"success": True, "moved": moved})
+
+
+async def image(request: Request) -> Response:
+    identify(request).require("assets/read")
+    service = _quire(request).assets
+    asset = service.get(request.path_params["id"])
+    params = dict(request.query_params)
+    output = _flag(params, "o")
+    redirect = _flag(params, "re")
+    opts, vary = service.parse_image_options(params, asset, request.headers.get("accept", ""))
+    answer = await service.image(asset, opts, params.get("t", ""))
+    headers = {"Vary": "Accept"} if vary else {}
+    url = absolute(request, answer.url)
+    # a non-image answers its original's URL whatever was asked
+    if redirect or (output and answer.file is None):
+        return RedirectResponse(url, status_code=307, headers=headers)
+    if not output or answer.file is None:
+        return PlainTextResponse(url, headers=headers)
+    assert answer.etag is not None
+    headers.update({"Cache-Control": IMMUTABLE, "ETag": answer.etag, **FILE_HEADERS})
+    if _etag_matches(request, answer.etag):
+        return Response(status_code=304, headers=headers)
+    return Response(answer.file.read_bytes(), media_type=answer.mime, headers=headers)
+
+
+def _flag(params: dict[str, str], name: str) -> bool:
+    raw = params.get(name, "0") or "0"
+    if raw not in ("0", "1"):
+        raise BadRequest(f"<{name}> must be 0 or 1")
+    return raw == "1"
+
+
+def _etag_matches(request: Request, etag: str) -> bool:
+    wanted = request.headers.get("if-none-match")
+    if not wanted:
+        return False
+    return wanted.strip() == "*" or etag in [tag.strip().removeprefix("W/") for tag in wanted.split(",")]
+
+
+def _serve(request: Request, base: Path, relative: str) -> Response:
+    """A file under `base`, never outside it; 404 otherwise."""
+    if any(part in ("", ".", "..") or part.startswith(".") for part in relative.split("/")):
+        raise NotFound("File not found")
+    root = base.resolve()
+    target = (root / relative).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        raise NotFound("File not found")
+    stat = target.stat()
+    etag = f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
+    mime = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    headers = {"Cache-Control": IMMUTABLE, "ETag": etag, **FILE_HEADERS}
+    if mime == "image/svg+xml":
+        headers["Content-Security-Policy"] = SVG_POLICY
+    if _etag_matches(request, etag):
+        return Response(status_code=304, headers=headers)
+    if stat.st_size <= SMALL_FILE:
+        with open(target, "rb") as handle:
+            return Response(handle.read(), media_type=mime, headers=headers)
+    return FileResponse(target, media_type=mime, headers=headers, stat_result=os.stat(target))
+
+
+async def uploaded_file(request: Request) -> Response:
+    return _serve(request, _quire(request).assets.uploads, request.path_params["path"])
+
+
+async def thumb_file(request: Request) -> Response:
+    return _serve(request, _quire(request).assets.thumbs, request.path_params["path"])
+
+
+routes = [
+    route("/api/assets", get=list_assets, post=upload),
+    route("/api/assets/folders", get=list_folders, post=save_folder),
+    route("/api/assets/folders/{id}", delete=delete_folder),
+    route("/api/assets/image/{id}", get=image),
+    route("/api/assets/{id}", get=get_asset, post=update_asset, delete=delete_asset),
+    route("/storage/uploads/{path:path}", get=uploaded_file),
+    route("/storage/thumbs/{path:path}", get=thumb_file),
+]
