@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING, Any
 
+from PIL import Image, ImageDraw
+
+from quire.assets.service import Upload
 from quire.auth.service import Identity
 from quire.content.models import parse_model
 
@@ -56,6 +60,33 @@ MODELS: list[dict[str, Any]] = [
 ]
 
 
+PICTURES = [
+    ("harbour-at-dawn", ((255, 183, 94), (237, 117, 57), (41, 50, 84))),
+    ("forest-path", ((168, 213, 117), (67, 130, 70), (22, 52, 36))),
+    ("city-at-night", ((35, 42, 89), (98, 67, 140), (248, 200, 92))),
+    ("winter-lake", ((225, 238, 245), (130, 176, 210), (52, 84, 120))),
+]
+
+
+def _picture(colors: tuple[tuple[int, int, int], ...], size: tuple[int, int] = (1600, 1000)) -> bytes:
+    """A landscape-like JPEG: a sky gradient, a sun and two hills."""
+    sky, mid, ground = colors
+    width, height = size
+    image = Image.new("RGB", size)
+    draw = ImageDraw.Draw(image)
+    for y in range(height):
+        t = y / height
+        row = tuple(round(a + (b - a) * t) for a, b in zip(sky, mid, strict=True))
+        draw.line([(0, y), (width, y)], fill=row)
+    draw.ellipse([width * 0.62, height * 0.18, width * 0.78, height * 0.44], fill=(255, 244, 214))
+    draw.polygon([(0, height), (0, height * 0.62), (width * 0.45, height * 0.5), (width, height * 0.72), (width, height)],
+                 fill=tuple(round(c * 0.8) for c in ground))
+    draw.polygon([(0, height), (width * 0.3, height * 0.78), (width, height * 0.82), (width, height)], fill=ground)
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=85)
+    return out.getvalue()
+
+
 async def install_demo(quire: Quire) -> tuple[bool, str]:
     """Create the demo content unless models exist; always rotate the demo
     admin key and return it."""
@@ -76,8 +107,12 @@ async def _create(quire: Quire) -> None:
         quire.models.save(parse_model(definition["name"], definition))
     quire.auth.save_role("public", {"permissions": {
         "content/posts/read": True, "content/authors/read": True,
-        "content/settings/read": True, "content/nav/read": True,
+        "content/settings/read": True, "content/nav/read": True, "assets/read": True,
     }})
+    pictures = await quire.assets.upload(
+        [Upload(f"{name}.jpg", _picture(colors)) for name, colors in PICTURES],
+        {"tags": ["demo"]}, ADMIN,
+    )
     save = quire.content.save
     ada = await save("authors", {"name": "Ada Lovelace", "bio": "Writes about engines.",
                                  "bio_de": "Schreibt über Maschinen."}, ADMIN)
@@ -88,11 +123,12 @@ async def _create(quire: Quire) -> None:
         ("Filters and sorting", "Filter und Sortierung", "filters-and-sorting", "guides", "2026-03-15", ada, ["api", "howto"]),
         ("Quire 0.1 released", "Quire 0.1 ist da", "quire-0-1", "releases", "2026-04-20", alan, ["release"]),
     ]
-    for title, title_de, slug, category, day, author, tags in posts:
+    for (title, title_de, slug, category, day, author, tags), picture in zip(posts, pictures, strict=True):
         await save("posts", {
             "title": title, "title_de": title_de, "slug": slug, "category": category,
             "published": day, "tags": tags, "author": {"_model": "authors", "_id": author["_id"]},
             "body": f"# {title}\n\nA demo post.", "body_de": f"# {title_de}\n\nEin Demo-Beitrag.",
+            "image": {"_id": picture["_id"]},
         }, ADMIN)
     await save("posts", {"title": "Draft: next steps", "slug": "next-steps", "_state": 0}, ADMIN)
     await save("settings", {"siteName": "Quire Demo", "siteName_de": "Quire-Demo",
