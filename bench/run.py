@@ -802,9 +802,9 @@ def content_section(args: argparse.Namespace, dataset: Dataset, table: str, deta
     )
 
 
-def update_doc(path: Path, machine: str, section: str) -> None:
-    """Replace the top (title, machine) and the `## Content` section; keep
-    every other `## ` section as it is."""
+def update_doc(path: Path, machine: str, section: str, title_of_section: str = "Content") -> None:
+    """Replace the top (title, machine) and the `## <title_of_section>`
+    section; keep every other `## ` section as it is."""
     text = path.read_text() if path.exists() else ""
     sections: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
@@ -821,13 +821,13 @@ def update_doc(path: Path, machine: str, section: str) -> None:
     parts = [head]
     replaced = False
     for title, lines in sections:
-        if title == "Content":
+        if title == title_of_section:
             parts.append(section)
             replaced = True
         else:
             parts.append("\n".join(lines).strip() + "\n")
     if not replaced:
-        parts.insert(1, section)
+        parts.append(section)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text("\n".join(parts))
