@@ -131,7 +131,8 @@ class App:
         response = await self._respond(scope, receive)
         if cors is not None:
             response.headers["access-control-allow-origin"] = cors
-            response.headers["vary"] = "Origin"
+            vary = response.headers.get("vary")
+            response.headers["vary"] = f"{vary}, Origin" if vary else "Origin"
         await response(scope, receive, send)
 
     async def _respond(self, scope: Scope, receive: Receive) -> Response:

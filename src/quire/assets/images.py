@@ -96,9 +96,11 @@ def palette(image: Image.Image, count: int = 5) -> list[str]:
 
 
 def _thumbhash(image: Image.Image) -> str:
+    """ThumbHash of the picture as seen over white: the `thumbhash` package
+    fails on its own alpha path, so transparency is flattened first."""
     small = image.copy()
     small.thumbnail((32, 32))
-    rgba = small.convert("RGBA")
+    rgba = _flatten(small).convert("RGBA")
     digest = thumbhash.rgba_to_thumb_hash(rgba.width, rgba.height, list(rgba.tobytes()))
     return base64.b64encode(bytes(digest)).decode()
 
@@ -122,6 +124,9 @@ def target_size(src: tuple[int, int], opts: ImageOptions) -> tuple[int, int]:
     sw, sh = src
     w, h = opts.width, opts.height
     ratio = sw / sh
+    if opts.mode == "bestFit":  # inside the given side(s), never larger than the source
+        scale = min(w / sw if w else 1.0, h / sh if h else 1.0, 1.0)
+        return max(1, round(sw * scale)), max(1, round(sh * scale))
     if opts.mode == "fitToWidth" or (w and not h):
         assert w
         return w, max(1, round(w / ratio))
@@ -129,9 +134,6 @@ def target_size(src: tuple[int, int], opts: ImageOptions) -> tuple[int, int]:
         assert h
         return max(1, round(h * ratio)), h
     assert w and h
-    if opts.mode == "bestFit":
-        scale = min(w / sw, h / sh, 1.0)  # never enlarges
-        return max(1, round(sw * scale)), max(1, round(sh * scale))
     return w, h  # thumbnail (crop to exactly w x h) and resize (distort)
 
 

@@ -28,7 +28,7 @@ SMALL_FILE = 256 * 1024
 # An uploaded file is served as data, never as a page: no sniffing, and an
 # SVG (checked at upload) still runs nothing even if opened directly.
 FILE_HEADERS = {"X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
-SVG_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+SANDBOX_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
 
 
 def _quire(request: Request) -> Quire:
@@ -208,8 +208,8 @@ def _serve(request: Request, base: Path, relative: str) -> Response:
     etag = f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
     mime = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
     headers = {"Cache-Control": IMMUTABLE, "ETag": etag, **FILE_HEADERS}
-    if mime == "image/svg+xml":
-        headers["Content-Security-Policy"] = SVG_POLICY
+    if mime == "image/svg+xml" or mime.startswith("text/") or mime.endswith("xml"):
+        headers["Content-Security-Policy"] = SANDBOX_POLICY
     if _etag_matches(request, etag):
         return Response(status_code=304, headers=headers)
     if stat.st_size <= SMALL_FILE:

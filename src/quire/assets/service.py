@@ -8,7 +8,6 @@ is a new name and every generated file can be cached forever.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import hashlib
@@ -81,7 +80,6 @@ class AssetService:
         self.thumbs = data_dir / "thumbs"
         self.assets = store.collection(ASSETS, HINTS)
         self.folders = store.collection(FOLDERS, {"name": "text", "parent": "text"})
-        self._locks: dict[str, asyncio.Lock] = {}
         self.generated = 0  # images rendered by this process (tests count them)
 
     # -- reading ------------------------------------------------------------
@@ -350,7 +348,7 @@ class AssetService:
         if vary:
             source = {"image/jpeg": "jpeg", "image/png": "png", "image/gif": "gif", "image/webp": "webp",
                       "image/bmp": "bmp", "image/avif": "avif"}.get(asset["mime"], "png")
-            wanted = "webp" if "image/webp" in accept else source
+            wanted = "webp" if accepts_webp(accept) else source
         fp = asset.get("fp")
         focal = (float(fp["x"]), float(fp["y"])) if isinstance(fp, dict) else None
         return images.ImageOptions(mode, width, height, quality, wanted, focal), vary
@@ -363,14 +361,9 @@ class AssetService:
         name = f"{key}.{images.EXT[opts.format]}"
         target = self.thumbs / asset["_id"] / name
         if not target.exists():
-            lock = self._locks.setdefault(key, asyncio.Lock())
-            try:
-                async with lock:
-                    if not target.exists():
-                        await anyio.to_thread.run_sync(self._generate, asset, opts, target)
-            finally:
-                if not lock.locked():
-                    self._locks.pop(key, None)
+            # the lock file is opened anew by each waiting thread, so flock
+            # serialises threads of this process and other processes alike
+            await anyio.to_thread.run_sync(self._generate, asset, opts, target)
         return ImageAnswer(url=f"/storage/thumbs/{asset['_id']}/{name}", file=target, etag=f'"{key}"',
                            mime=images.OUTPUT_MIME[opts.format])
 
@@ -401,6 +394,24 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
     with contextlib.suppress(OSError):
         path.unlink()
+
+
+def accepts_webp(accept: str) -> bool:
+    """Whether an Accept header names image/webp with a quality above 0
+    (browsers that can show WebP name it; `*/*` alone does not count)."""
+    for entry in accept.split(","):
+        kind, *params = (part.strip() for part in entry.split(";"))
+        if kind.lower() != "image/webp":
+            continue
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    return float(value) > 0
+                except ValueError:
+                    return False
+        return True
+    return False
 
 
 def _int(params: dict[str, str], name: str, default: int) -> int:

@@ -42,7 +42,7 @@ _HTML = re.compile(rb"<\s*(!doctype\s+html|html|head|body|script|iframe|object|e
 _PHP = re.compile(rb"<\?(php|=)", re.I)
 _SHEBANG = re.compile(rb"^#!")
 _SVG_BAD_TAGS = {"script", "foreignobject", "iframe", "object", "embed", "handler", "listener"}
-_URL_ATTRS = {"href", "src", "xlink:href"}
+XHTML = "{http://www.w3.org/1999/xhtml}"
 
 
 class Refused(Exception):
@@ -129,8 +129,13 @@ def _sniff_text(data: bytes, filename: str) -> Sniffed:
             return Sniffed("application/json", "json", "code")
         except ValueError:
             pass
-    if stripped.startswith("<?xml"):
-        return Sniffed("application/xml", "xml", "code")
+    declared_xml = stripped.startswith("<?xml")
+    if declared_xml or re.match(r"<[A-Za-z]", stripped):
+        # markup a browser could render: it must pass the markup check; text
+        # that merely starts with "<" and is not XML stays plain text
+        if declared_xml or _well_formed(data):
+            check_markup(data, "XML")
+            return Sniffed("application/xml", "xml", "code")
     lower = filename.lower()
     if lower.endswith(".csv"):
         return Sniffed("text/csv", "csv", "document")
@@ -145,26 +150,47 @@ def _looks_like_svg(head: bytes) -> bool:
                                    or lowered.startswith(b"<!doctype svg") or lowered.startswith(b"<!--"))
 
 
+def _well_formed(data: bytes) -> bool:
+    try:
+        ElementTree.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except (ElementTree.ParseError, DefusedXmlException, ValueError):
+        return False
+    return True
+
+
 def check_svg(data: bytes) -> None:
     """Refuse SVG that could run code or load something when opened."""
+    check_markup(data, "SVG")
+
+
+def check_markup(data: bytes, what: str) -> None:
+    """Refuse SVG or XML that a browser could run code from or load
+    something for: scripts and embeddings in any namespace, XHTML, event
+    handlers, `javascript:` and external references, XSLT stylesheets, DTDs
+    and entities. The whole document is read, not only its start."""
+    if b"<?xml-stylesheet" in data:
+        raise Refused(f"{what} with a stylesheet processing instruction is not allowed")
     try:
         root = ElementTree.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     except (ElementTree.ParseError, DefusedXmlException, ValueError):
-        raise Refused("SVG is not well-formed or uses DTDs/entities") from None
+        raise Refused(f"{what} is not well-formed or uses DTDs/entities") from None
     for element in root.iter():
-        tag = element.tag.rsplit("}", 1)[-1].lower() if isinstance(element.tag, str) else ""
+        raw_tag = element.tag if isinstance(element.tag, str) else ""
+        if raw_tag.startswith(XHTML):
+            raise Refused(f"{what} with XHTML content is not allowed")
+        tag = raw_tag.rsplit("}", 1)[-1].lower()
         if tag in _SVG_BAD_TAGS:
-            raise Refused(f"SVG with <{tag}> is not allowed")
+            raise Refused(f"{what} with <{tag}> is not allowed")
         for name, value in element.attrib.items():
             local = name.rsplit("}", 1)[-1].lower()
             if local.startswith("on"):
-                raise Refused(f"SVG with event handler {local} is not allowed")
+                raise Refused(f"{what} with event handler {local} is not allowed")
             if local in ("href", "src") or name.endswith("}href"):
                 target = value.strip().lower()
                 if not (target.startswith("#") or target.startswith("data:image/")):
-                    raise Refused("SVG with external references is not allowed")
+                    raise Refused(f"{what} with external references is not allowed")
             if "javascript:" in value.lower() or "url(http" in value.lower().replace(" ", ""):
-                raise Refused("SVG with script or remote URLs is not allowed")
+                raise Refused(f"{what} with script or remote URLs is not allowed")
 
 
 def allowed(mime: str, allowed_patterns: list[str], refused_patterns: list[str]) -> bool:
