@@ -129,13 +129,11 @@ def _sniff_text(data: bytes, filename: str) -> Sniffed:
             return Sniffed("application/json", "json", "code")
         except ValueError:
             pass
-    declared_xml = stripped.startswith("<?xml")
-    if declared_xml or re.match(r"<[A-Za-z]", stripped):
-        # markup a browser could render: it must pass the markup check; text
-        # that merely starts with "<" and is not XML stays plain text
-        if declared_xml or _well_formed(data):
-            check_markup(data, "XML")
-            return Sniffed("application/xml", "xml", "code")
+    # markup a browser could render must pass the markup check; text that
+    # merely starts with "<" and is not XML stays plain text
+    if stripped.startswith("<?xml") or (re.match(r"<[A-Za-z]", stripped) and _well_formed(data)):
+        check_markup(data, "XML")
+        return Sniffed("application/xml", "xml", "code")
     lower = filename.lower()
     if lower.endswith(".csv"):
         return Sniffed("text/csv", "csv", "document")
