@@ -174,3 +174,26 @@ def test_empty_arrays_sort_before_null_and_missing(store: SqliteStore) -> None:
     assert ascending[0] == [] and ascending[-2:] == ["a", ["b"]]
     descending = [d.get("x", "missing") for d in coll.find(None, parse_sort({"x": -1}))]
     assert descending[-1] == [] and descending[:2] == [["b"], "a"]
+
+
+def test_atomic_blocks_from_two_event_loops_in_two_threads_do_not_interleave(store: SqliteStore) -> None:
+    import asyncio
+    import threading
+
+    coll = store.collection("c")
+    item = coll.insert({"n": 0})
+
+    async def bump(times: int) -> None:
+        for _ in range(times):
+            async with store.atomic():
+                current = coll.get(item["_id"])
+                assert current is not None
+                await asyncio.sleep(0)  # let other coroutines run mid-transaction
+                coll.update(item["_id"], {"n": current["n"] + 1})
+
+    threads = [threading.Thread(target=lambda: asyncio.run(bump(50))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert coll.get(item["_id"])["n"] == 100  # type: ignore[index]

@@ -16,6 +16,7 @@ import contextvars
 import logging
 import sqlite3
 import threading
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path as FsPath
 from typing import Any
@@ -122,7 +123,9 @@ class SqliteStore:
         self._writer = self._connect()
         self._reader = self._connect(readonly=True)
         self._wlock = threading.RLock()
-        self._alock: asyncio.Lock | None = None
+        self._alocks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
         self._depth = 0
         self._after_commit: list[Any] = []
         self._generation = 0
@@ -241,9 +244,13 @@ class SqliteStore:
             with self.transaction():
                 yield
             return
-        if self._alock is None:
-            self._alock = asyncio.Lock()
-        async with self._alock:
+        # One asyncio lock per event loop (a lock belongs to one loop); the
+        # threading lock inside transaction() orders loops of other threads.
+        loop = asyncio.get_running_loop()
+        alock = self._alocks.get(loop)
+        if alock is None:
+            alock = self._alocks[loop] = asyncio.Lock()
+        async with alock:
             with self.transaction():
                 yield
             pending, self._after_commit = self._after_commit, []
