@@ -45,7 +45,7 @@ ROOT = BENCH.parent
 DEFAULT_WORK = BENCH / ".work"
 DEFAULT_DOCS = ROOT / "docs" / "benchmarks.md"
 
-GENERATOR_VERSION = 1  # bump when the generated data changes shape
+GENERATOR_VERSION = 2  # bump when the generated data changes shape
 STANDARD_POSTS = 100_000
 STANDARD_AUTHORS = 1_000
 SEED = 20260101
@@ -100,9 +100,8 @@ def _paragraphs(rng: random.Random, lo: int, hi: int) -> str:
     )
 
 
-def _post(rng: random.Random, n: int, post_id: str, author_id: str, actor: str) -> dict[str, Any]:
-    from quire.ids import new_id
-
+def _post(rng: random.Random, n: int, post_id: str, author_id: str, actor: str,
+          picture_ids: list[str]) -> dict[str, Any]:
     title = " ".join(rng.choices(WORDS, k=rng.randint(3, 7))).capitalize()
     day = dt.date.fromordinal(rng.randint(EPOCH_DAY, LAST_DAY))
     created = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()) + rng.randint(0, 86_399)
@@ -117,13 +116,36 @@ def _post(rng: random.Random, n: int, post_id: str, author_id: str, actor: str) 
         "published": day.isoformat(),
         "featured": rng.random() < 0.05,
         "author": {"_model": "authors", "_id": author_id},
-        "image": {"_id": new_id()} if rng.random() < 0.7 else None,
+        "image": {"_id": rng.choice(picture_ids)} if rng.random() < 0.7 else None,
         "_state": 1,
         "_created": created,
         "_modified": modified,
         "_cby": actor,
         "_mby": actor,
     }
+
+
+def _pictures(quire: Any, rng: random.Random, count: int, actor: str, now: int) -> list[str]:
+    """Asset records (no files: content answers only read the records) for
+    the posts' pictures, shaped as uploads make them."""
+    from quire.ids import new_id
+
+    coll = quire.store.collection("assets/assets")
+    ids = []
+    with quire.store.transaction():
+        for n in range(count):
+            asset_id = new_id()
+            width, height = rng.choice([(1600, 1000), (1200, 800), (1000, 1500)])
+            coll.insert({
+                "_id": asset_id, "path": f"/2026/01/01/picture-{n}_{asset_id[-8:]}.jpg",
+                "title": f"Picture {n}", "description": "", "tags": ["bench"], "mime": "image/jpeg",
+                "type": "image", "size": rng.randint(80_000, 900_000), "width": width, "height": height,
+                "colors": ["#f99f50", "#212845", "#293155"], "thumbhash": "HUQBBYBoeIiIeHiHiIiIgPB3iX94",
+                "altText": f"Picture {n}", "folder": None, "fp": None, "_hash": f"{n:064x}",
+                "_created": now, "_modified": now, "_cby": actor,
+            })
+            ids.append(asset_id)
+    return ids
 
 
 def _author(rng: random.Random, author_id: str, actor: str, now: int) -> dict[str, Any]:
@@ -192,6 +214,7 @@ def generate(data_dir: Path, ids_file: Path, posts: int, authors: int) -> dict[s
         actor = new_id()
         now = int(time.time())
         author_ids = [new_id() for _ in range(authors)]
+        picture_ids = _pictures(quire, rng, max(1, authors), actor, now)
         authors_coll = quire.store.collection("content/authors")
         with quire.store.transaction():
             for author_id in author_ids:
@@ -202,7 +225,7 @@ def generate(data_dir: Path, ids_file: Path, posts: int, authors: int) -> dict[s
         for start in range(0, posts, BATCH):
             with quire.store.transaction():
                 for n in range(start, min(start + BATCH, posts)):
-                    doc = _post(rng, n, post_ids[n], rng.choice(author_ids), actor)
+                    doc = _post(rng, n, post_ids[n], rng.choice(author_ids), actor, picture_ids)
                     total_bytes += len(orjson.dumps(doc))
                     posts_coll.insert(doc)
             done = min(start + BATCH, posts)

@@ -43,6 +43,7 @@ class Quire:
         )
         self.assets = AssetService(self.store, settings.data_dir, self.events, settings.values["assets"])
         self.content.resolve_assets = self.assets.get_many
+        self.content.resolve_asset_json = self.assets.get_many_json
         self.public_url: str = settings.get("server", "public_url")
         self.max_body: int = settings.get("api", "max_body_bytes")
         self.max_depth: int = settings.get("api", "max_json_depth")

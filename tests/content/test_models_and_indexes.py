@@ -114,3 +114,40 @@ def test_populate_follows_links_inside_sets_and_localized_link_fields(admin: Api
     assert raw["meta"]["editor"]["name"] == "Bob"
     german = admin.get("/api/content/items/posts?populate=1&locale=de").json()[0]
     assert german["author"]["name"] == "Bob" and "author_de" not in german
+
+
+def _upload_picture(admin: Api) -> dict[str, Any]:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(buf, "PNG")
+    response = admin.post("/api/assets", files=[("files", ("p.png", buf.getvalue(), "image/png"))])
+    assert response.status_code == 200, response.text
+    return response.json()[0]  # type: ignore[no-any-return]
+
+
+def test_asset_references_answer_the_same_with_and_without_free_form_fields(admin: Api) -> None:
+    picture = _upload_picture(admin)
+    admin.put("/api/system/locales", json=[{"i18n": "de", "name": "Deutsch"}])
+    image = {"name": "image", "type": "asset", "i18n": True}
+    put_model(admin, "plain", fields=[{"name": "t", "type": "text"}, image])  # answered by splicing bytes
+    put_model(admin, "loose", fields=[{"name": "t", "type": "text"}, image, {"name": "extra", "type": "object"}])
+    for model in ("plain", "loose"):
+        create_item(admin, model, {"t": "x", "image": picture["_id"], "image_de": {"_id": "f" * 24}})
+    plain = admin.get("/api/content/items/plain?limit=5&skip=0").json()["data"][0]
+    loose = admin.get("/api/content/items/loose?limit=5&skip=0").json()["data"][0]
+    for item in (plain, loose):
+        assert item["image"]["_id"] == picture["_id"] and item["image"]["width"] == 40
+        assert item["image_de"] is None  # a reference to no asset reads as null
+    assert plain["image"] == loose["image"]
+
+
+def test_asset_like_objects_in_free_form_fields_are_left_alone(admin: Api) -> None:
+    picture = _upload_picture(admin)
+    put_model(admin, "loose", fields=[{"name": "image", "type": "asset"}, {"name": "extra", "type": "object"}])
+    item = create_item(admin, "loose", {"image": picture["_id"], "extra": {"image": {"_id": picture["_id"]}}})
+    read = admin.get(f"/api/content/item/loose/{item['_id']}").json()
+    assert read["image"]["mime"] == "image/png"
+    assert read["extra"] == {"image": {"_id": picture["_id"]}}

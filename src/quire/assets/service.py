@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+import orjson
 
 from quire.assets import images, sniff
 from quire.auth.service import Identity
@@ -81,6 +82,9 @@ class AssetService:
         self.assets = store.collection(ASSETS, HINTS)
         self.folders = store.collection(FOLDERS, {"name": "text", "parent": "text"})
         self.generated = 0  # images rendered by this process (tests count them)
+        self._cache: dict[str, dict[str, Any] | None] = {}
+        self._json: dict[str, bytes] = {}
+        self._cache_generation = -1
 
     # -- reading ------------------------------------------------------------
 
@@ -90,8 +94,35 @@ class AssetService:
             raise NotFound("Asset not found")
         return doc
 
+    def get_many_json(self, ids: list[str]) -> dict[str, bytes]:
+        """Like get_many, each asset as its JSON bytes (made once per
+        generation)."""
+        found = self.get_many(ids)
+        out = {}
+        for asset_id, doc in found.items():
+            cached = self._json.get(asset_id)
+            if cached is None:
+                cached = self._json[asset_id] = orjson.dumps(doc)
+            out[asset_id] = cached
+        return out
+
     def get_many(self, ids: list[str]) -> dict[str, dict[str, Any]]:
-        return self.assets.get_many([i for i in ids if is_id(i)])
+        """Assets by id, for content answers. Asset objects are kept in
+        memory until the next commit of any process (the store's generation
+        moves), so lists of items with pictures cost no query."""
+        if self._cache_generation != self.store.generation:
+            self._cache.clear()
+            self._json.clear()
+            self._cache_generation = self.store.generation
+        missing = [i for i in ids if i not in self._cache and is_id(i)]
+        if missing:
+            found = self.assets.get_many(missing)
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+                self._json.clear()
+            for asset_id in missing:
+                self._cache[asset_id] = found.get(asset_id)
+        return {i: doc for i in ids if (doc := self._cache.get(i)) is not None}
 
     def find(self, node: Any, sort: Any, limit: int | None, skip: int | None,
              projection: Projection | None) -> tuple[list[dict[str, Any]], int | None]:

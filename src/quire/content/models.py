@@ -40,6 +40,9 @@ class Model:
     _modified: int = 0
     _collection: Collection | None = field(default=None, repr=False, compare=False)
     _markers: list[bytes] | None = field(default=None, repr=False, compare=False)
+    _has_assets: bool | None = field(default=None, repr=False, compare=False)
+    _splice: list[bytes] | bool | None = field(default=None, repr=False, compare=False)
+    _asset_fields: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def by_name(self) -> dict[str, dict[str, Any]]:
@@ -50,20 +53,52 @@ class Model:
         asset reference in a top-level field; None when references can sit
         deeper (in a set), so every item must be looked at."""
         if self._markers is None:
-            keys = []
+            markers = []
             for f in self.fields:
                 if f["type"] == "set" and _has_asset(f):
                     return None
                 if f["type"] == "asset":
-                    keys.append(f["name"])
-                    if f["i18n"]:
-                        keys += [f"{f['name']}_{code}" for code in locales]
-            self._markers = [f'"{k}":{c}'.encode() for k in keys for c in "{["]
+                    opener = "[" if f["multiple"] else "{"  # what a stored reference starts with
+                    keys = [f["name"]] + ([f"{f['name']}_{code}" for code in locales] if f["i18n"] else [])
+                    markers += [f'"{k}":{opener}'.encode() for k in keys]
+            self._markers = markers
         return self._markers
+
+    def asset_splice(self, locales: list[str]) -> list[bytes] | None:
+        """A pattern of the stored references of top-level single-valued asset
+        fields, when that is the only place this model's items can hold
+        `"<field>":{"_id":"<id>"}`: with no free-form field (object, set,
+        table) the bytes cannot occur nested, and inside a JSON string the
+        quotes would be escaped. None when the model does not qualify."""
+        if self._splice is None:
+            free_form = any(f["type"] in ("object", "set", "table") for f in self.fields)
+            fields = [f for f in self.fields if f["type"] == "asset"]
+            if free_form or not fields or any(f["multiple"] for f in fields):
+                self._splice = False
+            else:
+                keys = [f["name"] for f in fields] + [
+                    f"{f['name']}_{code}" for f in fields if f["i18n"] for code in locales
+                ]
+                self._splice = [f'"{k}":{{"_id":"'.encode() for k in keys]
+        return self._splice if isinstance(self._splice, list) else None
 
     @property
     def has_assets(self) -> bool:
-        return any(f["type"] == "asset" or (f["type"] == "set" and _has_asset(f)) for f in self.fields)
+        if self._has_assets is None:
+            self._has_assets = any(f["type"] == "asset" or (f["type"] == "set" and _has_asset(f)) for f in self.fields)
+        return self._has_assets
+
+    def asset_fields(self, locales: list[str]) -> list[dict[str, Any]]:
+        """The definitions that can hold asset references (asset fields, and
+        sets holding some), localized ones once per locale key; made once."""
+        if self._asset_fields is None:
+            holders = [f for f in self.fields if f["type"] == "asset" or (f["type"] == "set" and _has_asset(f))]
+            out = list(holders)
+            for f in holders:
+                if f["i18n"]:
+                    out += [{**f, "name": f"{f['name']}_{code}"} for code in locales]
+            self._asset_fields = out
+        return self._asset_fields
 
     def link_keys(self, locales: list[str]) -> list[str]:
         """Top-level keys whose values can hold content links (localized

@@ -7,6 +7,7 @@ stored text goes out untouched, which keeps the common list cheap.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from quire.store.query import And, Cond, Node, Projection, parse_fields, parse_f
 from quire.store.sqlite import Collection
 
 PUBLISHED = Cond(("_state",), "eq", 1)
+_HEX24 = re.compile(rb"[0-9a-f]{24}")
 READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model"}
 STATES = (-1, 0, 1)
 
@@ -70,6 +72,7 @@ class ContentService:
         self.max_populate = max_populate
         # ids -> {id: asset}; set by the app (the assets module's service)
         self.resolve_assets: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None
+        self.resolve_asset_json: Callable[[list[str]], dict[str, bytes]] | None = None
 
     def collection(self, model: Model) -> Collection:
         return self.models.collection(model)
@@ -161,6 +164,14 @@ class ContentService:
     ) -> list[bytes]:
         if not self._needs_work(model, opts, rows):
             return rows
+        if not opts.transforms:  # only asset references: touch just the rows holding one
+            codes = self.locales.codes()
+            splice = model.asset_splice(codes)
+            if splice is not None and self.resolve_asset_json is not None:
+                return self._splice_assets(rows, splice, self.resolve_asset_json)
+            markers = model.asset_markers(codes)
+            if markers is not None:
+                return self._render_assets(model, rows, markers)
         docs = [orjson.loads(r) for r in rows]
         docs = self.transform(model, docs, opts, projection, identity)
         return [orjson.dumps(d) for d in docs]
@@ -196,7 +207,52 @@ class ContentService:
         ])
         return docs
 
-    def attach_assets(self, pairs: list[tuple[Model, dict[str, Any]]]) -> None:
+    @staticmethod
+    def _splice_assets(
+        rows: list[bytes], prefixes: list[bytes], resolve: Callable[[list[str]], dict[str, bytes]]
+    ) -> list[bytes]:
+        """Put the asset objects' JSON in place of the stored references
+        (`"image":{"_id":"<24 hex>"}`) without decoding the items; see
+        Model.asset_splice for why the bytes can only be those references."""
+        spots: list[list[tuple[int, int, str]]] = []
+        ids: list[str] = []
+        for row in rows:
+            found: list[tuple[int, int, str]] = []
+            for prefix in prefixes:
+                at = row.find(prefix)
+                while at >= 0:
+                    start = at + len(prefix) - 8  # the value: {"_id":"
+                    end = at + len(prefix) + 26  # 24 hex, then "}
+                    raw_id = row[end - 26:end - 2]
+                    if row[end - 2:end] == b'"}' and _HEX24.fullmatch(raw_id):
+                        found.append((start, end, raw_id.decode()))
+                    at = row.find(prefix, at + 1)
+            found.sort()
+            spots.append(found)
+            ids += [s[2] for s in found]
+        if not ids:
+            return rows
+        objects = resolve(ids)
+        out = []
+        for row, found in zip(rows, spots, strict=True):
+            if not found:
+                out.append(row)
+                continue
+            parts: list[bytes] = []
+            last = 0
+            for start, end, asset_id in found:
+                parts += [row[last:start], objects.get(asset_id, b"null")]
+                last = end
+            parts.append(row[last:])
+            out.append(b"".join(parts))
+        return out
+
+    def _render_assets(self, model: Model, rows: list[bytes], markers: list[bytes]) -> list[bytes]:
+        parsed = {i: orjson.loads(r) for i, r in enumerate(rows) if any(m in r for m in markers)}
+        self.attach_assets([(model, d) for d in parsed.values()], copy=False)
+        return [orjson.dumps(parsed[i]) if i in parsed else r for i, r in enumerate(rows)]
+
+    def attach_assets(self, pairs: list[tuple[Model, dict[str, Any]]], copy: bool = True) -> None:
         """Replace asset references by the current asset objects (one query);
         a reference to a deleted asset becomes None."""
         if self.resolve_assets is None:
@@ -205,13 +261,14 @@ class ContentService:
         slots: list[tuple[Any, Any, str]] = []
         for model, doc in pairs:
             if model.has_assets:
-                _asset_slots(_with_locale_keys(model.fields, codes), doc, slots)
+                _asset_slots(model.asset_fields(codes), doc, slots)
         if not slots:
             return
         found = self.resolve_assets(list({s[2] for s in slots}))
         for container, key, asset_id in slots:
             asset = found.get(asset_id)
-            container[key] = dict(asset) if asset is not None else None
+            # a copy per place unless the answer is serialised at once
+            container[key] = (dict(asset) if copy else asset) if asset is not None else None
 
     def populate(
         self, model: Model, docs: list[dict[str, Any]], depth: int, locale: str | None, identity: Identity
@@ -242,11 +299,7 @@ class ContentService:
         raw = self.collection(model).get_raw(item_id, published_only=True) if is_id(item_id) else None
         if raw is None:
             raise NotFound("Item not found")
-        if self._needs_work(model, ReadOptions(), [raw]):
-            doc = orjson.loads(raw)
-            self.attach_assets([(model, doc)])
-            return orjson.dumps(doc)
-        return raw
+        return self.render(model, [raw], ReadOptions(), None, identity)[0]
 
     def item(self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity) -> dict[str, Any]:
         """By id; else a singleton's item; else the first item matching filter."""
@@ -445,14 +498,6 @@ class ContentService:
                     await self.events.emit("content.item.remove", model=name, item=doc, identity=identity)
                 except Reject as exc:
                     raise PreconditionFailed(exc.message) from None
-
-
-def _with_locale_keys(fields: list[dict[str, Any]], codes: list[str]) -> list[dict[str, Any]]:
-    out = list(fields)
-    for f in fields:
-        if f["i18n"] and f["type"] in ("asset", "set"):
-            out += [{**f, "name": f"{f['name']}_{code}"} for code in codes]
-    return out
 
 
 def _asset_slots(fields: list[dict[str, Any]], container: dict[str, Any], slots: list[tuple[Any, Any, str]]) -> None:
