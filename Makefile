@@ -40,6 +40,7 @@ lint: $(VENV)/.dev
 ## make bench: load 100k posts, serve with 2 workers, drive with wrk
 bench: $(VENV)/.dev
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py --pictures 0.7
 	$(BIN)/python bench/assets.py
 
 clean:

@@ -101,7 +101,7 @@ def _paragraphs(rng: random.Random, lo: int, hi: int) -> str:
 
 
 def _post(rng: random.Random, n: int, post_id: str, author_id: str, actor: str,
-          picture_ids: list[str]) -> dict[str, Any]:
+          picture_ids: list[str], pictures: float) -> dict[str, Any]:
     title = " ".join(rng.choices(WORDS, k=rng.randint(3, 7))).capitalize()
     day = dt.date.fromordinal(rng.randint(EPOCH_DAY, LAST_DAY))
     created = int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()) + rng.randint(0, 86_399)
@@ -116,7 +116,7 @@ def _post(rng: random.Random, n: int, post_id: str, author_id: str, actor: str,
         "published": day.isoformat(),
         "featured": rng.random() < 0.05,
         "author": {"_model": "authors", "_id": author_id},
-        "image": {"_id": rng.choice(picture_ids)} if rng.random() < 0.7 else None,
+        "image": {"_id": rng.choice(picture_ids)} if rng.random() < pictures else None,
         "_state": 1,
         "_created": created,
         "_modified": modified,
@@ -178,12 +178,13 @@ def _open_quire(data_dir: Path) -> Any:
     return Quire(load_settings(data_dir, env={}))
 
 
-def ensure_data(work: Path, posts: int, authors: int, fresh: bool) -> Dataset:
+def ensure_data(work: Path, posts: int, authors: int, fresh: bool, pictures: float = 0.0) -> Dataset:
     """The data dir for these counts: reused when its marker matches."""
     data_dir = work / "data"
     ids_file = work / "post-ids.txt"
     marker_file = work / "marker.json"
-    wanted = {"generator": GENERATOR_VERSION, "posts": posts, "authors": authors, "seed": SEED}
+    wanted = {"generator": GENERATOR_VERSION, "posts": posts, "authors": authors, "seed": SEED,
+              "pictures": pictures}
     if not fresh and marker_file.exists() and ids_file.exists() and (data_dir / "quire.db").exists():
         with contextlib.suppress(ValueError, OSError):
             marker = json.loads(marker_file.read_text())
@@ -195,12 +196,12 @@ def ensure_data(work: Path, posts: int, authors: int, fresh: bool) -> Dataset:
     if data_dir.exists():
         shutil.rmtree(data_dir)
     work.mkdir(parents=True, exist_ok=True)
-    marker = {**wanted, **generate(data_dir, ids_file, posts, authors)}
+    marker = {**wanted, **generate(data_dir, ids_file, posts, authors, pictures)}
     marker_file.write_text(json.dumps(marker, indent=2) + "\n")
     return Dataset(data_dir, ids_file, marker)
 
 
-def generate(data_dir: Path, ids_file: Path, posts: int, authors: int) -> dict[str, Any]:
+def generate(data_dir: Path, ids_file: Path, posts: int, authors: int, pictures: float) -> dict[str, Any]:
     from quire.content.models import parse_model
     from quire.ids import new_id
 
@@ -225,7 +226,7 @@ def generate(data_dir: Path, ids_file: Path, posts: int, authors: int) -> dict[s
         for start in range(0, posts, BATCH):
             with quire.store.transaction():
                 for n in range(start, min(start + BATCH, posts)):
-                    doc = _post(rng, n, post_ids[n], rng.choice(author_ids), actor, picture_ids)
+                    doc = _post(rng, n, post_ids[n], rng.choice(author_ids), actor, picture_ids, pictures)
                     total_bytes += len(orjson.dumps(doc))
                     posts_coll.insert(doc)
             done = min(start + BATCH, posts)
@@ -812,15 +813,22 @@ def machine_paragraph() -> str:
     )
 
 
+def section_title(args: argparse.Namespace) -> str:
+    return "Content with pictures" if args.pictures else "Content"
+
+
 def content_section(args: argparse.Namespace, dataset: Dataset, table: str, details: str) -> str:
     m = dataset.marker
+    pictures = (f"; {args.pictures:.0%} of the posts reference one of 1,000 picture assets, and every "
+                "answer carries the current asset object in its place" if args.pictures else "")
     return (
-        "## Content\n\n"
-        f"`make bench` (bench/run.py) at {_git_revision()}: {args.posts:,} posts "
+        f"## {section_title(args)}\n\n"
+        f"`make bench` (bench/run.py{' --pictures ' + format(args.pictures, 'g') if args.pictures else ''}) "
+        f"at {_git_revision()}: {args.posts:,} posts "
         f"(~{m.get('avg_post_bytes', 0):,} bytes of JSON each) and {args.authors:,} authors, "
         f"`quire serve --workers {args.workers}`, driven by "
         f"`wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s` on the same machine "
-        f"after a {args.warmup:g} s warm-up per scenario; requests carry an admin key.\n\n"
+        f"after a {args.warmup:g} s warm-up per scenario; requests carry an admin key{pictures}.\n\n"
         f"{table}\n\n{details}\n"
     )
 
@@ -871,6 +879,9 @@ def server_log_problems(path: Path) -> list[str]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Load benchmark of the content API (see bench/README.md).")
     parser.add_argument("--posts", type=int, default=STANDARD_POSTS, help="posts to generate (default 100000)")
+    parser.add_argument("--pictures", type=float, default=0.0,
+                        help="share of posts referencing a picture asset, answered as the live asset "
+                             "object (default 0; the docs section is then 'Content with pictures')")
     parser.add_argument("--authors", type=int, default=STANDARD_AUTHORS, help="authors to generate (default 1000)")
     parser.add_argument("--duration", type=float, default=10, help="seconds per wrk run (default 10)")
     parser.add_argument("--warmup", type=float, default=3, help="seconds of warm-up per scenario (default 3, 0: none)")
@@ -915,10 +926,12 @@ def main(argv: list[str] | None = None) -> int:
         print("error: wrk is not installed (apt-get install wrk)", file=sys.stderr)
         return 2
     work: Path = args.work.resolve()
+    if args.pictures and args.work == DEFAULT_WORK:
+        work = work / "pictures"  # its own data set, kept beside the plain one
     outcomes: list[Outcome] = []
     stream: StreamResult | None = None
     try:
-        dataset = ensure_data(work, args.posts, args.authors, args.fresh)
+        dataset = ensure_data(work, args.posts, args.authors, args.fresh, args.pictures)
         key = rotate_key(dataset.data_dir)
         ids = dataset.ids_file.read_text().split()
         with _server(dataset, args, work) as server:
@@ -944,7 +957,7 @@ def main(argv: list[str] | None = None) -> int:
     standard = args.posts == STANDARD_POSTS and args.authors == STANDARD_AUTHORS
     docs: Path | None = None if args.no_docs else args.docs or (DEFAULT_DOCS if standard else None)
     if docs is not None:
-        update_doc(docs, machine_paragraph(), content_section(args, dataset, table, details))
+        update_doc(docs, machine_paragraph(), content_section(args, dataset, table, details), section_title(args))
         print(f"\nWrote the Content section of {docs}")
     elif not args.no_docs:
         print(f"\nNot a standard-size run: {DEFAULT_DOCS.relative_to(ROOT)} left as it is (--docs PATH writes one).")
