@@ -17,7 +17,7 @@ from quire.asgi import route
 from quire.assets.service import Upload
 from quire.auth.request import identify
 from quire.errors import BadRequest, NotFound, PayloadTooLarge, PreconditionFailed
-from quire.http import int_param, json_param, json_response, read_json
+from quire.http import int_param, json_param, json_response, parse_json_text, read_json
 from quire.store.query import parse_fields, parse_filter, parse_sort
 
 if TYPE_CHECKING:
@@ -91,8 +91,6 @@ def _upload_meta(form: Any) -> dict[str, Any]:
     for value in form.getlist("tags") + form.getlist("tags[]"):
         if isinstance(value, str):
             if value.startswith("["):
-                from quire.http import parse_json_text
-
                 parsed = parse_json_text(value, "tags")
                 if not isinstance(parsed, list) or not all(isinstance(t, str) for t in parsed):
                     raise BadRequest("<tags> must be a list of strings")

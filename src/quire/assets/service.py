@@ -27,7 +27,7 @@ import orjson
 
 from quire.assets import images, sniff
 from quire.auth.service import Identity
-from quire.errors import ApiError, BadRequest, NotFound, PayloadTooLarge
+from quire.errors import ApiError, BadRequest, NotFound, PayloadTooLarge, PreconditionFailed
 from quire.events import Events, Reject
 from quire.ids import is_id, new_id
 from quire.store import SqliteStore
@@ -228,8 +228,6 @@ class AssetService:
 
     async def update(self, asset_id: str, data: Any, identity: Identity) -> dict[str, Any]:
         if not isinstance(data, dict):
-            from quire.errors import PreconditionFailed
-
             raise PreconditionFailed("Item data is missing")
         changes = self._check_changes(data)
         async with self.store.atomic():
@@ -300,8 +298,6 @@ class AssetService:
 
     async def save_folder(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
-            from quire.errors import PreconditionFailed
-
             raise PreconditionFailed("Item data is missing")
         name, parent = data.get("name"), data.get("parent")
         folder_id = data.get("_id")
