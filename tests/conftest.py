@@ -109,3 +109,12 @@ def create_item(admin: Api, model: str, data: dict[str, Any]) -> dict[str, Any]:
     response = admin.post(f"/api/content/item/{model}", json={"data": data})
     assert response.status_code == 200, response.text
     return response.json()  # type: ignore[no-any-return]
+
+
+def role_key(admin: Api, role: str, permissions: dict[str, bool]) -> Api:
+    """A client whose key has a new role with exactly `permissions`."""
+    response = admin.put(f"/api/system/roles/{role}", json={"permissions": permissions})
+    assert response.status_code == 200, response.text
+    response = admin.post("/api/system/keys", json={"name": f"{role} key", "role": role})
+    assert response.status_code == 200, response.text
+    return admin.with_key(response.json()["key"])

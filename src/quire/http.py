@@ -4,7 +4,7 @@ responses rendered with orjson."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import json5
 import orjson
@@ -13,8 +13,16 @@ from starlette.responses import Response
 
 from quire.errors import BadRequest, PayloadTooLarge
 
+if TYPE_CHECKING:
+    from quire.app import Quire
+
 JSON_TYPE = "application/json; charset=utf-8"
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
+
+
+def quire_of(request: Request) -> Quire:
+    """The services of the app serving `request`."""
+    return request.app.state.quire
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

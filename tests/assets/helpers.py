@@ -92,12 +92,6 @@ def near(pixel: Any, color: tuple[int, int, int], tolerance: int = 40) -> bool:
 # -- HTTP ---------------------------------------------------------------------
 
 
-def role_key(admin: Api, role: str, permissions: dict[str, bool]) -> Api:
-    response = admin.put(f"/api/system/roles/{role}", json={"permissions": permissions})
-    assert response.status_code == 200, response.text
-    response = admin.post("/api/system/keys", json={"name": f"{role} key", "role": role})
-    assert response.status_code == 200, response.text
-    return admin.with_key(response.json()["key"])
 
 
 def upload(api: Api, *files: tuple[Any, ...], data: dict[str, Any] | None = None) -> Any:

@@ -30,12 +30,11 @@ from tests.assets.helpers import (
     noise,
     open_image,
     oriented_jpeg,
-    role_key,
     solid,
     upload,
     upload_one,
 )
-from tests.conftest import Api
+from tests.conftest import Api, role_key
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 BASE = "http://testserver"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from quire.app import Quire
-from tests.assets.helpers import BLUE, GREEN, RED, files_under, role_key, solid, upload_one
-from tests.conftest import Api
+from tests.assets.helpers import BLUE, GREEN, RED, files_under, solid, upload_one
+from tests.conftest import Api, role_key
 
 
 @pytest.fixture

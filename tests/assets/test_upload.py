@@ -26,12 +26,11 @@ from tests.assets.helpers import (
     oriented_jpeg,
     png_claiming,
     raw_get,
-    role_key,
     solid,
     upload,
     upload_one,
 )
-from tests.conftest import Api
+from tests.conftest import Api, role_key
 
 FIELDS = {"_id", "path", "title", "description", "tags", "mime", "type", "size", "width", "height",
           "colors", "thumbhash", "altText", "folder", "_hash", "_created", "_modified", "_cby"}

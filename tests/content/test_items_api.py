@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from quire.events import Events
-from tests.conftest import Api, create_item, put_model
+from tests.conftest import Api, create_item, put_model, role_key
 
 POST_FIELDS = [
     {"name": "title", "type": "text", "required": True},
@@ -24,12 +24,6 @@ def posts(admin: Api) -> Api:
     return admin
 
 
-def role_key(admin: Api, role: str, permissions: dict[str, bool]) -> Api:
-    response = admin.put(f"/api/system/roles/{role}", json={"permissions": permissions})
-    assert response.status_code == 200, response.text
-    response = admin.post("/api/system/keys", json={"name": f"{role} key", "role": role})
-    assert response.status_code == 200, response.text
-    return admin.with_key(response.json()["key"])
 
 
 def titles(docs: list[dict[str, Any]]) -> list[str]:

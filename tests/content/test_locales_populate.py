@@ -8,17 +8,11 @@ from typing import Any
 import pytest
 
 from quire.app import Quire
-from tests.conftest import Api, create_item, put_model
+from tests.conftest import Api, create_item, put_model, role_key
 
 LOCALES = [{"i18n": "de", "name": "Deutsch"}, {"i18n": "fr", "name": "Français"}]
 
 
-def role_key(admin: Api, role: str, permissions: dict[str, bool]) -> Api:
-    response = admin.put(f"/api/system/roles/{role}", json={"permissions": permissions})
-    assert response.status_code == 200, response.text
-    response = admin.post("/api/system/keys", json={"name": f"{role} key", "role": role})
-    assert response.status_code == 200, response.text
-    return admin.with_key(response.json()["key"])
 
 
 @pytest.fixture

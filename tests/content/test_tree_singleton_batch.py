@@ -8,16 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, create_item, put_model
-
-
-def role_key(admin: Api, role: str, permissions: dict[str, bool]) -> Api:
-    response = admin.put(f"/api/system/roles/{role}", json={"permissions": permissions})
-    assert response.status_code == 200, response.text
-    response = admin.post("/api/system/keys", json={"name": f"{role} key", "role": role})
-    assert response.status_code == 200, response.text
-    return admin.with_key(response.json()["key"])
-
+from tests.conftest import Api, create_item, put_model, role_key
 
 # -- tree ---------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import mimetypes
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -17,11 +17,8 @@ from quire.asgi import route
 from quire.assets.service import Upload
 from quire.auth.request import identify
 from quire.errors import BadRequest, NotFound, PayloadTooLarge, PreconditionFailed
-from quire.http import int_param, json_param, json_response, parse_json_text, read_json
+from quire.http import int_param, json_param, json_response, parse_json_text, quire_of, read_json
 from quire.store.query import parse_fields, parse_filter, parse_sort
-
-if TYPE_CHECKING:
-    from quire.app import Quire
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 SMALL_FILE = 256 * 1024
@@ -31,12 +28,9 @@ FILE_HEADERS = {"X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Poli
 SANDBOX_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
 
 
-def _quire(request: Request) -> Quire:
-    return request.app.state.quire
-
 
 def absolute(request: Request, path: str) -> str:
-    base = _quire(request).public_url or f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
+    base = quire_of(request).public_url or f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
     return base.rstrip("/") + path
 
 
@@ -57,7 +51,7 @@ def _limited(receive: Receive, limit: int) -> Receive:
 async def upload(request: Request) -> Response:
     identity = identify(request)
     identity.require("assets/upload")
-    quire = _quire(request)
+    quire = quire_of(request)
     limit = quire.assets.settings["max_request_bytes"]
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
@@ -109,19 +103,19 @@ async def list_assets(request: Request) -> Response:
     sort = parse_sort(json_param(request, "sort"))
     projection = parse_fields(json_param(request, "fields"))
     limit, skip = int_param(request, "limit"), int_param(request, "skip")
-    docs, total = _quire(request).assets.find(node, sort, limit, skip, projection)
+    docs, total = quire_of(request).assets.find(node, sort, limit, skip, projection)
     return json_response(docs if total is None else {"data": docs, "meta": {"total": total}})
 
 
 async def get_asset(request: Request) -> Response:
     identify(request).require("assets/read")
-    return json_response(_quire(request).assets.get(request.path_params["id"]))
+    return json_response(quire_of(request).assets.get(request.path_params["id"]))
 
 
 async def update_asset(request: Request) -> Response:
     identity = identify(request)
     identity.require("assets/edit")
-    quire = _quire(request)
+    quire = quire_of(request)
     body = await read_json(request, quire.max_body, quire.max_depth)
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, dict):
@@ -132,20 +126,20 @@ async def update_asset(request: Request) -> Response:
 async def delete_asset(request: Request) -> Response:
     identity = identify(request)
     identity.require("assets/delete")
-    await _quire(request).assets.delete(request.path_params["id"], identity)
+    await quire_of(request).assets.delete(request.path_params["id"], identity)
     return json_response({"success": True})
 
 
 async def list_folders(request: Request) -> Response:
     identify(request).require("assets/read")
     parent = request.query_params.get("parent")
-    folders = _quire(request).assets.list_folders(parent or None, all_levels="parent" not in request.query_params)
+    folders = quire_of(request).assets.list_folders(parent or None, all_levels="parent" not in request.query_params)
     return json_response(folders)
 
 
 async def save_folder(request: Request) -> Response:
     identify(request).require("assets/edit")
-    quire = _quire(request)
+    quire = quire_of(request)
     body = await read_json(request, quire.max_body, quire.max_depth)
     data = body.get("data") if isinstance(body, dict) else None
     return json_response(await quire.assets.save_folder(data))
@@ -153,13 +147,13 @@ async def save_folder(request: Request) -> Response:
 
 async def delete_folder(request: Request) -> Response:
     identify(request).require("assets/delete")
-    moved = await _quire(request).assets.delete_folder(request.path_params["id"])
+    moved = await quire_of(request).assets.delete_folder(request.path_params["id"])
     return json_response({"success": True, "moved": moved})
 
 
 async def image(request: Request) -> Response:
     identify(request).require("assets/read")
-    service = _quire(request).assets
+    service = quire_of(request).assets
     asset = service.get(request.path_params["id"])
     params = dict(request.query_params)
     output = _flag(params, "o")
@@ -217,11 +211,11 @@ def _serve(request: Request, base: Path, relative: str) -> Response:
 
 
 async def uploaded_file(request: Request) -> Response:
-    return _serve(request, _quire(request).assets.uploads, request.path_params["path"])
+    return _serve(request, quire_of(request).assets.uploads, request.path_params["path"])
 
 
 async def thumb_file(request: Request) -> Response:
-    return _serve(request, _quire(request).assets.thumbs, request.path_params["path"])
+    return _serve(request, quire_of(request).assets.thumbs, request.path_params["path"])
 
 
 routes = [

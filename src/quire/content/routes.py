@@ -18,6 +18,7 @@ from quire.http import (
     int_param,
     json_param,
     json_response,
+    quire_of,
     raw_json_response,
     read_json,
 )
@@ -25,9 +26,6 @@ from quire.http import (
 if TYPE_CHECKING:
     from quire.app import Quire
 
-
-def _quire(request: Request) -> Quire:
-    return request.app.state.quire
 
 
 def read_options(request: Request, *, listing: bool = False) -> ReadOptions:
@@ -46,7 +44,7 @@ def read_options(request: Request, *, listing: bool = False) -> ReadOptions:
 
 async def get_item(request: Request) -> Response:
     identity = identify(request)
-    quire = _quire(request)
+    quire = quire_of(request)
     model = request.path_params["model"]
     item_id = request.path_params.get("id")
     opts = read_options(request)
@@ -57,7 +55,7 @@ async def get_item(request: Request) -> Response:
 
 async def save_item(request: Request) -> Response:
     identity = identify(request)
-    quire = _quire(request)
+    quire = quire_of(request)
     body = await read_json(request, quire.max_body, quire.max_depth)
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, dict):
@@ -68,13 +66,13 @@ async def save_item(request: Request) -> Response:
 
 async def delete_item(request: Request) -> Response:
     identity = identify(request)
-    await _quire(request).content.delete(request.path_params["model"], request.path_params["id"], identity)
+    await quire_of(request).content.delete(request.path_params["model"], request.path_params["id"], identity)
     return json_response({"success": True})
 
 
 async def list_items(request: Request) -> Response:
     identity = identify(request)
-    content = _quire(request).content
+    content = quire_of(request).content
     model = request.path_params["model"]
     opts = read_options(request, listing=True)
     if opts.limit is None:
@@ -102,13 +100,13 @@ async def _stream_array(chunks: Any) -> AsyncIterator[bytes]:
 async def get_tree(request: Request) -> Response:
     identity = identify(request)
     parent = request.query_params.get("parent") or None
-    tree = _quire(request).content.tree(request.path_params["model"], parent, read_options(request), identity)
+    tree = quire_of(request).content.tree(request.path_params["model"], parent, read_options(request), identity)
     return json_response(tree)
 
 
 async def batch(request: Request) -> Response:
     identity = identify(request)
-    quire = _quire(request)
+    quire = quire_of(request)
     spec = json_param(request, "models")
     if spec is None:
         raise PreconditionFailed("<models> parameter is missing")

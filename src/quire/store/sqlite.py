@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import sqlite3
+import struct
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator
@@ -61,7 +63,13 @@ def _qmatch(text: Any, spec: str) -> int:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError:
         return 0
-    return 1 if match.matches(parse_filter(orjson.loads(spec)), doc) else 0
+    return 1 if match.matches(_parsed_filter(spec), doc) else 0
+
+
+@functools.lru_cache(maxsize=128)
+def _parsed_filter(spec: str) -> Node:
+    """qmatch runs per row; its filter is parsed once."""
+    return parse_filter(orjson.loads(spec))
 
 
 def _make_qregex() -> Any:
@@ -98,8 +106,6 @@ def sort_bytes(value: Any) -> bytes:
     if r == values.BOOL:
         return head + (b"\x01" if value else b"\x00")
     if r == values.NUMBER:
-        import struct
-
         bits = struct.unpack(">Q", struct.pack(">d", float(value)))[0]
         bits = bits ^ 0xFFFFFFFFFFFFFFFF if bits >> 63 else bits | (1 << 63)
         return head + bits.to_bytes(8, "big")

@@ -3,81 +3,72 @@ permission `system/manage`, except the health check."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from starlette.requests import Request
 from starlette.responses import Response
 
 from quire.asgi import route
 from quire.auth.request import require_manage
 from quire.content.models import parse_model
-from quire.http import json_response, read_json
-
-if TYPE_CHECKING:
-    from quire.app import Quire
-
-
-def _quire(request: Request) -> Quire:
-    return request.app.state.quire
+from quire.http import json_response, quire_of, read_json
 
 
 async def _body(request: Request) -> object:
-    quire = _quire(request)
+    quire = quire_of(request)
     return await read_json(request, quire.max_body, quire.max_depth)
 
 
 async def healthcheck(request: Request) -> Response:
-    _quire(request).store.get_meta("system_version")  # the database answers
+    quire_of(request).store.get_meta("system_version")  # the database answers
     return json_response({"status": "ok"})
 
 
 async def list_models(request: Request) -> Response:
     require_manage(request)
-    return json_response([m.to_json() for m in _quire(request).models.all()])
+    return json_response([m.to_json() for m in quire_of(request).models.all()])
 
 
 async def get_model(request: Request) -> Response:
     require_manage(request)
-    return json_response(_quire(request).models.get(request.path_params["name"]).to_json())
+    return json_response(quire_of(request).models.get(request.path_params["name"]).to_json())
 
 
 async def put_model(request: Request) -> Response:
     require_manage(request)
     model = parse_model(request.path_params["name"], await _body(request))
-    return json_response(_quire(request).models.save(model).to_json())
+    return json_response(quire_of(request).models.save(model).to_json())
 
 
 async def delete_model(request: Request) -> Response:
     require_manage(request)
-    _quire(request).models.delete(request.path_params["name"])
+    quire_of(request).models.delete(request.path_params["name"])
     return json_response({"success": True})
 
 
 async def list_roles(request: Request) -> Response:
     require_manage(request)
-    return json_response(_quire(request).auth.list_roles())
+    return json_response(quire_of(request).auth.list_roles())
 
 
 async def get_role(request: Request) -> Response:
     require_manage(request)
-    return json_response(_quire(request).auth.get_role(request.path_params["name"]))
+    return json_response(quire_of(request).auth.get_role(request.path_params["name"]))
 
 
 async def put_role(request: Request) -> Response:
     require_manage(request)
-    role = _quire(request).auth.save_role(request.path_params["name"], await _body(request))
+    role = quire_of(request).auth.save_role(request.path_params["name"], await _body(request))
     return json_response(role)
 
 
 async def delete_role(request: Request) -> Response:
     require_manage(request)
-    _quire(request).auth.delete_role(request.path_params["name"])
+    quire_of(request).auth.delete_role(request.path_params["name"])
     return json_response({"success": True})
 
 
 async def list_keys(request: Request) -> Response:
     require_manage(request)
-    return json_response(_quire(request).auth.list_keys())
+    return json_response(quire_of(request).auth.list_keys())
 
 
 async def create_key(request: Request) -> Response:
@@ -85,23 +76,23 @@ async def create_key(request: Request) -> Response:
     body = await _body(request)
     if not isinstance(body, dict):
         body = {}
-    return json_response(_quire(request).auth.create_key(body.get("name"), body.get("role")))
+    return json_response(quire_of(request).auth.create_key(body.get("name"), body.get("role")))
 
 
 async def delete_key(request: Request) -> Response:
     require_manage(request)
-    _quire(request).auth.delete_key(request.path_params["id"])
+    quire_of(request).auth.delete_key(request.path_params["id"])
     return json_response({"success": True})
 
 
 async def get_locales(request: Request) -> Response:
     require_manage(request)
-    return json_response(_quire(request).locales.list())
+    return json_response(quire_of(request).locales.list())
 
 
 async def put_locales(request: Request) -> Response:
     require_manage(request)
-    return json_response(_quire(request).locales.save(await _body(request)))
+    return json_response(quire_of(request).locales.save(await _body(request)))
 
 
 routes = [
