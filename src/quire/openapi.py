@@ -16,7 +16,7 @@ ERROR = {"$ref": "#/components/schemas/Error"}
 JSON_PARAM_NOTE = " Strict JSON, relaxed JSON5 (`{title:'x'}`) or the bracket form (`name[key]=v`)."
 
 
-def _param(name: str, where: str, kind: str, description: str, required: bool = False) -> dict[str, Any]:
+def param(name: str, where: str, kind: str, description: str, required: bool = False) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "integer", "minimum": 0} if kind == "int" else {"type": "string"}
     if kind == "json":
         description += JSON_PARAM_NOTE
@@ -24,20 +24,20 @@ def _param(name: str, where: str, kind: str, description: str, required: bool = 
             "description": description, "schema": schema}
 
 
-MODEL = _param("model", "path", "string", "Model name")
-ITEM_ID = _param("id", "path", "string", "Item id (24 hex characters)")
-LOCALE = _param("locale", "query", "string", "Answer localized fields in this locale (fallback: default)")
-FILTER = _param("filter", "query", "json", "MongoDB-style filter; `field:locale` and `@link.field` extensions")
-SORT = _param("sort", "query", "json", "Sort spec such as {\"_created\": -1}")
-FIELDS = _param("fields", "query", "json", "MongoDB projection such as {\"title\": 1}")
-LIMIT = _param("limit", "query", "int", "Maximum number of items")
-SKIP = _param("skip", "query", "int", "Items to skip; with limit the answer is {data, meta: {total}}")
-POPULATE = _param("populate", "query", "int", "Resolve linked items this many hops deep (max 5)")
-KEY_PARAM = _param("api_key", "query", "string", "API key (alternative to the api-key header)")
-NAME = _param("name", "path", "string", "Name")
+MODEL = param("model", "path", "string", "Model name")
+ITEM_ID = param("id", "path", "string", "Item id (24 hex characters)")
+LOCALE = param("locale", "query", "string", "Answer localized fields in this locale (fallback: default)")
+FILTER = param("filter", "query", "json", "MongoDB-style filter; `field:locale` and `@link.field` extensions")
+SORT = param("sort", "query", "json", "Sort spec such as {\"_created\": -1}")
+FIELDS = param("fields", "query", "json", "MongoDB projection such as {\"title\": 1}")
+LIMIT = param("limit", "query", "int", "Maximum number of items")
+SKIP = param("skip", "query", "int", "Items to skip; with limit the answer is {data, meta: {total}}")
+POPULATE = param("populate", "query", "int", "Resolve linked items this many hops deep (max 5)")
+KEY_PARAM = param("api_key", "query", "string", "API key (alternative to the api-key header)")
+NAME = param("name", "path", "string", "Name")
 
 
-def _errors(*codes: int) -> dict[str, Any]:
+def error_responses(*codes: int) -> dict[str, Any]:
     text = {
         400: "Bad request: malformed parameter or body, validation failure",
         401: "Authentication failed: unknown key, or no key where one is needed",
@@ -46,6 +46,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         405: "Method not allowed",
         412: "Precondition failed",
         413: "Request body too large",
+        409: "Conflict",
         415: "File type not allowed",
         500: "Internal server error",
     }
@@ -55,32 +56,32 @@ def _errors(*codes: int) -> dict[str, Any]:
     }
 
 
-def _op(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], body: bool = False,
+def op(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], body: bool = False,
         ok: str = "OK", tag: str = "content", security: bool = True) -> dict[str, Any]:
-    op: dict[str, Any] = {
+    operation: dict[str, Any] = {
         "summary": summary,
         "tags": [tag],
         "parameters": params + ([KEY_PARAM] if security else []),
         "responses": {"200": {"description": ok, "content": {"application/json": {"schema": {}}}},
-                      **_errors(*errors, 500)},
+                      **error_responses(*errors, 500)},
     }
     if body:
-        op["requestBody"] = {
+        operation["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": {"type": "object"}}},
         }
     if not security:
-        op["security"] = []
-    return op
+        operation["security"] = []
+    return operation
 
 
-ASSET_ID = _param("id", "path", "string", "Asset id")
+ASSET_ID = param("id", "path", "string", "Asset id")
 
 
 def _upload_op() -> dict[str, Any]:
-    op = _op("Upload one or more files (multipart parts named files); answers the created asset objects",
+    operation = op("Upload one or more files (multipart parts named files); answers the created asset objects",
              [], (400, 401, 403, 413, 415), tag="assets")
-    op["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
+    operation["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
         "type": "object",
         "properties": {
             "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
@@ -89,14 +90,14 @@ def _upload_op() -> dict[str, Any]:
         },
         "required": ["files"],
     }}}}
-    return op
+    return operation
 
 
 def _image_op() -> dict[str, Any]:
     def p(name: str, kind: str, text: str) -> dict[str, Any]:
-        return _param(name, "query", kind, text)
+        return param(name, "query", kind, text)
 
-    op = _op("Generate or fetch a resized image", [
+    operation = op("Generate or fetch a resized image", [
         ASSET_ID,
         p("m", "string", "Mode: thumbnail (default; crop to exactly w x h, focal point aware), bestFit, resize, fitToWidth, fitToHeight"),
         p("w", "int", "Width (at most the configured maximum, default 4096)"),
@@ -107,9 +108,9 @@ def _image_op() -> dict[str, Any]:
         p("t", "string", "Any text; only changes the cache key"),
         p("o", "int", "0 (default): the image's absolute URL as text/plain; 1: the image bytes"),
     ], (400, 401, 403, 404), tag="assets", ok="URL as text/plain, or the image (o=1), or 307 (re=1)")
-    op["responses"]["304"] = {"description": "Not modified (If-None-Match)"}
-    op["responses"]["307"] = {"description": "Redirect to the image (re=1), or to the original of a non-image"}
-    return op
+    operation["responses"]["304"] = {"description": "Not modified (If-None-Match)"}
+    operation["responses"]["307"] = {"description": "Redirect to the image (re=1), or to the original of a non-image"}
+    return operation
 
 
 READ_ERRORS = (400, 401, 403, 404)
@@ -120,96 +121,101 @@ MANAGE = (400, 401, 403, 404, 413)
 def document() -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/api/content/item/{model}": {
-            "get": _op("Get the item of a singleton, or the first item matching filter",
+            "get": op("Get the item of a singleton, or the first item matching filter",
                        [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE], READ_ERRORS),
-            "post": _op("Create an item, or update one partially when data._id is given",
+            "post": op("Create an item, or update one partially when data._id is given",
                         [MODEL], WRITE_ERRORS, body=True, ok="The whole stored item"),
         },
         "/api/content/item/{model}/{id}": {
-            "get": _op("Get one published item by id", [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE], READ_ERRORS),
-            "delete": _op("Delete an item (a tree node with its subtree)", [MODEL, ITEM_ID],
+            "get": op("Get one published item by id", [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE], READ_ERRORS),
+            "delete": op("Delete an item (a tree node with its subtree)", [MODEL, ITEM_ID],
                           (401, 403, 404, 405), ok='{"success": true}'),
         },
         "/api/content/items/{model}": {
-            "get": _op("List published items: an array, or {data, meta: {total}} with limit and skip",
+            "get": op("List published items: an array, or {data, meta: {total}} with limit and skip",
                        [MODEL, LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, POPULATE], READ_ERRORS),
         },
         "/api/content/items": {
-            "get": _op("Batch: several lists in one request, keyed by alias",
-                       [_param("models", "query", "json", "Object keyed by alias: {model?, filter, sort, fields, limit, skip, populate, locale}", True)],
+            "get": op("Batch: several lists in one request, keyed by alias",
+                       [param("models", "query", "json", "Object keyed by alias: {model?, filter, sort, fields, limit, skip, populate, locale}", True)],
                        (400, 401, 412)),
         },
         "/api/content/tree/{model}": {
-            "get": _op("Items of a tree model, nested under _children",
-                       [MODEL, _param("parent", "query", "string", "Answer the subtree under this item"),
+            "get": op("Items of a tree model, nested under _children",
+                       [MODEL, param("parent", "query", "string", "Answer the subtree under this item"),
                         LOCALE, FILTER, FIELDS, POPULATE], READ_ERRORS),
         },
         "/api/system/healthcheck": {
-            "get": _op("Health check (no key needed)", [], (), tag="system", security=False, ok='{"status": "ok"}'),
+            "get": op("Health check (no key needed)", [], (), tag="system", security=False, ok='{"status": "ok"}'),
         },
-        "/api/system/models": {"get": _op("List model definitions", [], (401, 403), tag="system")},
+        "/api/system/models": {"get": op("List model definitions", [], (401, 403), tag="system")},
         "/api/system/models/{name}": {
-            "get": _op("Get a model definition", [NAME], (401, 403, 404), tag="system"),
-            "put": _op("Create or replace a model definition", [NAME], MANAGE, body=True, tag="system"),
-            "delete": _op("Delete a model and all its items", [NAME], (401, 403, 404), tag="system"),
+            "get": op("Get a model definition", [NAME], (401, 403, 404), tag="system"),
+            "put": op("Create or replace a model definition", [NAME], MANAGE, body=True, tag="system"),
+            "delete": op("Delete a model and all its items", [NAME], (401, 403, 404), tag="system"),
         },
-        "/api/system/roles": {"get": _op("List roles", [], (401, 403), tag="system")},
+        "/api/system/roles": {"get": op("List roles", [], (401, 403), tag="system")},
         "/api/system/roles/{name}": {
-            "get": _op("Get a role", [NAME], (401, 403, 404), tag="system"),
-            "put": _op("Create or replace a role's permissions", [NAME], MANAGE, body=True, tag="system"),
-            "delete": _op("Delete a role", [NAME], (400, 401, 403, 404), tag="system"),
+            "get": op("Get a role", [NAME], (401, 403, 404), tag="system"),
+            "put": op("Create or replace a role's permissions", [NAME], MANAGE, body=True, tag="system"),
+            "delete": op("Delete a role", [NAME], (400, 401, 403, 404), tag="system"),
         },
         "/api/system/keys": {
-            "get": _op("List API keys (never the keys themselves)", [], (401, 403), tag="system"),
-            "post": _op("Create an API key; the answer is the only time the key is shown",
+            "get": op("List API keys (never the keys themselves)", [], (401, 403), tag="system"),
+            "post": op("Create an API key; the answer is the only time the key is shown",
                         [], MANAGE, body=True, tag="system"),
         },
         "/api/system/keys/{id}": {
-            "delete": _op("Revoke an API key", [_param("id", "path", "string", "Key id")],
+            "delete": op("Revoke an API key", [param("id", "path", "string", "Key id")],
                           (401, 403, 404), tag="system"),
         },
         "/api/system/locales": {
-            "get": _op("List locales (default first)", [], (401, 403), tag="system"),
-            "put": _op("Replace the list of locales", [], MANAGE, body=True, tag="system"),
+            "get": op("List locales (default first)", [], (401, 403), tag="system"),
+            "put": op("Replace the list of locales", [], MANAGE, body=True, tag="system"),
         },
         "/api/assets": {
-            "get": _op("List assets: an array, or {data, meta: {total}} with limit and skip",
+            "get": op("List assets: an array, or {data, meta: {total}} with limit and skip",
                        [FILTER, SORT, FIELDS, LIMIT, SKIP], (400, 401, 403), tag="assets"),
             "post": _upload_op(),
         },
         "/api/assets/{id}": {
-            "get": _op("Get an asset object", [ASSET_ID], (401, 403, 404), tag="assets"),
-            "post": _op("Update an asset's title, description, tags, altText, folder or focal point fp",
+            "get": op("Get an asset object", [ASSET_ID], (401, 403, 404), tag="assets"),
+            "post": op("Update an asset's title, description, tags, altText, folder or focal point fp",
                         [ASSET_ID], (400, 401, 403, 404, 412, 413), body=True, tag="assets"),
-            "delete": _op("Delete an asset, its file and its generated images", [ASSET_ID],
+            "delete": op("Delete an asset, its file and its generated images", [ASSET_ID],
                           (401, 403, 404), tag="assets", ok='{"success": true}'),
         },
         "/api/assets/folders": {
-            "get": _op("List folders (all, or the children of ?parent=)",
-                       [_param("parent", "query", "string", "Only the folders directly under this one")],
+            "get": op("List folders (all, or the children of ?parent=)",
+                       [param("parent", "query", "string", "Only the folders directly under this one")],
                        (401, 403), tag="assets"),
-            "post": _op("Create a folder {data: {name, parent}}, or rename/move one with data._id",
+            "post": op("Create a folder {data: {name, parent}}, or rename/move one with data._id",
                         [], (400, 401, 403, 404, 412, 413), body=True, tag="assets"),
         },
         "/api/assets/folders/{id}": {
-            "delete": _op("Delete a folder and its subfolders; their assets move to the root",
-                          [_param("id", "path", "string", "Folder id")], (401, 403, 404), tag="assets"),
+            "delete": op("Delete a folder and its subfolders; their assets move to the root",
+                          [param("id", "path", "string", "Folder id")], (401, 403, 404), tag="assets"),
         },
         "/api/assets/image/{id}": {"get": _image_op()},
         "/storage/uploads/{path}": {
-            "get": _op("An uploaded file (public, immutable, ETag/304)",
-                       [_param("path", "path", "string", "YYYY/MM/DD/name_unique.ext")], (404,),
+            "get": op("An uploaded file (public, immutable, ETag/304)",
+                       [param("path", "path", "string", "YYYY/MM/DD/name_unique.ext")], (404,),
                        tag="assets", security=False, ok="The file"),
         },
         "/storage/thumbs/{path}": {
-            "get": _op("A generated image (public, immutable, ETag/304)",
-                       [_param("path", "path", "string", "<asset id>/<key>.<ext>")], (404,),
+            "get": op("A generated image (public, immutable, ETag/304)",
+                       [param("path", "path", "string", "<asset id>/<key>.<ext>")], (404,),
                        tag="assets", security=False, ok="The image"),
         },
         "/api/openapi.json": {
-            "get": _op("This document", [], (), tag="system", security=False),
+            "get": op("This document", [], (), tag="system", security=False),
         },
     }
+    from quire.l10n import openapi as l10n_paths
+    from quire.pages import openapi as pages_paths
+
+    paths.update(pages_paths.paths())
+    paths.update(l10n_paths.paths())
     return {
         "openapi": "3.1.0",
         "info": {"title": "Quire API", "version": __version__,

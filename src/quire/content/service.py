@@ -33,6 +33,7 @@ PUBLISHED = Cond(("_state",), "eq", 1)
 _HEX24 = re.compile(rb"[0-9a-f]{24}")
 READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model"}
 STATES = (-1, 0, 1)
+_NOT_A_MODEL = "@"  # no model has this name, so every key is searched for links
 
 
 @dataclass
@@ -201,7 +202,7 @@ class ContentService:
             docs = [reference.project(d, projection) for d in docs]
         placed: list[tuple[str, dict[str, Any]]] = []
         if opts.populate:
-            placed = self.populate(model, docs, opts.populate, opts.locale, identity)
+            placed = self.populate(model.name, docs, opts.populate, opts.locale, identity)
         self.attach_assets([(model, d) for d in docs] + [
             (m, d) for name, d in placed if (m := self.models.find(name)) is not None
         ])
@@ -270,9 +271,18 @@ class ContentService:
             # a copy per place unless the answer is serialised at once
             container[key] = (dict(asset) if copy else asset) if asset is not None else None
 
+    def populate_links(
+        self, docs: list[dict[str, Any]], depth: int, locale: str | None, identity: Identity
+    ) -> None:
+        """Resolve content links anywhere inside documents that are not
+        content items (pages, menus), with the rules of `populate=`."""
+        placed = self.populate(_NOT_A_MODEL, docs, depth, locale, identity)
+        self.attach_assets([(m, d) for name, d in placed if (m := self.models.find(name)) is not None])
+
     def populate(
-        self, model: Model, docs: list[dict[str, Any]], depth: int, locale: str | None, identity: Identity
+        self, source: str, docs: list[dict[str, Any]], depth: int, locale: str | None, identity: Identity
     ) -> list[tuple[str, dict[str, Any]]]:
+        """Resolve links of `docs` (items of model `source`) in place."""
         codes = self.locales.codes()
 
         def fetch(model_name: str, ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -290,7 +300,7 @@ class ContentService:
             linked = self.models.find(model_name)
             return linked.link_keys(codes) if linked is not None else None
 
-        return populate(model.name, docs, min(depth, self.max_populate), fetch, link_keys)
+        return populate(source, docs, min(depth, self.max_populate), fetch, link_keys)
 
     def item_raw(self, name: str, item_id: str, identity: Identity) -> bytes:
         """A published item by id as its stored JSON, for a request that
@@ -485,13 +495,7 @@ class ContentService:
             item = coll.get(item_id) if is_id(item_id) else None
             if item is None:
                 raise NotFound("Item not found")
-            removed = [item]
-            if model.type == "tree":
-                frontier = [item_id]
-                while frontier:
-                    kids = coll.find({"_pid": {"$in": frontier}})
-                    removed += kids
-                    frontier = [k["_id"] for k in kids]
+            removed = coll.subtree(item) if model.type == "tree" else [item]
             for doc in removed:
                 coll.delete(doc["_id"])
                 try:

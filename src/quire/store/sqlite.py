@@ -421,6 +421,40 @@ class Collection:
         docs = [orjson.loads(text) for text in self.find_raw(node, sort, limit, skip)]
         return [match.project(d, projection) for d in docs] if projection else docs
 
+    def pick(
+        self,
+        names: list[str],
+        node: Node | dict[str, Any] | None = None,
+        sort: list[tuple[Path, int]] | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Only the named top-level fields of the matching documents, read
+        in SQL without decoding the documents: for scalar fields (objects
+        come back as JSON text, booleans as 1 and 0). Null and missing
+        fields are left out."""
+        if not self.exists():
+            return []
+        wanted = [n for n in names if n != "_id"]
+        columns = ", ".join(["id", *(field_expr((n,)) for n in wanted)])
+        sql, params = self._select(node, sort, limit, None, columns)
+        out = []
+        for row in self.store.execute_read(sql, params):
+            doc = {"_id": row[0]}
+            doc.update((n, v) for n, v in zip(wanted, row[1:], strict=True) if v is not None)
+            out.append(doc)
+        return out
+
+    def subtree(self, root: dict[str, Any]) -> list[dict[str, Any]]:
+        """`root` and every document below it by `_pid`, parents first (one
+        query per level)."""
+        found = [root]
+        frontier = [root["_id"]]
+        while frontier:
+            kids = self.find({"_pid": {"$in": frontier}})
+            found += kids
+            frontier = [k["_id"] for k in kids]
+        return found
+
     def stream_raw(
         self,
         node: Node | dict[str, Any] | None = None,
