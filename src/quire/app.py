@@ -21,6 +21,11 @@ from quire.content.models import ModelService
 from quire.content.service import ContentService
 from quire.errors import ConfigError
 from quire.events import Events
+from quire.l10n import routes as l10n_routes
+from quire.l10n.service import L10nService
+from quire.pages import routes as pages_routes
+from quire.pages.menus import MenuService
+from quire.pages.service import PagesService
 from quire.store import SqliteStore
 from quire.system import routes as system_routes
 
@@ -44,6 +49,9 @@ class Quire:
         self.assets = AssetService(self.store, settings.data_dir, self.events, settings.values["assets"])
         self.content.resolve_assets = self.assets.get_many
         self.content.resolve_asset_json = self.assets.get_many_json
+        self.pages = PagesService(self.store, self.content, self.events, settings.values["pages"])
+        self.menus = MenuService(self.store, self.pages, self.events)
+        self.l10n = L10nService(self.store, self.events)
         self.public_url: str = settings.get("server", "public_url")
         self.max_body: int = settings.get("api", "max_body_bytes")
         self.max_depth: int = settings.get("api", "max_json_depth")
@@ -70,7 +78,10 @@ def load_hooks(events: Events, modules: list[str]) -> None:
 def build_app(settings: Settings, events: Events | None = None) -> App:
     quire = Quire(settings, events)
     app = App(
-        [*system_routes.routes, *content_routes.routes, *asset_routes.routes, *openapi.routes],
+        [
+            *system_routes.routes, *content_routes.routes, *asset_routes.routes,
+            *pages_routes.routes, *l10n_routes.routes, *openapi.routes,
+        ],
         cors_origins=settings.get("api", "cors_origins"),
         access_log_enabled=not settings.get("server", "quiet"),
         on_shutdown=quire.close,

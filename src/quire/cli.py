@@ -238,6 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Import a bundle (models, locales, roles, items); all or nothing.")
     imp.add_argument("file", help="bundle file, or - for stdin")
     imp.set_defaults(func=cmd_import)
+
+    from quire.l10n.cli import add_parser as add_l10n
+
+    add_l10n(sub, common)
     return parser
 
 

@@ -48,6 +48,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
                           "font/*"],
         "refused_types": [],
     },
+    "pages": {
+        "site_url": "",
+        "default_language": "en",
+        "locale_prefix": True,
+        "max_sitemap_urls": 50_000,
+    },
     "hooks": {
         "modules": [],
     },
@@ -157,12 +163,16 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
     url = values["server"]["public_url"]
     if url and not url.startswith(("http://", "https://")):
         raise ConfigError("setting 'server.public_url' must start with http:// or https://")
+    site = values["pages"]["site_url"]
+    if site and not site.startswith(("http://", "https://")):
+        raise ConfigError("setting 'pages.site_url' must start with http:// or https://")
     checks = [
         ("server", "port", 1, 65535),
         ("server", "workers", 1, 64),
         ("api", "max_body_bytes", 1024, 2**40),
         ("api", "max_json_depth", 2, 10000),
         ("api", "max_populate_depth", 0, 5),
+        ("pages", "max_sitemap_urls", 1, 1_000_000),
         ("assets", "max_upload_bytes", 1, 2**40),
         ("assets", "max_request_bytes", 1, 2**42),
         ("assets", "max_output_size", 16, 16384),

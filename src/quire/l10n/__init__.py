@@ -1,0 +1,1 @@
+"""Translations (`l10n`): projects of keys translated per locale."""

@@ -1,0 +1,1 @@
+"""Pages: a tree of pages with routes per locale, menus, settings, sitemaps."""

@@ -1,0 +1,185 @@
+"""Menus (collection `pages/menus`) and the one settings document
+(`pages/settings`, id `settings`).
+
+A menu link to a page is stored as `pages://<id>` and answered with that
+page's route in the request's locale (`route`); a link to anything else
+answers its `url` as `route`. Inactive links, and links to pages that are
+gone or not published, are left out with their children. A link without a
+title takes the page's title.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from quire.auth.service import Identity
+from quire.content.fields import is_empty
+from quire.errors import NotFound, PreconditionFailed
+from quire.events import Events, Reject
+from quire.ids import new_id
+from quire.pages import routing
+from quire.pages.service import MANAGE, READ, PagesService, localize_page
+from quire.pages.validate import (
+    PAGE_LINK,
+    SETTINGS_KEYS,
+    check_menu,
+    check_settings,
+    invalid,
+    page_ids,
+)
+from quire.store import SqliteStore
+
+MENUS = "pages/menus"
+SETTINGS = "pages/settings"
+
+
+class MenuService:
+    def __init__(self, store: SqliteStore, pages: PagesService, events: Events) -> None:
+        self.store = store
+        self.pages = pages
+        self.events = events
+        self.menus = store.collection(MENUS)
+        self.settings_coll = store.collection(SETTINGS)
+
+    # -- menus ------------------------------------------------------------
+
+    def all(self, locale: str | None, identity: Identity) -> list[dict[str, Any]]:
+        return orjson.loads(self.all_json(locale, identity))
+
+    def all_json(self, locale: str | None, identity: Identity) -> bytes:
+        identity.require(READ)
+        return self.pages.cache.get(("menus", locale), lambda: orjson.dumps(self._resolve(
+            self.menus.find(None, [(("name",), 1)]), locale)))
+
+    def get(self, name: str, locale: str | None, identity: Identity) -> dict[str, Any]:
+        return orjson.loads(self.get_json(name, locale, identity))
+
+    def get_json(self, name: str, locale: str | None, identity: Identity) -> bytes:
+        identity.require(READ)
+        return self.pages.cache.get(("menu", name, locale), lambda: orjson.dumps(self._menu(name, locale)))
+
+    def _menu(self, name: str, locale: str | None) -> dict[str, Any]:
+        menu = self.menus.find_one({"name": name})
+        if menu is None:
+            raise NotFound("Menu not found")
+        return self._resolve([menu], locale)[0]
+
+    def _resolve(self, menus: list[dict[str, Any]], locale: str | None) -> list[dict[str, Any]]:
+        ids = [i for menu in menus for i in page_ids(menu.get("links") or [])]
+        codes = self.pages.codes()
+        pages = {i: localize_page(p, codes, locale or routing.DEFAULT)
+                 for i, p in self.pages.published_links(ids).items()}
+        return [{**m, "links": self._links(m.get("links") or [], pages, codes, locale)} for m in menus]
+
+    def _links(
+        self, links: list[dict[str, Any]], pages: dict[str, Any], codes: list[str], locale: str | None
+    ) -> list[dict[str, Any]]:
+        out = []
+        for link in links:
+            if link.get("active", True) is False:
+                continue
+            url = link.get("url", "")
+            match = PAGE_LINK.match(url)
+            page = pages.get(match.group(1)) if match else None
+            if match and page is None:
+                continue
+            answer = {k: v for k, v in link.items() if not k.startswith("title_")}
+            if locale in codes and not is_empty(link.get(f"title_{locale}")):
+                answer["title"] = link[f"title_{locale}"]
+            if page is not None:
+                answer["route"] = page.get("_r") or "/"
+                if is_empty(answer.get("title")):
+                    answer["title"] = page.get("title")
+            else:
+                answer["route"] = url
+            answer.setdefault("active", True)
+            answer["children"] = self._links(link.get("children") or [], pages, codes, locale)
+            out.append(answer)
+        return out
+
+    async def save(self, data: Any, identity: Identity) -> dict[str, Any]:
+        """Create or replace the menu named `data.name`; with `data._id`,
+        change that menu (a rename, for example)."""
+        identity.require(MANAGE)
+        if not isinstance(data, dict):
+            raise PreconditionFailed("Item data is missing")
+        clean = check_menu(data, self.pages.codes(), self.pages.exists)
+        now = int(time.time())
+        async with self.store.atomic():
+            menu_id = data.get("_id")
+            if menu_id is not None:
+                current = self.menus.get(menu_id) if isinstance(menu_id, str) else None
+                if current is None:
+                    raise NotFound("Menu not found")
+            else:
+                if "name" not in clean:
+                    raise invalid("menu", {"name": "is required"})
+                current = self.menus.find_one({"name": clean["name"]})
+            menu = {**(current or {"_id": new_id(), "label": clean.get("name"), "links": [], "_created": now}),
+                    **clean, "_modified": now}
+            other = self.menus.find_one({"name": menu["name"]})
+            if other is not None and other["_id"] != menu["_id"]:
+                raise invalid("menu", {"name": f"{menu['name']} is the name of another menu"})
+            try:
+                await self.events.emit("pages.menu.save", menu=menu, identity=identity)
+            except Reject as exc:
+                raise PreconditionFailed(exc.message) from None
+            self.menus.replace(menu)
+        return menu
+
+    async def delete(self, name: str, identity: Identity) -> None:
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            menu = self.menus.find_one({"name": name})
+            if menu is None:
+                raise NotFound("Menu not found")
+            try:
+                await self.events.emit("pages.menu.remove", menu=menu, identity=identity)
+            except Reject as exc:
+                raise PreconditionFailed(exc.message) from None
+            self.menus.delete(menu["_id"])
+
+    # -- settings ---------------------------------------------------------
+
+    def settings(self, locale: str | None, identity: Identity) -> dict[str, Any]:
+        identity.require(READ)
+        return self._settings(locale)
+
+    def _settings(self, locale: str | None) -> dict[str, Any]:
+        doc = self.settings_coll.get("settings") or {}
+        codes = self.pages.codes()
+        out: dict[str, Any] = {key: doc.get(key) or {} for key in SETTINGS_KEYS}
+        for code in codes:
+            if f"seo_{code}" in doc:
+                out[f"seo_{code}"] = doc[f"seo_{code}"]
+        if locale:
+            seo = doc.get(f"seo_{locale}") if locale in codes else None
+            if isinstance(seo, dict):
+                out["seo"] = {**out["seo"], **{k: v for k, v in seo.items() if not is_empty(v)}}
+            for code in codes:
+                out.pop(f"seo_{code}", None)
+        out["locales"] = self.pages.content.locales.list()
+        out["_modified"] = doc.get("_modified")
+        return out
+
+    async def save_settings(self, data: Any, identity: Identity) -> dict[str, Any]:
+        """Change the keys sent (a key sent as null is emptied)."""
+        identity.require(MANAGE)
+        if not isinstance(data, dict):
+            raise PreconditionFailed("Item data is missing")
+        clean = check_settings(data, self.pages.codes())
+        async with self.store.atomic():
+            doc = self.settings_coll.get("settings") or {"_id": "settings"}
+            doc.update(clean)
+            doc = {k: v for k, v in doc.items() if v is not None}
+            doc["_modified"] = int(time.time())
+            try:
+                await self.events.emit("pages.settings.save", settings=doc, identity=identity)
+            except Reject as exc:
+                raise PreconditionFailed(exc.message) from None
+            self.settings_coll.replace(doc)
+        return self._settings(None)
+

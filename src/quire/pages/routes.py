@@ -1,0 +1,144 @@
+"""HTTP routes of the pages API (`/api/pages/...`)."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from quire.asgi import route
+from quire.auth.request import identify
+from quire.errors import BadRequest, PreconditionFailed
+from quire.http import int_param, json_param, json_response, quire_of, raw_json_response, read_json
+from quire.pages import sitemap
+from quire.pages.service import PageOptions
+
+
+def _locale(request: Request) -> str | None:
+    return request.query_params.get("locale") or None
+
+
+def _options(request: Request, *, listing: bool = False) -> PageOptions:
+    opts = PageOptions(
+        locale=_locale(request),
+        populate=int_param(request, "populate") or 0,
+        fields=json_param(request, "fields"),
+    )
+    if listing:
+        opts.filter = json_param(request, "filter")
+        opts.sort = json_param(request, "sort")
+        opts.limit = int_param(request, "limit")
+        opts.skip = int_param(request, "skip")
+    return opts
+
+
+async def _data(request: Request) -> object:
+    quire = quire_of(request)
+    body = await read_json(request, quire.max_body, quire.max_depth)
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, dict):
+        raise PreconditionFailed("Item data is missing")
+    return data
+
+
+async def list_pages(request: Request) -> Response:
+    identity = identify(request)
+    docs, total = quire_of(request).pages.find(_options(request, listing=True), identity)
+    return json_response(docs if total is None else {"data": docs, "meta": {"total": total}})
+
+
+async def page_by_route(request: Request) -> Response:
+    identity = identify(request)
+    opts = _options(request)
+    path = request.query_params.get("route")
+    if path is None:
+        raise BadRequest("<route> parameter is missing")
+    return json_response(quire_of(request).pages.by_route(path, opts, identity))
+
+
+async def page_by_id(request: Request) -> Response:
+    identity = identify(request)
+    opts = _options(request)
+    return json_response(quire_of(request).pages.by_id(request.path_params["id"], opts, identity))
+
+
+async def save_page(request: Request) -> Response:
+    identity = identify(request)
+    data = await _data(request)
+    return json_response(await quire_of(request).pages.save(data, identity))
+
+
+async def delete_page(request: Request) -> Response:
+    identity = identify(request)
+    await quire_of(request).pages.delete(request.path_params["id"], identity)
+    return json_response({"success": True})
+
+
+async def list_menus(request: Request) -> Response:
+    identity = identify(request)
+    return raw_json_response(quire_of(request).menus.all_json(_locale(request), identity))
+
+
+async def get_menu(request: Request) -> Response:
+    identity = identify(request)
+    return raw_json_response(quire_of(request).menus.get_json(request.path_params["name"], _locale(request), identity))
+
+
+async def save_menu(request: Request) -> Response:
+    identity = identify(request)
+    data = await _data(request)
+    return json_response(await quire_of(request).menus.save(data, identity))
+
+
+async def delete_menu(request: Request) -> Response:
+    identity = identify(request)
+    await quire_of(request).menus.delete(request.path_params["name"], identity)
+    return json_response({"success": True})
+
+
+async def get_settings(request: Request) -> Response:
+    identity = identify(request)
+    return json_response(quire_of(request).menus.settings(_locale(request), identity))
+
+
+async def save_settings(request: Request) -> Response:
+    identity = identify(request)
+    data = await _data(request)
+    return json_response(await quire_of(request).menus.save_settings(data, identity))
+
+
+async def get_routes(request: Request) -> Response:
+    identity = identify(request)
+    return raw_json_response(quire_of(request).pages.routes_json(_locale(request), identity))
+
+
+async def get_sitemap(request: Request) -> Response:
+    identity = identify(request)
+    return raw_json_response(quire_of(request).pages.sitemap_json(identity))
+
+
+async def get_sitemap_xml(request: Request) -> Response:
+    identity = identify(request)
+    quire = quire_of(request)
+    config = quire.settings.values["pages"]
+    site = config["site_url"] or quire.public_url or str(request.base_url)
+
+    def render() -> bytes:
+        return sitemap.render(quire.pages.sitemap(identity), site, config["default_language"],
+                              config["locale_prefix"], config["max_sitemap_urls"])
+
+    body = quire.pages.cache.get(("sitemap.xml", site, identity.role, identity.permissions), render)
+    return Response(body, media_type="application/xml; charset=utf-8")
+
+
+routes = [
+    route("/api/pages/menus", get=list_menus),
+    route("/api/pages/menu", post=save_menu),
+    route("/api/pages/menu/{name}", get=get_menu, delete=delete_menu),
+    route("/api/pages/pages", get=list_pages),
+    route("/api/pages/page", get=page_by_route, post=save_page),
+    route("/api/pages/page/{id}", get=page_by_id, delete=delete_page),
+    route("/api/pages/routes", get=get_routes),
+    route("/api/pages/settings", get=get_settings, post=save_settings),
+    route("/api/pages/sitemap", get=get_sitemap),
+    route("/api/pages/sitemap.xml", get=get_sitemap_xml),
+]
