@@ -92,6 +92,21 @@ def test_export_then_import_moves_a_project(tmp_path: Path) -> None:
         assert len(posts) == 4
         assert {p["_id"] for p in posts} <= {p["_id"] for p in parsed["items"]["posts"]}
         assert client.get("/api/content/items/posts?locale=de&limit=1").json()[0]["title"] == "Hallo, Quire"
+        # pages (with their German routes), the menu, page settings and translations came along
+        assert "6 pages, 1 menus" in out and "1 translation projects" in out
+        routes = client.get("/api/pages/routes?locale=de").json()["de"]
+        assert [r["route"] for r in routes] == [
+            r["_r_de"] if "_r_de" in r else r["_r"] for r in parsed["pages"] if r["_state"] == 1
+        ]
+        assert "/ueber-uns/team" in [r["route"] for r in routes]
+        menu = client.get("/api/pages/menu/main?locale=de").json()
+        assert [link["route"] for link in menu["links"]][:3] == ["/", "/blog", "/ueber-uns"]
+        assert client.get("/api/pages/settings").json()["seo"] == parsed["pageSettings"]["seo"]
+        assert client.get("/api/l10n/project/site/de").json()["nav.about"] == "Über uns"
+        assert client.get("/api/l10n/project/site").json() == {
+            key: {loc: values.get(loc) for loc in ("en", "de", "fr")}
+            for key, values in parsed["l10n"][0]["keys"].items()
+        }
     finally:
         app.state.quire.close()
 

@@ -1,5 +1,6 @@
-"""Export and import bundles: models, locales, roles and items as one JSON
-document, for moving a project between instances and for seeding.
+"""Export and import bundles: models, locales, roles, items, pages, menus,
+page settings and translation projects as one JSON document, for moving a
+project between instances and for seeding.
 
 API keys and users are not part of a bundle: they are secrets of one instance.
 """
@@ -15,6 +16,8 @@ from quire.auth.service import Identity
 from quire.content.models import parse_model
 from quire.errors import BadRequest, PreconditionFailed
 from quire.events import Reject
+from quire.l10n.service import PROJECTS
+from quire.pages.menus import MENUS, SETTINGS
 
 if TYPE_CHECKING:
     from quire.app import Quire
@@ -31,6 +34,11 @@ def export_bundle(quire: Quire) -> Iterator[bytes]:
         "models": [m.to_json() for m in quire.models.all()],
         "locales": [loc for loc in quire.locales.list() if not loc["default"]],
         "roles": [r for r in quire.auth.list_roles() if r["name"] != "admin"],
+        "pages": quire.pages.collection().find(),  # creation order: the default list order
+        "menus": quire.store.collection(MENUS).find(),
+        "pageSettings": quire.store.collection(SETTINGS).get("settings"),
+        "l10n": [{k: p[k] for k in ("name", "label", "locales", "keys")}
+                 for p in quire.store.collection(PROJECTS).find(None, [(("name",), 1)])],
     }
     yield orjson.dumps(head)[:-1] + b',"items":{'
     for i, model in enumerate(quire.models.all()):
@@ -48,7 +56,8 @@ async def import_bundle(quire: Quire, bundle: Any) -> dict[str, int]:
     """Load a bundle in one transaction: all of it or nothing."""
     if not isinstance(bundle, dict) or bundle.get("quire") != FORMAT:
         raise BadRequest('Not a Quire bundle (expected {"quire": 1, ...})')
-    counts = {"models": 0, "locales": 0, "roles": 0, "items": 0}
+    counts = {"models": 0, "locales": 0, "roles": 0, "items": 0, "pages": 0, "menus": 0,
+              "translation projects": 0}
     items = bundle.get("items") or {}
     if not isinstance(items, dict):
         raise BadRequest("items must be an object keyed by model name")
@@ -66,6 +75,20 @@ async def import_bundle(quire: Quire, bundle: Any) -> dict[str, int]:
             counts["models"] += 1
         for name, docs in items.items():
             counts["items"] += await _import_items(quire, name, docs)
+        counts["pages"] = await quire.pages.load(bundle.get("pages") or [], IMPORTER)
+        for menu in bundle.get("menus") or []:
+            if not isinstance(menu, dict):
+                raise BadRequest("every menu must be an object")
+            # by name: ids of menus are not referenced anywhere
+            await quire.menus.save({k: v for k, v in menu.items() if k != "_id"}, IMPORTER)
+            counts["menus"] += 1
+        if bundle.get("pageSettings"):
+            await quire.menus.save_settings(bundle["pageSettings"], IMPORTER)
+        for project in bundle.get("l10n") or []:
+            if not isinstance(project, dict) or not isinstance(project.get("name"), str):
+                raise BadRequest("every translation project needs a name")
+            await quire.l10n.put(project["name"], project, IMPORTER)
+            counts["translation projects"] += 1
     return counts
 
 

@@ -108,6 +108,7 @@ async def _create(quire: Quire) -> None:
     quire.auth.save_role("public", {"permissions": {
         "content/posts/read": True, "content/authors/read": True,
         "content/settings/read": True, "content/nav/read": True, "assets/read": True,
+        "pages/read": True, "l10n/read": True,
     }})
     pictures = await quire.assets.upload(
         [Upload(f"{name}.jpg", _picture(colors)) for name, colors in PICTURES],
@@ -137,3 +138,63 @@ async def _create(quire: Quire) -> None:
     blog = await save("nav", {"label": "Blog", "url": "/blog"}, ADMIN)
     await save("nav", {"label": "Guides", "label_de": "Anleitungen", "url": "/blog/guides", "_pid": blog["_id"]}, ADMIN)
     await save("nav", {"label": "About", "label_de": "Über uns", "url": "/about", "_pid": home["_id"]}, ADMIN)
+    await _pages(quire)
+    await _translations(quire)
+
+
+async def _pages(quire: Quire) -> None:
+    """A home page, a blog bound to posts, an about section two levels deep
+    with German routes, a page carrying the settings singleton, the main
+    menu and the SEO settings."""
+    save = quire.pages.save
+    home = await save({"title": "Home", "title_de": "Start", "slug": "", "layout": [
+        {"component": "hero", "label": "Welcome", "data": {"heading": "Quire Demo", "text": "A headless CMS"}},
+        {"component": "latestPosts", "data": {"limit": 3}},
+    ], "seo": {"title": "Quire Demo"}, "seo_de": {"title": "Quire-Demo"}}, ADMIN)
+    blog = await save({"title": "Blog", "type": "collection", "data": {"model": "posts", "slugField": "slug"}}, ADMIN)
+    about = await save({"title": "About", "title_de": "Über uns", "slug_de": "ueber-uns", "layout": [
+        {"component": "text", "data": {"text": "Quire is one process serving content."}},
+    ]}, ADMIN)
+    team = await save({"title": "Team", "_pid": about["_id"], "layout": [
+        {"component": "people", "data": {"authors": [{"_model": "authors", "_id": a["_id"]}
+                                                     for a in quire.content.collection(quire.models.get("authors")).find()]}},
+    ]}, ADMIN)
+    await save({"title": "Imprint", "title_de": "Impressum", "type": "singleton", "data": {"model": "settings"}}, ADMIN)
+    await save({"title": "Documentation", "title_de": "Dokumentation", "type": "link",
+                "data": {"url": "https://example.com/docs", "target": "_blank"}}, ADMIN)
+    await quire.menus.save({"name": "main", "label": "Main menu", "links": [
+        {"title": "Home", "title_de": "Start", "url": f"pages://{home['_id']}"},
+        {"title": "", "url": f"pages://{blog['_id']}"},
+        {"title": "", "url": f"pages://{about['_id']}", "children": [
+            {"title": "", "url": f"pages://{team['_id']}"},
+        ]},
+        {"title": "Documentation", "title_de": "Dokumentation", "url": "https://example.com/docs",
+         "target": "_blank"},
+        {"title": "Coming soon", "url": "/soon", "active": False},
+    ]}, ADMIN)
+    await quire.menus.save_settings({
+        "seo": {"title": "Quire Demo", "description": "A demo site served by Quire"},
+        "seo_de": {"description": "Eine Demo-Seite von Quire"},
+        "scripts": {"header": "", "footer": ""},
+        "meta": {"siteName": "Quire Demo"},
+    }, ADMIN)
+
+
+TRANSLATIONS = {
+    "nav.home": ("Home", "Start", "Accueil"),
+    "nav.blog": ("Blog", "Blog", "Blog"),
+    "nav.about": ("About", "Über uns", "À propos"),
+    "footer.copyright": ("© {{year}} Quire Demo", "© {{year}} Quire-Demo", "© {{year}} Démo Quire"),
+    "footer.imprint": ("Imprint", "Impressum", "Mentions légales"),
+    "form.email": ("E-mail address", "E-Mail-Adresse", "Adresse e-mail"),
+    "form.send": ("Send", None, "Envoyer"),
+    "form.thanks": ("Thank you, we will answer soon.", None, "Merci, nous répondrons bientôt."),
+}
+
+
+async def _translations(quire: Quire) -> None:
+    """A project of website strings in three locales; two German strings
+    are left to translate."""
+    keys = {key: {loc: text for loc, text in zip(("en", "de", "fr"), texts, strict=True) if text}
+            for key, texts in TRANSLATIONS.items()}
+    await quire.l10n.put("site", {"label": "Website strings", "locales": ["en", "de", "fr"], "keys": keys}, ADMIN)
