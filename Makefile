@@ -42,6 +42,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/run.py --pictures 0.7
 	$(BIN)/python bench/assets.py
+	$(BIN)/python bench/pages.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
