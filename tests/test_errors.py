@@ -25,8 +25,12 @@ BAD_QUERIES = [
 ]
 
 
-def _concrete(path: str, item_id: str = "0" * 24) -> str:
-    return path.replace("{model}", "posts").replace("{id}", item_id).replace("{name}", "posts")
+def _concrete(path: str, item_id: str = "0" * 24, token: str = "no-such-token") -> str:
+    return (path.replace("{model}", "posts").replace("{id}", item_id).replace("{name}", "posts")
+            .replace("{token}", token))
+
+
+NO_BODY = {"/api/inbox/forms/{id}/token"}  # POSTs that read no body
 
 
 def _routes(app: Any) -> list[tuple[str, str]]:
@@ -43,6 +47,8 @@ def _routes(app: Any) -> list[tuple[str, str]]:
 def seeded(admin: Api) -> Api:
     put_model(admin, "posts", type="collection", fields=[{"name": "title", "type": "text"}])
     admin.item_id = create_item(admin, "posts", {"title": "x"})["_id"]  # type: ignore[attr-defined]
+    form = admin.post("/api/inbox/forms", json={"data": {"name": "errors"}}).json()
+    admin.token = form["token"]  # type: ignore[attr-defined]
     return admin
 
 
@@ -58,6 +64,8 @@ def test_every_route_rejects_an_unknown_key_with_401(seeded: Api, app: Any) -> N
     for method, path in _routes(app):
         if path in ("/api/system/healthcheck", "/api/openapi.json") or path.startswith("/storage/"):
             continue  # public by design
+        if path == "/api/inbox/submit/{token}":
+            continue  # the form's token is the credential; an api-key is not read
         response = bad.request(method, _concrete(path), json={"data": {}})
         assert_error_shape(response, {401})
 
@@ -79,10 +87,11 @@ def test_every_get_route_answers_bad_parameters_with_400(seeded: Api, app: Any) 
 
 def test_every_write_route_answers_malformed_json_with_400(seeded: Api, app: Any) -> None:
     for method, path in _routes(app):
-        if method not in ("POST", "PUT"):
+        if method not in ("POST", "PUT") or path in NO_BODY:
             continue
         response = seeded.request(
-            method, _concrete(path), content=b"{not json", headers={"content-type": "application/json"}
+            method, _concrete(path, token=seeded.token),  # type: ignore[attr-defined]
+            content=b"{not json", headers={"content-type": "application/json"},
         )
         assert_error_shape(response, {400})
 
@@ -90,8 +99,8 @@ def test_every_write_route_answers_malformed_json_with_400(seeded: Api, app: Any
 def test_every_write_route_refuses_a_body_over_the_limit_with_413(seeded: Api, app: Any, quire: Any) -> None:
     quire.max_body = 2048
     for method, path in _routes(app):
-        if method not in ("POST", "PUT") or path == "/api/assets":
-            continue  # uploads have their own limits (tests/assets)
+        if method not in ("POST", "PUT") or path in ("/api/assets", "/api/inbox/submit/{token}", *NO_BODY):
+            continue  # uploads have their own limits (tests/assets, tests/inbox)
         big = b'{"data": {"title": "' + b"x" * 4096 + b'"}}'
         response = seeded.request(method, _concrete(path), content=big, headers={"content-type": "application/json"})
         assert_error_shape(response, {413})

@@ -3,11 +3,8 @@ services that routes reach through `request.app.state.quire`."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
-from importlib.metadata import entry_points
-from typing import Any
 
 from quire import openapi
 from quire.asgi import App
@@ -19,8 +16,14 @@ from quire.content import routes as content_routes
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService
 from quire.content.service import ContentService
-from quire.errors import ConfigError
 from quire.events import Events
+from quire.hooks import load_hooks
+from quire.inbox import routes as inbox_routes
+from quire.inbox.forms import FormService
+from quire.inbox.mailer import Mailer
+from quire.inbox.ratelimit import RateLimiter
+from quire.inbox.service import SubmitService
+from quire.inbox.submissions import SubmissionService
 from quire.l10n import routes as l10n_routes
 from quire.l10n.service import L10nService
 from quire.pages import routes as pages_routes
@@ -52,27 +55,25 @@ class Quire:
         self.pages = PagesService(self.store, self.content, self.events, settings.values["pages"])
         self.menus = MenuService(self.store, self.pages, self.events)
         self.l10n = L10nService(self.store, self.events)
+        self.mailer = Mailer(settings.values["smtp"], settings.db_path, self.assets.uploads)
+        self.forms = FormService(self.store, self.events)
+        self.inbox = SubmitService(self.store, self.events, self.mailer, self.assets.uploads,
+                                   settings.values["inbox"], settings.values["assets"])
+        self.submissions = SubmissionService(self.store, self.events, self.forms, self.assets.uploads)
+        inbox = settings.values["inbox"]
+        self.rate_limiter = RateLimiter(self.store, inbox["rate_limit"], inbox["rate_window_seconds"])
         self.public_url: str = settings.get("server", "public_url")
         self.max_body: int = settings.get("api", "max_body_bytes")
         self.max_depth: int = settings.get("api", "max_json_depth")
-        load_hooks(self.events, settings.get("hooks", "modules"))
+        load_hooks(self.events, settings.get("hooks", "modules"), settings.data_dir, self)
+
+    def start(self) -> None:
+        """At server start: send what an earlier run left in the outbox."""
+        self.mailer.wake()
 
     def close(self) -> None:
+        self.mailer.close()
         self.store.close()
-
-
-def load_hooks(events: Events, modules: list[str]) -> None:
-    """Hook modules expose `register(events)`: from the entry-point group
-    `quire.hooks` and from `[hooks] modules` in quire.toml."""
-    registrars: list[Any] = [ep.load() for ep in entry_points(group="quire.hooks")]
-    for name in modules:
-        try:
-            registrars.append(importlib.import_module(name))
-        except ImportError as exc:
-            raise ConfigError(f"setting 'hooks.modules': cannot import {name}: {exc}") from None
-    for registrar in registrars:
-        register = getattr(registrar, "register", registrar)
-        register(events)
 
 
 def build_app(settings: Settings, events: Events | None = None) -> App:
@@ -80,10 +81,11 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
     app = App(
         [
             *system_routes.routes, *content_routes.routes, *asset_routes.routes,
-            *pages_routes.routes, *l10n_routes.routes, *openapi.routes,
+            *pages_routes.routes, *l10n_routes.routes, *inbox_routes.routes, *openapi.routes,
         ],
         cors_origins=settings.get("api", "cors_origins"),
         access_log_enabled=not settings.get("server", "quiet"),
+        on_startup=quire.start,
         on_shutdown=quire.close,
     )
     app.state.quire = quire

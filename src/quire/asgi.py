@@ -64,6 +64,7 @@ class App:
         *,
         cors_origins: list[str],
         access_log_enabled: bool,
+        on_startup: Callable[[], None] | None = None,
         on_shutdown: Callable[[], None] | None = None,
     ) -> None:
         self.routes = routes
@@ -73,6 +74,7 @@ class App:
         self._any_origin = "*" in cors_origins
         self._origins = set(cors_origins)
         self._log = access_log_enabled
+        self._on_startup = on_startup
         self._on_shutdown = on_shutdown
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -88,6 +90,8 @@ class App:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                if self._on_startup:
+                    self._on_startup()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self._on_shutdown:

@@ -54,6 +54,29 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "locale_prefix": True,
         "max_sitemap_urls": 50_000,
     },
+    "inbox": {
+        "max_file_bytes": 10 * 1024 * 1024,
+        "max_request_bytes": 32 * 1024 * 1024,
+        "max_files": 10,
+        "max_fields": 50,
+        "max_field_length": 10_000,
+        "rate_limit": 10,
+        "rate_window_seconds": 60,
+        "trust_forwarded_for": False,
+    },
+    "smtp": {
+        "host": "",
+        "port": 587,
+        "user": "",
+        "password": "",
+        "starttls": True,
+        "ssl": False,
+        "from": "quire@localhost",
+        "timeout_seconds": 10,
+        "max_attempts": 6,
+        "retry_seconds": 30,
+        "max_attachment_bytes": 10 * 1024 * 1024,
+    },
     "hooks": {
         "modules": [],
     },
@@ -173,6 +196,18 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
         ("api", "max_json_depth", 2, 10000),
         ("api", "max_populate_depth", 0, 5),
         ("pages", "max_sitemap_urls", 1, 1_000_000),
+        ("inbox", "max_file_bytes", 1, 2**40),
+        ("inbox", "max_request_bytes", 1024, 2**42),
+        ("inbox", "max_files", 0, 1000),
+        ("inbox", "max_fields", 1, 10_000),
+        ("inbox", "max_field_length", 1, 10_000_000),
+        ("inbox", "rate_limit", 0, 1_000_000),
+        ("inbox", "rate_window_seconds", 1, 86_400),
+        ("smtp", "port", 1, 65535),
+        ("smtp", "timeout_seconds", 1, 600),
+        ("smtp", "max_attempts", 1, 100),
+        ("smtp", "retry_seconds", 1, 86_400),
+        ("smtp", "max_attachment_bytes", 0, 2**40),
         ("assets", "max_upload_bytes", 1, 2**40),
         ("assets", "max_request_bytes", 1, 2**42),
         ("assets", "max_output_size", 16, 16384),
@@ -183,3 +218,5 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
         value = values[section][key]
         if not low <= value <= high:
             raise ConfigError(f"setting '{section}.{key}' must be between {low} and {high}")
+    if values["smtp"]["ssl"] and values["smtp"]["starttls"]:
+        raise ConfigError("settings 'smtp.ssl' and 'smtp.starttls' exclude each other: ssl is TLS from the start")

@@ -48,6 +48,7 @@ def error_responses(*codes: int) -> dict[str, Any]:
         413: "Request body too large",
         409: "Conflict",
         415: "File type not allowed",
+        429: "Too many requests (see Retry-After)",
         500: "Internal server error",
     }
     return {
@@ -211,11 +212,13 @@ def document() -> dict[str, Any]:
             "get": op("This document", [], (), tag="system", security=False),
         },
     }
+    from quire.inbox import openapi as inbox_paths
     from quire.l10n import openapi as l10n_paths
     from quire.pages import openapi as pages_paths
 
     paths.update(pages_paths.paths())
     paths.update(l10n_paths.paths())
+    paths.update(inbox_paths.paths())
     return {
         "openapi": "3.1.0",
         "info": {"title": "Quire API", "version": __version__,

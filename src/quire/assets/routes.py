@@ -26,6 +26,7 @@ SMALL_FILE = 256 * 1024
 # SVG (checked at upload) still runs nothing even if opened directly.
 FILE_HEADERS = {"X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
 SANDBOX_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+PRIVATE_DIR = "inbox"  # <data>/uploads/inbox holds form attachments, never public
 
 
 
@@ -34,7 +35,7 @@ def absolute(request: Request, path: str) -> str:
     return base.rstrip("/") + path
 
 
-def _limited(receive: Receive, limit: int) -> Receive:
+def limited_receive(receive: Receive, limit: int) -> Receive:
     seen = [0]
 
     async def wrapped() -> Message:
@@ -58,7 +59,7 @@ async def upload(request: Request) -> Response:
         raise PayloadTooLarge(f"Upload is larger than {limit} bytes")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise BadRequest("Send files as multipart/form-data parts named 'files'")
-    limited = Request(request.scope, _limited(request.receive, limit))
+    limited = Request(request.scope, limited_receive(request.receive, limit))
     try:
         form = await limited.form(max_files=100, max_fields=100)
     except PayloadTooLarge:
@@ -211,7 +212,10 @@ def _serve(request: Request, base: Path, relative: str) -> Response:
 
 
 async def uploaded_file(request: Request) -> Response:
-    return _serve(request, quire_of(request).assets.uploads, request.path_params["path"])
+    path = request.path_params["path"]
+    if path.split("/", 1)[0] == PRIVATE_DIR:  # form attachments: only through the inbox API
+        raise NotFound("File not found")
+    return _serve(request, quire_of(request).assets.uploads, path)
 
 
 async def thumb_file(request: Request) -> Response:

@@ -1,0 +1,158 @@
+"""Forms (collection `inbox/forms`): what a public form accepts and where
+its submissions go. The token in a form's submit URL is its credential;
+rotating it retires every copy of the old URL at once."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from typing import Any
+
+from email_validator import EmailNotValidError, validate_email
+
+from quire.auth.service import Identity
+from quire.errors import BadRequest, NotFound, PreconditionFailed
+from quire.events import Events, Reject
+from quire.ids import is_id, new_id
+from quire.inbox import language
+from quire.store import SqliteStore
+
+FORMS = "inbox/forms"
+MANAGE = "inbox/manage"
+FIELD_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+HOST = re.compile(r"^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+FORM_KEYS = ("name", "group", "emails", "domains", "fields", "honeypot", "languages", "store")
+READ_ONLY = ("_id", "token", "_created", "_modified")
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def valid_email(address: Any) -> str | None:
+    """The normalised address, or None when it is not a valid one."""
+    if not isinstance(address, str):
+        return None
+    try:
+        return str(validate_email(address, check_deliverability=False).normalized)
+    except EmailNotValidError:
+        return None
+
+
+class FormService:
+    def __init__(self, store: SqliteStore, events: Events) -> None:
+        self.store = store
+        self.events = events
+        self.forms = store.collection(FORMS)
+        store.ensure_indexes(FORMS, [[("token",)]])
+
+    def by_token(self, token: str) -> dict[str, Any]:
+        form = self.forms.find_one({"token": token}) if token else None
+        if form is None:
+            raise NotFound("Form not found")
+        return form
+
+    def all(self, identity: Identity) -> list[dict[str, Any]]:
+        identity.require(MANAGE)
+        return self.forms.find(None, [(("name",), 1)])
+
+    def get(self, form_id: str, identity: Identity) -> dict[str, Any]:
+        identity.require(MANAGE)
+        return self.by_id(form_id)
+
+    def by_id(self, form_id: str) -> dict[str, Any]:
+        """The form, or 404 (no permission check: for server-side code)."""
+        form = self.forms.get(form_id) if is_id(form_id) else None
+        if form is None:
+            raise NotFound("Form not found")
+        return form
+
+    async def save(self, data: Any, identity: Identity) -> dict[str, Any]:
+        """Create a form, or change one partially with `data._id`."""
+        identity.require(MANAGE)
+        if not isinstance(data, dict):
+            raise PreconditionFailed("Item data is missing")
+        clean = check_form(data)
+        now = int(time.time())
+        async with self.store.atomic():
+            form_id = data.get("_id")
+            if form_id is not None:
+                if not isinstance(form_id, str):
+                    raise BadRequest("_id must be a string", fields=["_id"])
+                form = {**self.by_id(form_id), **clean, "_modified": now}
+            else:
+                if "name" not in clean:
+                    raise BadRequest("Invalid form: name is required", fields=["name"])
+                form = {"_id": new_id(), "group": "", "emails": [], "domains": [], "fields": [],
+                        "honeypot": None, "languages": [], "store": True, **clean,
+                        "token": new_token(), "_created": now, "_modified": now}
+            await self._emit_save(form, identity)
+            self.forms.replace(form)
+        return form
+
+    async def rotate_token(self, form_id: str, identity: Identity) -> dict[str, Any]:
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            form = {**self.by_id(form_id), "token": new_token(), "_modified": int(time.time())}
+            await self._emit_save(form, identity)
+            self.forms.replace(form)
+        return form
+
+    async def _emit_save(self, form: dict[str, Any], identity: Identity) -> None:
+        try:
+            await self.events.emit("inbox.form.save", form=form, identity=identity)
+        except Reject as exc:
+            raise PreconditionFailed(exc.message) from None
+
+
+def check_form(data: dict[str, Any]) -> dict[str, Any]:
+    errors: dict[str, str] = {}
+    clean: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in READ_ONLY:
+            continue
+        if key not in FORM_KEYS:
+            errors[key] = f"is not a form field (fields: {', '.join(FORM_KEYS)})"
+            continue
+        problem, value = _check(key, value)
+        if problem:
+            errors[key] = problem
+        else:
+            clean[key] = value
+    if errors:
+        detail = "; ".join(f"{k} {v}" for k, v in errors.items())
+        raise BadRequest(f"Invalid form: {detail}", fields=sorted(errors))
+    return clean
+
+
+def _check(key: str, value: Any) -> tuple[str | None, Any]:
+    if key == "name":
+        ok = isinstance(value, str) and value.strip() != "" and len(value) <= 200
+        return (None, value.strip()) if ok else ("must be a non-empty string", value)
+    if key == "group":
+        return (None, value) if isinstance(value, str) else ("must be a string", value)
+    if key == "store":
+        return (None, value) if isinstance(value, bool) else ("must be true or false", value)
+    if key == "honeypot":
+        ok = value is None or (isinstance(value, str) and bool(FIELD_NAME.match(value)))
+        return (None, value or None) if ok else ("must be a field name or null", value)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return "must be a list of strings", value
+    if key == "emails":
+        normal = [valid_email(v) for v in value]
+        bad = [v for v, n in zip(value, normal, strict=True) if n is None]
+        return (f"has invalid addresses: {', '.join(bad)}", value) if bad else (None, normal)
+    if key == "domains":
+        hosts = [v.strip().lower().rstrip(".") for v in value]
+        bad = [v for v, h in zip(value, hosts, strict=True) if not HOST.match(h)]
+        return (f"has invalid host names: {', '.join(bad)}", value) if bad else (None, hosts)
+    if key == "fields":
+        bad = [v for v in value if not FIELD_NAME.match(v)]
+        return (f"has invalid field names: {', '.join(bad)}", value) if bad else (None, list(dict.fromkeys(value)))
+    # languages
+    codes = [v.strip().lower() for v in value]
+    unknown = [v for v in codes if v not in language.supported()]
+    if unknown:
+        return f"has codes the language detector does not know: {', '.join(unknown)} (use ISO 639-1, like en, de)", value
+    return None, list(dict.fromkeys(codes))

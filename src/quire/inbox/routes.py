@@ -1,0 +1,221 @@
+"""HTTP routes of forms (`/api/inbox/...`): the public submit endpoint,
+form management and submissions."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import quote
+
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException
+from starlette.requests import Request
+from starlette.responses import FileResponse, RedirectResponse, Response, StreamingResponse
+
+from quire.asgi import route
+from quire.assets.routes import FILE_HEADERS, SANDBOX_POLICY, limited_receive
+from quire.auth.request import identify
+from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
+from quire.http import int_param, json_param, json_response, quire_of, read_json
+from quire.inbox.service import (
+    FilePart,
+    Submission,
+    TooManyRequests,
+    UploadFailed,
+    check_request_size,
+)
+from quire.store.query import parse_fields, parse_sort
+
+DATA_KEY = re.compile(r"^data\[([^\[\]]+)\](\[\])?$")
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def client_address(request: Request) -> str:
+    """The submitting client: the peer, or the first X-Forwarded-For
+    address when `[inbox] trust_forwarded_for` says a proxy sets it."""
+    if quire_of(request).settings.get("inbox", "trust_forwarded_for"):
+        forwarded = request.headers.get("x-forwarded-for", "").split(",")[0].strip()
+        if forwarded:
+            return forwarded
+    return request.client.host if request.client else "unknown"
+
+
+async def submit(request: Request) -> Response:
+    quire = quire_of(request)
+    quire.store.refresh()
+    form = quire.forms.by_token(request.path_params["token"])
+    retry = await quire.rate_limiter.hit(form["_id"], client_address(request))
+    if retry is not None:
+        raise TooManyRequests(retry)
+    sent = await read_submission(request)
+    outcome = await quire.inbox.submit(form, sent, request.headers.get("origin"), request.headers.get("referer"))
+    if outcome.redirect:
+        return RedirectResponse(outcome.redirect, status_code=303)
+    return json_response({"success": True, "record": outcome.record})
+
+
+async def read_submission(request: Request) -> Submission:
+    """`{"data": {...}}` as JSON, or form fields `data[name]` / `data[name][]`
+    (files too, in multipart); `success` and `subject` from the body or the
+    query string."""
+    quire = quire_of(request)
+    settings = quire.settings.values["inbox"]
+    limit = settings["max_request_bytes"]
+    check_request_size(request.headers.get("content-length"), limit)
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    query = request.query_params
+    sent = Submission(success=query.get("success"), subject=query.get("subject"))
+    if kind == "application/json":
+        body = await read_json(request, limit, quire.max_depth)
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, dict):
+            raise PreconditionFailed("Item data is missing")
+        sent.data = data
+        sent.success = _text(body.get("success")) or sent.success
+        sent.subject = _text(body.get("subject")) or sent.subject
+        return sent
+    if kind not in FORM_TYPES:
+        raise PreconditionFailed("Item data is missing")
+    limited = Request(request.scope, limited_receive(request.receive, limit))
+    try:
+        form = await limited.form(max_files=settings["max_files"], max_fields=settings["max_fields"] + 10)
+    except PayloadTooLarge:
+        raise PayloadTooLarge("Upload failed", detail=f"the request is larger than {limit} bytes") from None
+    except MultiPartException as exc:
+        if "files" in str(exc).lower():
+            raise UploadFailed(f"at most {settings['max_files']} files per submission") from None
+        raise BadRequest(f"Malformed form body: {exc}") from None
+    try:
+        await _collect(form, sent)
+    finally:
+        await form.close()
+    return sent
+
+
+async def _collect(form: Any, sent: Submission) -> None:
+    lists: set[str] = set()
+    for key, value in form.multi_items():
+        if key in ("success", "subject") and isinstance(value, str):
+            setattr(sent, key, value or getattr(sent, key))
+            continue
+        match = DATA_KEY.match(key)
+        if match is None:
+            continue
+        name, many = match.group(1), bool(match.group(2))
+        if isinstance(value, UploadFile):
+            sent.files.setdefault(name, []).append(FilePart(value.filename or "", await value.read()))
+        elif many or name in sent.data:  # `data[x][]`, or a name sent twice: a list
+            current = sent.data.get(name)
+            values: list[Any] = current if name in lists and isinstance(current, list) else (
+                [] if current is None else [current])
+            values.append(value)
+            sent.data[name] = values
+            lists.add(name)
+        else:
+            sent.data[name] = value
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+# -- forms (inbox/manage) ------------------------------------------------------
+
+
+async def _data(request: Request) -> Any:
+    quire = quire_of(request)
+    body = await read_json(request, quire.max_body, quire.max_depth)
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, dict):
+        raise PreconditionFailed("Item data is missing")
+    return data
+
+
+async def list_forms(request: Request) -> Response:
+    return json_response(quire_of(request).forms.all(identify(request)))
+
+
+async def save_form(request: Request) -> Response:
+    identity = identify(request)
+    identity.require("inbox/manage")
+    return json_response(await quire_of(request).forms.save(await _data(request), identity))
+
+
+async def get_form(request: Request) -> Response:
+    return json_response(quire_of(request).forms.get(request.path_params["id"], identify(request)))
+
+
+async def delete_form(request: Request) -> Response:
+    identity = identify(request)
+    await quire_of(request).submissions.delete_form(request.path_params["id"], identity)
+    return json_response({"success": True})
+
+
+async def rotate_token(request: Request) -> Response:
+    identity = identify(request)
+    return json_response(await quire_of(request).forms.rotate_token(request.path_params["id"], identity))
+
+
+# -- submissions (inbox/submissions) -------------------------------------------
+
+
+async def list_submissions(request: Request) -> Response:
+    identity = identify(request)
+    identity.require("inbox/submissions")
+    sort = json_param(request, "sort")
+    docs, total = quire_of(request).submissions.find(
+        identity, request.query_params.get("form") or None, json_param(request, "filter"),
+        parse_sort(sort) if sort is not None else None, int_param(request, "limit"), int_param(request, "skip"),
+        parse_fields(json_param(request, "fields")),
+    )
+    return json_response(docs if total is None else {"data": docs, "meta": {"total": total}})
+
+
+async def get_submission(request: Request) -> Response:
+    return json_response(quire_of(request).submissions.get(request.path_params["id"], identify(request)))
+
+
+async def update_submission(request: Request) -> Response:
+    identity = identify(request)
+    identity.require("inbox/submissions")
+    record = await quire_of(request).submissions.update(request.path_params["id"], await _data(request), identity)
+    return json_response(record)
+
+
+async def delete_submission(request: Request) -> Response:
+    identity = identify(request)
+    await quire_of(request).submissions.delete(request.path_params["id"], identity)
+    return json_response({"success": True})
+
+
+async def attachment(request: Request) -> Response:
+    identity = identify(request)
+    p = request.path_params
+    path, item = quire_of(request).submissions.attachment(p["id"], p["field"], p["n"], identity)
+    name = item["name"].replace('"', "")
+    ascii_name = name.encode("ascii", "replace").decode().replace("?", "_")
+    headers = {**FILE_HEADERS, "Content-Security-Policy": SANDBOX_POLICY, "Cache-Control": "private, no-store",
+               "Content-Disposition": f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"}
+    return FileResponse(path, media_type=item["mime"], headers=headers)
+
+
+async def export_csv(request: Request) -> Response:
+    identity = identify(request)
+    form_id = request.query_params.get("form") or None
+    rows = quire_of(request).submissions.export_csv(form_id, json_param(request, "filter"), identity)
+    name = f"submissions-{form_id}.csv" if form_id else "submissions.csv"
+    return StreamingResponse(rows, media_type="text/csv; charset=utf-8",
+                             headers={"Content-Disposition": f'attachment; filename="{name}"',
+                                      "Cache-Control": "private, no-store"})
+
+
+routes = [
+    route("/api/inbox/submit/{token}", post=submit),
+    route("/api/inbox/forms", get=list_forms, post=save_form),
+    route("/api/inbox/forms/{id}", get=get_form, delete=delete_form),
+    route("/api/inbox/forms/{id}/token", post=rotate_token),
+    route("/api/inbox/submissions", get=list_submissions),
+    route("/api/inbox/submissions/export.csv", get=export_csv),
+    route("/api/inbox/submissions/{id}", get=get_submission, post=update_submission, delete=delete_submission),
+    route("/api/inbox/submissions/{id}/attachments/{field}/{n}", get=attachment),
+]

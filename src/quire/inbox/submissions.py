@@ -1,0 +1,189 @@
+"""Stored submissions (`inbox/submissions`): listing, reading, the spam
+flag, deletes (with their files), attachment downloads and CSV export; and
+deleting a form with everything it received."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from quire.auth.service import Identity
+from quire.errors import BadRequest, NotFound, PreconditionFailed
+from quire.events import Events, Reject
+from quire.ids import is_id
+from quire.inbox.forms import MANAGE, FormService
+from quire.inbox.service import ATTACHMENTS, SUBMISSIONS
+from quire.store import SqliteStore
+from quire.store.query import And, Cond, Node, Projection, parse_filter
+
+READ = "inbox/submissions"
+Sort = list[tuple[tuple[str, ...], int]]
+NEWEST_FIRST: Sort = [(("_created",), -1), (("_id",), -1)]
+OLDEST_FIRST: Sort = [(("_created",), 1), (("_id",), 1)]
+# a cell starting like a formula would run in a spreadsheet
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+class SubmissionService:
+    def __init__(self, store: SqliteStore, events: Events, forms: FormService, uploads: Path) -> None:
+        self.store = store
+        self.events = events
+        self.forms = forms
+        self.uploads = uploads
+        self.submissions = store.collection(SUBMISSIONS)
+
+    def query(self, form_id: str | None, spec: Any) -> Node:
+        if spec is not None and not isinstance(spec, dict):
+            raise BadRequest("filter must be an object")
+        node = parse_filter(spec or {})
+        return And([Cond(("form",), "eq", form_id), node]) if form_id else node
+
+    def find(self, identity: Identity, form_id: str | None, spec: Any, sort: Any, limit: int | None,
+             skip: int | None, projection: Projection | None) -> tuple[list[dict[str, Any]], int | None]:
+        """Newest first unless `sort` says otherwise."""
+        identity.require(READ)
+        if form_id is not None:
+            self.forms.by_id(form_id)  # 404 for a form that does not exist
+        node = self.query(form_id, spec)
+        docs = self.submissions.find(node, sort or NEWEST_FIRST, limit, skip, projection)
+        total = self.submissions.count(node) if limit is not None and skip is not None else None
+        return docs, total
+
+    def get(self, record_id: str, identity: Identity) -> dict[str, Any]:
+        identity.require(READ)
+        return self._get(record_id)
+
+    def _get(self, record_id: str) -> dict[str, Any]:
+        record = self.submissions.get(record_id) if is_id(record_id) else None
+        if record is None:
+            raise NotFound("Submission not found")
+        return record
+
+    async def update(self, record_id: str, data: Any, identity: Identity) -> dict[str, Any]:
+        """Only the spam flag changes; the submitted data is evidence."""
+        identity.require(READ)
+        if not isinstance(data, dict):
+            raise PreconditionFailed("Item data is missing")
+        unknown = sorted(k for k in data if k not in ("spam", "_id"))
+        if unknown:
+            raise BadRequest(f"Only spam can be changed, not {', '.join(unknown)}", fields=unknown)
+        if "spam" in data and not isinstance(data["spam"], bool):
+            raise BadRequest("spam must be true or false", fields=["spam"])
+        async with self.store.atomic():
+            record = self._get(record_id)
+            if "spam" in data:
+                record.update(spam=data["spam"], _modified=int(time.time()))
+            try:
+                await self.events.emit("inbox.submission.save", record=record, identity=identity)
+            except Reject as exc:
+                raise PreconditionFailed(exc.message) from None
+            self.submissions.replace(record)
+        return record
+
+    async def delete(self, record_id: str, identity: Identity) -> None:
+        identity.require(READ)
+        async with self.store.atomic():
+            record = self._get(record_id)
+            await self._remove([record], identity)
+
+    async def _remove(self, records: list[dict[str, Any]], identity: Identity) -> None:
+        """Inside a transaction: the records go now, their files after the
+        commit (a rollback keeps both)."""
+        for record in records:
+            try:
+                await self.events.emit("inbox.submission.remove", record=record, identity=identity)
+            except Reject as exc:
+                raise PreconditionFailed(exc.message) from None
+            self.submissions.delete(record["_id"])
+        files = [a["file"] for r in records for items in r.get("attachments", {}).values() for a in items]
+        self.store.after_commit(lambda: self._unlink(files))
+
+    def _unlink(self, files: list[str]) -> None:
+        for relative in files:
+            (self.uploads / relative).unlink(missing_ok=True)
+
+    async def delete_form(self, form_id: str, identity: Identity) -> None:
+        """A form goes with its submissions and their files."""
+        identity.require(MANAGE)
+        identity.require(READ)
+        async with self.store.atomic():
+            form = self.forms.get(form_id, identity)
+            await self._remove(self.submissions.find({"form": form_id}), identity)
+            try:
+                await self.events.emit("inbox.form.remove", form=form, identity=identity)
+            except Reject as exc:
+                raise PreconditionFailed(exc.message) from None
+            self.forms.forms.delete(form_id)
+
+    def attachment(self, record_id: str, field: str, index: str, identity: Identity) -> tuple[Path, dict[str, Any]]:
+        identity.require(READ)
+        items = self._get(record_id).get("attachments", {}).get(field) or []
+        n = int(index) if index.isdigit() else -1
+        if not 0 <= n < len(items):
+            raise NotFound("Attachment not found")
+        item = items[n]
+        path = (self.uploads / item["file"]).resolve()
+        root = (self.uploads / ATTACHMENTS).resolve()
+        if not path.is_relative_to(root) or not path.is_file():
+            raise NotFound("Attachment not found")
+        return path, item
+
+    def export_csv(self, form_id: str | None, spec: Any, identity: Identity) -> Iterator[bytes]:
+        """Submissions as CSV (UTF-8 with BOM, for spreadsheets), oldest
+        first: id, date, spam, one column per field, one per attachment
+        field (file names). The columns are the form's fields, then any
+        other field found."""
+        identity.require(READ)
+        node = self.query(form_id, spec)
+        fields: dict[str, None] = {}
+        files: dict[str, None] = {}
+        if form_id is not None:
+            fields.update(dict.fromkeys(self.forms.by_id(form_id)["fields"]))
+        for rows in self.submissions.stream_raw(node, OLDEST_FIRST):
+            for raw in rows:
+                record = orjson.loads(raw)
+                files.update(dict.fromkeys(record.get("attachments") or {}))
+                fields.update(dict.fromkeys(k for k in record.get("data") or {} if k not in files))
+        data_columns = [f for f in fields if f not in files]
+        return self._csv_rows(node, OLDEST_FIRST, data_columns, list(files))
+
+    def _csv_rows(self, node: Node, sort: Any, fields: list[str], files: list[str]) -> Iterator[bytes]:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["_id", "created", "spam", *fields, *files])
+        yield b"\xef\xbb\xbf" + out.getvalue().encode()
+        for rows in self.submissions.stream_raw(node, sort):
+            out.seek(0)
+            out.truncate()
+            for raw in rows:
+                record = orjson.loads(raw)
+                data = record.get("data") or {}
+                attachments = record.get("attachments") or {}
+                created = datetime.fromtimestamp(record.get("_created", 0), UTC).strftime("%Y-%m-%d %H:%M:%S")
+                writer.writerow([
+                    record["_id"], created, "yes" if record.get("spam") else "no",
+                    *(_cell(data.get(f)) for f in fields),
+                    *("; ".join(_cell(a.get("name")) for a in attachments.get(f, [])) for f in files),
+                ])
+            yield out.getvalue().encode()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        text = ""
+    elif isinstance(value, list):
+        text = ", ".join(_cell(v) for v in value)
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, dict):
+        text = orjson.dumps(value).decode()
+    else:
+        text = str(value)
+    return "'" + text if text.startswith(_FORMULA) else text
