@@ -197,3 +197,41 @@ def test_atomic_blocks_from_two_event_loops_in_two_threads_do_not_interleave(sto
     for t in threads:
         t.join(60)
     assert coll.get(item["_id"])["n"] == 100  # type: ignore[index]
+
+
+@pytest.mark.anyio
+async def test_a_sync_write_never_joins_another_tasks_open_transaction(store: SqliteStore) -> None:
+    """Task A awaits inside `atomic()`; task B's plain write must not slip into
+    A's transaction (it would be rolled back with A): it is refused, and a
+    write of B through `atomic()` waits for A and commits on its own."""
+    import anyio
+
+    coll = store.collection("things")
+    entered, release = anyio.Event(), anyio.Event()
+    outcome: dict[str, Any] = {}
+
+    async def task_a() -> None:
+        try:
+            async with store.atomic():
+                coll.insert({"_id": "a"})
+                entered.set()
+                await release.wait()
+                raise RuntimeError("A fails")
+        except RuntimeError:
+            pass
+
+    async def task_b() -> None:
+        await entered.wait()
+        try:
+            coll.insert({"_id": "b-sync"})
+        except RuntimeError as exc:
+            outcome["sync"] = str(exc)
+        release.set()
+        async with store.atomic():
+            coll.insert({"_id": "b-atomic"})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(task_a)
+        tg.start_soon(task_b)
+    assert "async with store.atomic()" in outcome["sync"]
+    assert sorted(coll.ids()) == ["b-atomic"]  # A rolled back alone; B's atomic write stands

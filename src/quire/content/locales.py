@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import re
+from collections.abc import Callable
 from typing import Any
 
 from quire.cache import SystemCache, bump_system_version
@@ -29,6 +30,8 @@ class LocaleService:
         self.default_name = default_name
         self.config = store.collection(CONFIG)
         self._cache: SystemCache[builtins.list[dict[str, str]]] = SystemCache(store, self._load)
+        # called inside the transaction that changes the locales (pages index routes per locale)
+        self.on_change: builtins.list[Callable[[builtins.list[str]], None]] = []
 
     def _load(self) -> builtins.list[dict[str, str]]:
         doc = self.config.get("locales")
@@ -65,6 +68,8 @@ class LocaleService:
         with self.store.transaction():
             self.config.replace({"_id": "locales", "items": items})
             bump_system_version(self.store)
+            for listener in self.on_change:
+                listener([item["i18n"] for item in items])
         return self.list()
 
 

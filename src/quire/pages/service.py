@@ -85,6 +85,15 @@ class PagesService:
         self.settings = settings
         self._collections: dict[tuple[str, ...], Collection] = {}
         self.cache = GenerationCache(store)
+        self.ensure_indexes(self.codes())
+        content.locales.on_change.append(self.ensure_indexes)
+
+    def ensure_indexes(self, codes: list[str]) -> None:
+        """A route lookup in any locale is one index probe; made at start
+        and whenever the locales change (never on a read)."""
+        indexes: list[list[tuple[str, ...]]] = [[("_pid",), ("_o",)]]
+        indexes += [[("_state",), (routing.route_key(loc),)] for loc in [DEFAULT, *codes]]
+        self.store.ensure_indexes(PAGES, indexes)
 
     def codes(self) -> list[str]:
         return self.content.locales.codes()
@@ -101,10 +110,6 @@ class PagesService:
             hints = {"_state": "number", "_o": "number", "_created": "number", "_modified": "number",
                      "_pid": "text", "_r": "text", "type": "text"}
             hints.update({f"_r_{c}": "text" for c in codes})
-            # a route lookup in any locale is one index probe
-            indexes: list[list[tuple[str, ...]]] = [[("_pid",), ("_o",)]]
-            indexes += [[("_state",), (routing.route_key(loc),)] for loc in self.locales()]
-            self.store.ensure_indexes(PAGES, indexes)
             coll = self._collections[codes] = self.store.collection(PAGES, hints)
         return coll
 

@@ -218,6 +218,12 @@ class SqliteStore:
         """A write transaction (nested calls become savepoints)."""
         with self._wlock:
             depth = self._depth
+            if depth and not _in_tx.get():
+                # Another task on this thread holds the transaction (it awaits
+                # inside `atomic()`): joining it would commit or roll back
+                # these writes with that task's.
+                raise RuntimeError("a write transaction of another task is open: "
+                                   "write with `async with store.atomic()` in async code")
             self._writer.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT s{depth}")
             self._depth += 1
             token = _in_tx.set(True)
@@ -271,7 +277,7 @@ class SqliteStore:
         self._after_commit.append(callback)
 
     def _write(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
-        if self._depth == 0:
+        if self._depth == 0 or not _in_tx.get():
             with self.transaction():
                 return self._writer.execute(sql, params)
         return self._writer.execute(sql, params)

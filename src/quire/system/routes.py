@@ -35,12 +35,17 @@ async def get_model(request: Request) -> Response:
 async def put_model(request: Request) -> Response:
     require_manage(request)
     model = parse_model(request.path_params["name"], await _body(request))
-    return json_response(quire_of(request).models.save(model).to_json())
+    quire = quire_of(request)
+    async with quire.store.atomic():
+        saved = quire.models.save(model)
+    return json_response(saved.to_json())
 
 
 async def delete_model(request: Request) -> Response:
     require_manage(request)
-    quire_of(request).models.delete(request.path_params["name"])
+    quire = quire_of(request)
+    async with quire.store.atomic():
+        quire.models.delete(request.path_params["name"])
     return json_response({"success": True})
 
 
@@ -56,13 +61,18 @@ async def get_role(request: Request) -> Response:
 
 async def put_role(request: Request) -> Response:
     require_manage(request)
-    role = quire_of(request).auth.save_role(request.path_params["name"], await _body(request))
+    body = await _body(request)
+    quire = quire_of(request)
+    async with quire.store.atomic():
+        role = quire.auth.save_role(request.path_params["name"], body)
     return json_response(role)
 
 
 async def delete_role(request: Request) -> Response:
     require_manage(request)
-    quire_of(request).auth.delete_role(request.path_params["name"])
+    quire = quire_of(request)
+    async with quire.store.atomic():
+        quire.auth.delete_role(request.path_params["name"])
     return json_response({"success": True})
 
 
@@ -76,12 +86,17 @@ async def create_key(request: Request) -> Response:
     body = await _body(request)
     if not isinstance(body, dict):
         body = {}
-    return json_response(quire_of(request).auth.create_key(body.get("name"), body.get("role")))
+    quire = quire_of(request)
+    async with quire.store.atomic():
+        created = quire.auth.create_key(body.get("name"), body.get("role"))
+    return json_response(created)
 
 
 async def delete_key(request: Request) -> Response:
     require_manage(request)
-    quire_of(request).auth.delete_key(request.path_params["id"])
+    quire = quire_of(request)
+    async with quire.store.atomic():
+        quire.auth.delete_key(request.path_params["id"])
     return json_response({"success": True})
 
 
@@ -92,7 +107,11 @@ async def get_locales(request: Request) -> Response:
 
 async def put_locales(request: Request) -> Response:
     require_manage(request)
-    return json_response(quire_of(request).locales.save(await _body(request)))
+    body = await _body(request)
+    quire = quire_of(request)
+    async with quire.store.atomic():  # sync services write inside the async lock: see SqliteStore.transaction
+        saved = quire.locales.save(body)
+    return json_response(saved)
 
 
 routes = [
