@@ -65,7 +65,11 @@ class Quire:
         self.public_url: str = settings.get("server", "public_url")
         self.max_body: int = settings.get("api", "max_body_bytes")
         self.max_depth: int = settings.get("api", "max_json_depth")
-        load_hooks(self.events, settings.get("hooks", "modules"), settings.data_dir, self)
+        try:
+            load_hooks(self.events, settings.get("hooks", "modules"), settings.data_dir, self)
+        except BaseException:
+            self.close()
+            raise
 
     def start(self) -> None:
         """At server start: send what an earlier run left in the outbox."""
