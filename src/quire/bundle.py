@@ -16,6 +16,8 @@ from quire.auth.service import Identity
 from quire.content.models import parse_model
 from quire.errors import BadRequest, PreconditionFailed
 from quire.events import Reject
+from quire.ids import is_id
+from quire.inbox.forms import FORMS, check_form
 from quire.l10n.service import PROJECTS
 from quire.pages.menus import MENUS, SETTINGS
 
@@ -37,6 +39,7 @@ def export_bundle(quire: Quire) -> Iterator[bytes]:
         "pages": quire.pages.collection().find(),  # creation order: the default list order
         "menus": quire.store.collection(MENUS).find(),
         "pageSettings": quire.store.collection(SETTINGS).get("settings"),
+        "forms": quire.store.collection(FORMS).find(None, [(("name",), 1)]),
         "l10n": [{k: p[k] for k in ("name", "label", "locales", "keys")}
                  for p in quire.store.collection(PROJECTS).find(None, [(("name",), 1)])],
     }
@@ -57,7 +60,7 @@ async def import_bundle(quire: Quire, bundle: Any) -> dict[str, int]:
     if not isinstance(bundle, dict) or bundle.get("quire") != FORMAT:
         raise BadRequest('Not a Quire bundle (expected {"quire": 1, ...})')
     counts = {"models": 0, "locales": 0, "roles": 0, "items": 0, "pages": 0, "menus": 0,
-              "translation projects": 0}
+              "translation projects": 0, "forms": 0}
     items = bundle.get("items") or {}
     if not isinstance(items, dict):
         raise BadRequest("items must be an object keyed by model name")
@@ -84,12 +87,29 @@ async def import_bundle(quire: Quire, bundle: Any) -> dict[str, int]:
             counts["menus"] += 1
         if bundle.get("pageSettings"):
             await quire.menus.save_settings(bundle["pageSettings"], IMPORTER)
+        for form in bundle.get("forms") or []:
+            counts["forms"] += await _import_form(quire, form)
         for project in bundle.get("l10n") or []:
             if not isinstance(project, dict) or not isinstance(project.get("name"), str):
                 raise BadRequest("every translation project needs a name")
             await quire.l10n.put(project["name"], project, IMPORTER)
             counts["translation projects"] += 1
     return counts
+
+
+async def _import_form(quire: Quire, form: Any) -> int:
+    """A form keeps its id and token, so the site's forms keep working."""
+    if not isinstance(form, dict) or not is_id(form.get("_id")) or not isinstance(form.get("token"), str):
+        raise BadRequest("every form needs an _id and a token")
+    clean = check_form(form)
+    doc = {**{k: form[k] for k in ("_id", "token", "_created", "_modified") if k in form}, **clean}
+    try:
+        await quire.events.emit("inbox.form.save", form=doc, identity=IMPORTER)
+    except Reject as exc:
+        raise PreconditionFailed(f"form {doc['_id']}: {exc.message}") from None
+    quire.forms.forms.replace({"group": "", "emails": [], "domains": [], "fields": [], "honeypot": None,
+                               "languages": [], "store": True, **doc})
+    return 1
 
 
 async def _import_items(quire: Quire, name: str, docs: Any) -> int:

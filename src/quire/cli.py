@@ -85,15 +85,18 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from quire.demo import install_demo
+    from quire.demo import contact_token, install_demo
 
     quire = _quire(args)
     try:
         created, key = asyncio.run(install_demo(quire))
+        token = contact_token(quire)
     finally:
         quire.close()
     print("Demo data created." if created else "Demo data already present.")
     print(f"Serve it with: quire serve --data {args.data}   (then: curl <url>/api/content/items/posts)")
+    if token:
+        print(f"Contact form token: {token}   (POST <url>/api/inbox/submit/{token}, no key needed)")
     print("Admin API key (new on every run; the previous demo key was revoked):")
     print(key)
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field
+from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
 
@@ -218,5 +219,7 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
         value = values[section][key]
         if not low <= value <= high:
             raise ConfigError(f"setting '{section}.{key}' must be between {low} and {high}")
+    if values["smtp"]["host"] and "@" not in parseaddr(values["smtp"]["from"])[1]:
+        raise ConfigError("setting 'smtp.from' must be an e-mail address, like \"Site <site@example.com>\"")
     if values["smtp"]["ssl"] and values["smtp"]["starttls"]:
         raise ConfigError("settings 'smtp.ssl' and 'smtp.starttls' exclude each other: ssl is TLS from the start")

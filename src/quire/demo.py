@@ -87,6 +87,11 @@ def _picture(colors: tuple[tuple[int, int, int], ...], size: tuple[int, int] = (
     return out.getvalue()
 
 
+def contact_token(quire: Quire) -> str | None:
+    form = quire.forms.forms.find_one({"name": "Contact"})
+    return form["token"] if form else None
+
+
 async def install_demo(quire: Quire) -> tuple[bool, str]:
     """Create the demo content unless models exist; always rotate the demo
     admin key and return it."""
@@ -140,6 +145,10 @@ async def _create(quire: Quire) -> None:
     await save("nav", {"label": "About", "label_de": "Über uns", "url": "/about", "_pid": home["_id"]}, ADMIN)
     await _pages(quire)
     await _translations(quire)
+    await quire.forms.save({
+        "name": "Contact", "group": "website", "fields": ["name", "email", "message", "attachment"],
+        "honeypot": "website", "emails": [],
+    }, ADMIN)
 
 
 async def _pages(quire: Quire) -> None:

@@ -19,7 +19,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
+from email.utils import formatdate, make_msgid, parseaddr
 from pathlib import Path
 from typing import Any
 
@@ -199,7 +199,8 @@ class Mailer:
         mail["To"] = ", ".join(message["to"])
         mail["Subject"] = message["subject"]
         mail["Date"] = formatdate(localtime=False)
-        mail["Message-ID"] = make_msgid(domain=self.settings["from"].rpartition("@")[2] or None)
+        sender = parseaddr(self.settings["from"])[1]
+        mail["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
         if message.get("reply_to"):
             mail["Reply-To"] = message["reply_to"]
         mail.set_content(message["text"])
