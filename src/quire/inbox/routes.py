@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response, StreamingResponse
@@ -66,7 +67,10 @@ async def read_submission(request: Request) -> Submission:
     query = request.query_params
     sent = Submission(success=query.get("success"), subject=query.get("subject"))
     if kind == "application/json":
-        body = await read_json(request, limit, quire.max_depth)
+        try:
+            body = await read_json(request, limit, quire.max_depth)
+        except PayloadTooLarge:
+            raise PayloadTooLarge("Upload failed", detail=f"the request is larger than {limit} bytes") from None
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, dict):
             raise PreconditionFailed("Item data is missing")
@@ -78,18 +82,31 @@ async def read_submission(request: Request) -> Submission:
         raise PreconditionFailed("Item data is missing")
     limited = Request(request.scope, limited_receive(request.receive, limit))
     try:
-        form = await limited.form(max_files=settings["max_files"], max_fields=settings["max_fields"] + 10)
+        # The parser's own caps are loose (empty file inputs are parts too;
+        # the request cap bounds a value's size): the exact limits are
+        # checked on what it found, with messages that name the field.
+        form = await limited.form(max_files=settings["max_files"] + settings["max_fields"],
+                                  max_fields=settings["max_fields"] + 10, max_part_size=limit)
     except PayloadTooLarge:
         raise PayloadTooLarge("Upload failed", detail=f"the request is larger than {limit} bytes") from None
-    except MultiPartException as exc:
-        if "files" in str(exc).lower():
-            raise UploadFailed(f"at most {settings['max_files']} files per submission") from None
-        raise BadRequest(f"Malformed form body: {exc}") from None
+    except (MultiPartException, HTTPException) as exc:
+        raise _parser_error(str(getattr(exc, "detail", None) or exc), settings) from None
     try:
         await _collect(form, sent)
     finally:
         await form.close()
     return sent
+
+
+def _parser_error(message: str, settings: dict[str, Any]) -> Exception:
+    lowered = message.lower()
+    if "too many files" in lowered:
+        return UploadFailed(f"at most {settings['max_files']} files per submission")
+    if "too many fields" in lowered:
+        return BadRequest(f"Too many fields: at most {settings['max_fields']}")
+    if "maximum size" in lowered:
+        return BadRequest(f"A field is longer than {settings['max_field_length']} characters")
+    return BadRequest(f"Malformed form body: {message}")
 
 
 async def _collect(form: Any, sent: Submission) -> None:

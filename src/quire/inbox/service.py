@@ -27,6 +27,7 @@ from quire.errors import ApiError, BadRequest, PayloadTooLarge, PreconditionFail
 from quire.events import Events, Reject
 from quire.ids import new_id
 from quire.inbox import language
+from quire.inbox.forms import FIELD_NAME
 from quire.inbox.mailer import Mailer, compose
 from quire.store import SqliteStore
 
@@ -92,7 +93,7 @@ class SubmitService:
         redirect = _redirect(sent.success, form["domains"])
         record: dict[str, Any] = {"_id": new_id(), "form": form["_id"], "data": {}, "attachments": {},
                                   "spam": False, "_created": int(time.time())}
-        if form["honeypot"] and _filled(sent.data.get(form["honeypot"])):
+        if form["honeypot"] and (_filled(sent.data.get(form["honeypot"])) or sent.files.get(form["honeypot"])):
             record["data"] = {k: v for k, v in sent.data.items() if k != form["honeypot"]}
             return Outcome(record, redirect)  # the bot sees success; nothing is kept
         data, files = self._allowed(form, sent)
@@ -121,9 +122,12 @@ class SubmitService:
         (a file input left empty) are no files."""
         keep = set(form["fields"]) if form["fields"] else None
         honeypot = form["honeypot"]
-        data = {k: v for k, v in sent.data.items() if k != honeypot and (keep is None or k in keep)}
-        files = {k: [f for f in parts if f.data or f.filename] for k, parts in sent.files.items()
-                 if k != honeypot and (keep is None or k in keep)}
+
+        def kept(name: str) -> bool:  # without a list, any plain field name
+            return name != honeypot and (name in keep if keep is not None else bool(FIELD_NAME.match(name)))
+
+        data = {k: v for k, v in sent.data.items() if kept(k)}
+        files = {k: [f for f in parts if f.data or f.filename] for k, parts in sent.files.items() if kept(k)}
         return data, {k: v for k, v in files.items() if v}
 
     def _check_limits(self, data: dict[str, Any], files: dict[str, list[FilePart]]) -> None:
@@ -131,8 +135,8 @@ class SubmitService:
         if len(data) + len(files) > s["max_fields"]:
             raise BadRequest(f"Too many fields: at most {s['max_fields']}")
         for name, value in data.items():
-            for text in value if isinstance(value, list) else [value]:
-                if isinstance(text, str) and len(text) > s["max_field_length"]:
+            for text in _strings(value):
+                if len(text) > s["max_field_length"]:
                     raise BadRequest(f"Field {name} is longer than {s['max_field_length']} characters",
                                      fields=[name])
         if sum(len(parts) for parts in files.values()) > s["max_files"]:
@@ -142,8 +146,8 @@ class SubmitService:
         if not form["languages"]:
             return
         for value in data.values():
-            for text in value if isinstance(value, list) else [value]:
-                long_text = isinstance(text, str) and len(text.strip()) > LANGUAGE_MIN_CHARS
+            for text in _strings(value):
+                long_text = len(text.strip()) > LANGUAGE_MIN_CHARS
                 if long_text and language.detect(text) not in form["languages"]:
                     raise PreconditionFailed("Precondition failed")
 
@@ -214,6 +218,20 @@ class SubmitService:
         if queued:
             self.mailer.wake()
         return record
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a value (JSON bodies may nest lists and objects)."""
+    out, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return out
 
 
 def _filled(value: Any) -> bool:
