@@ -29,6 +29,8 @@ from quire.l10n.service import L10nService
 from quire.pages import routes as pages_routes
 from quire.pages.menus import MenuService
 from quire.pages.service import PagesService
+from quire.searchmod import routes as search_routes
+from quire.searchmod.service import SearchService
 from quire.store import SqliteStore
 from quire.system import routes as system_routes
 
@@ -60,6 +62,7 @@ class Quire:
         self.inbox = SubmitService(self.store, self.events, self.mailer, self.assets.uploads,
                                    settings.values["inbox"], settings.values["assets"])
         self.submissions = SubmissionService(self.store, self.events, self.forms, self.assets.uploads)
+        self.search = SearchService(self.store, self.content, self.models, self.events)
         inbox = settings.values["inbox"]
         self.rate_limiter = RateLimiter(self.store, inbox["rate_limit"], inbox["rate_window_seconds"])
         self.public_url: str = settings.get("server", "public_url")
@@ -85,7 +88,8 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
     app = App(
         [
             *system_routes.routes, *content_routes.routes, *asset_routes.routes,
-            *pages_routes.routes, *l10n_routes.routes, *inbox_routes.routes, *openapi.routes,
+            *pages_routes.routes, *l10n_routes.routes, *inbox_routes.routes,
+            *search_routes.routes, *openapi.routes,
         ],
         cors_origins=settings.get("api", "cors_origins"),
         access_log_enabled=not settings.get("server", "quiet"),

@@ -130,6 +130,7 @@ async def _import_items(quire: Quire, name: str, docs: Any) -> int:
         except Reject as exc:
             raise PreconditionFailed(f"{name}/{item['_id']}: {exc.message}") from None
         coll.replace(item)
+        await quire.content.stored(name, item, is_update, IMPORTER)
         quire.store.after_commit(
             lambda item=item, is_update=is_update: quire.events.emit_after(
                 "content.item.save.after", model=name, item=item, is_update=is_update, identity=IMPORTER

@@ -7,6 +7,7 @@ import asyncio
 import os
 import secrets
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +188,20 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    from quire.auth.service import Identity
+
+    quire = _quire(args)
+    try:
+        started = time.perf_counter()
+        index = asyncio.run(quire.search.rebuild(args.name, Identity("admin", key_id="cli")))
+        took = time.perf_counter() - started
+    finally:
+        quire.close()
+    print(f"Rebuilt index {index['name']}: {index['documents']} documents in {took:.1f} s")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="quire", description="Quire: a headless CMS with a JSON REST API."
@@ -241,6 +256,14 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Import a bundle (models, locales, roles, items); all or nothing.")
     imp.add_argument("file", help="bundle file, or - for stdin")
     imp.set_defaults(func=cmd_import)
+
+    search = sub.add_parser("search", help="manage search indexes", description="Search index tasks.")
+    search_sub = search.add_subparsers(dest="search_cmd", required=True, metavar="ACTION")
+    rebuild = search_sub.add_parser("rebuild", parents=[common], help="rebuild an index from its content",
+                                    description="Write every item of the index's model again and drop "
+                                                "documents of items that left it; searches keep working meanwhile.")
+    rebuild.add_argument("name", help="index name")
+    search.set_defaults(func=cmd_search)
 
     from quire.l10n.cli import add_parser as add_l10n
 

@@ -113,7 +113,7 @@ async def _create(quire: Quire) -> None:
     quire.auth.save_role("public", {"permissions": {
         "content/posts/read": True, "content/authors/read": True,
         "content/settings/read": True, "content/nav/read": True, "assets/read": True,
-        "pages/read": True, "l10n/read": True,
+        "pages/read": True, "l10n/read": True, "searchmod/read": True,
     }})
     pictures = await quire.assets.upload(
         [Upload(f"{name}.jpg", _picture(colors)) for name, colors in PICTURES],
@@ -145,6 +145,8 @@ async def _create(quire: Quire) -> None:
     await save("nav", {"label": "About", "label_de": "Über uns", "url": "/about", "_pid": home["_id"]}, ADMIN)
     await _pages(quire)
     await _translations(quire)
+    await quire.search.put("posts", {"label": "Posts", "model": "posts", "fields": ["title", "body", "tags"],
+                                      "locales": ["de"], "weights": {"title": 3, "tags": 2}}, ADMIN)
     await quire.forms.save({
         "name": "Contact", "group": "website", "fields": ["name", "email", "message", "attachment"],
         "honeypot": "website", "emails": [],

@@ -215,10 +215,12 @@ def document() -> dict[str, Any]:
     from quire.inbox import openapi as inbox_paths
     from quire.l10n import openapi as l10n_paths
     from quire.pages import openapi as pages_paths
+    from quire.searchmod import openapi as search_paths
 
     paths.update(pages_paths.paths())
     paths.update(l10n_paths.paths())
     paths.update(inbox_paths.paths())
+    paths.update(search_paths.paths())
     return {
         "openapi": "3.1.0",
         "info": {"title": "Quire API", "version": __version__,

@@ -4,6 +4,7 @@ cache, expression indexes, and the store hints derived from field types."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,6 +210,7 @@ class ModelService:
         self.locales = locales
         self.models = store.collection(MODELS)
         self._cache: SystemCache[dict[str, Model]] = SystemCache(store, self._load)
+        self.on_delete: list[Callable[[str], None]] = []
 
     def _load(self) -> dict[str, Model]:
         out = {}
@@ -295,3 +297,5 @@ class ModelService:
             self.models.delete(name)
             self.store.drop_collection(collection_name(name))
             bump_system_version(self.store)
+            for listener in self.on_delete:  # in the transaction: search indexes of the model empty too
+                listener(name)

@@ -445,10 +445,20 @@ class ContentService:
             except Reject as exc:
                 raise PreconditionFailed(exc.message) from None
             coll.replace(item)
+            await self.stored(name, item, is_update, identity)
         await self.events.emit_after(
             "content.item.save.after", model=name, item=item, is_update=is_update, identity=identity
         )
         return item
+
+    async def stored(self, name: str, item: dict[str, Any], is_update: bool, identity: Identity) -> None:
+        """`content.item.saved`: the item as stored, inside the write's
+        transaction, for data that must change with it (search indexes)."""
+        try:
+            await self.events.emit("content.item.saved", model=name, item=item, is_update=is_update,
+                                   identity=identity)
+        except Reject as exc:
+            raise PreconditionFailed(exc.message) from None
 
     def _new_item(
         self, model: Model, clean: dict[str, Any], now: int, identity: Identity, coll: Collection

@@ -276,6 +276,19 @@ class SqliteStore:
         `atomic()` block has committed; dropped if it rolls back."""
         self._after_commit.append(callback)
 
+    def write(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        """Run SQL on the writer, in the open transaction (or its own): for
+        modules that keep tables of their own (search indexes)."""
+        return self._write(sql, params)
+
+    def writer_executemany(self, sql: str, rows: list[Any]) -> None:
+        """`executemany` on the writer, in the open transaction (or its own)."""
+        if self._depth == 0 or not _in_tx.get():
+            with self.transaction():
+                self._writer.executemany(sql, rows)
+        else:
+            self._writer.executemany(sql, rows)
+
     def _write(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
         if self._depth == 0 or not _in_tx.get():
             with self.transaction():

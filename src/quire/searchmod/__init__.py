@@ -1,0 +1,2 @@
+"""Full-text search (`searchmod`): indexes that follow content, ranked
+queries."""
