@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 from quire.searchmod.query import Query, fold, quoted, tokens
 from quire.store import SqliteStore
@@ -43,7 +45,33 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def locale_term(locale: str) -> str:
-    return "lc" + fold(locale).replace("-", "").replace("_", "")
+    """A token only the hidden locale column holds (hex: `pt-BR` and
+    `pt_BR` stay apart)."""
+    return "lc" + locale.encode().hex()
+
+
+def columns(count: int) -> list[str]:
+    """FTS5 column names: the fields by position (field names could clash
+    with FTS5's own names, like `rank`, or differ only in case)."""
+    return [f"f{i}" for i in range(count)]
+
+
+def scoped(count: int, expr: str) -> str:
+    """`expr` searched in the field columns only, never the locale column."""
+    return "{" + " ".join(columns(count)) + "} : (" + expr + ")"
+
+
+def index_text(text: str) -> str:
+    """What FTS5 gets: compatibility forms unfolded (`ﬁ` -> `fi`), which its
+    tokenizer does not do but the query folding does."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def term(word: str) -> str:
+    """A word of the query as FTS5 terms: `strasse` also as `straße` and
+    the other way round (FTS5 keeps `ß` as it is)."""
+    spellings = dict.fromkeys([word, word.replace("ß", "ss"), word.replace("ss", "ß")])
+    return quoted(word) if len(spellings) == 1 else "(" + " OR ".join(quoted(s) for s in spellings) + ")"
 
 
 def table(name: str, part: str = "") -> str:
@@ -106,14 +134,14 @@ class FtsEngine:
     def create(self, name: str, fields: list[str]) -> None:
         """(Re)create the tables of an index for these fields; inside a transaction."""
         self.drop(name)
-        columns = ", ".join(quoted(f) for f in [*fields, LOCALE_COLUMN])
+        names = ", ".join([*columns(len(fields)), LOCALE_COLUMN])
         write = self.store.write
         write(f"CREATE TABLE {table(name)} (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, "
               "locale TEXT NOT NULL, build INTEGER NOT NULL, data TEXT NOT NULL, UNIQUE (id, locale))")
         write(f"CREATE INDEX {table(name, 'build')} ON {table(name)} (build)")
-        write(f"CREATE VIRTUAL TABLE {table(name, 'stem')} USING fts5({columns}, "
+        write(f"CREATE VIRTUAL TABLE {table(name, 'stem')} USING fts5({names}, "
               "tokenize = 'porter unicode61 remove_diacritics 2')")
-        write(f"CREATE VIRTUAL TABLE {table(name, 'raw')} USING fts5({columns}, "
+        write(f"CREATE VIRTUAL TABLE {table(name, 'raw')} USING fts5({names}, "
               "tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3 4')")
         write(f"CREATE TABLE {table(name, 'terms')} (term TEXT PRIMARY KEY) WITHOUT ROWID")
 
@@ -132,7 +160,7 @@ class FtsEngine:
         if not docs:
             return
         write, many = self.store.write, self.store.writer_executemany
-        columns = ", ".join(quoted(f) for f in [*fields, LOCALE_COLUMN])
+        names = ", ".join([*columns(len(fields)), LOCALE_COLUMN])
         words = {t for doc in docs for text in doc.texts for t in tokens(text)}
         new_terms = words - known if known is not None else words
         if new_terms:
@@ -153,7 +181,7 @@ class FtsEngine:
                 inserts.append((rowid, doc.id, doc.locale, build, data))
             else:
                 updates.append((build, data, rowid))
-            texts.append((rowid, *doc.texts, locale_term(doc.locale)))
+            texts.append((rowid, *(index_text(t) for t in doc.texts), locale_term(doc.locale)))
         if updates:
             many(f"UPDATE {table(name)} SET build = ?, data = ? WHERE rowid = ?", updates)
             for part in ("stem", "raw"):
@@ -162,7 +190,7 @@ class FtsEngine:
             many(f"INSERT INTO {table(name)} (rowid, id, locale, build, data) VALUES (?, ?, ?, ?, ?)", inserts)
         values = ", ".join("?" for _ in range(len(fields) + 2))
         for part in ("stem", "raw"):
-            many(f"INSERT INTO {table(name, part)} (rowid, {columns}) VALUES ({values})", texts)
+            many(f"INSERT INTO {table(name, part)} (rowid, {names}) VALUES ({values})", texts)
 
     def delete(self, name: str, doc_id: str) -> None:
         self._delete_where(name, "id = ?", (doc_id,))
@@ -190,7 +218,8 @@ class FtsEngine:
     # -- queries ----------------------------------------------------------
 
     def typo_variants(self, name: str, word: str) -> list[str]:
-        """Terms one edit away from a word of 5+ letters, two from 9+. The
+        """Terms one edit away from a word of 5+ letters, two from 9+ (an
+        edit: a letter added, removed, replaced, or two swapped). The
         first letter is taken as typed: the candidates are one range of the
         vocabulary table. Words of deleted documents stay in the vocabulary;
         a correction to such a word simply finds nothing."""
@@ -202,7 +231,7 @@ class FtsEngine:
             f"SELECT term FROM {table(name, 'terms')} WHERE term >= ? AND term < ? "
             "AND length(term) BETWEEN ? AND ?",
             (first, chr(ord(first) + 1), len(word) - edits, len(word) + edits))]
-        found = process.extract(word, terms, scorer=Levenshtein.distance, score_cutoff=edits, limit=8)
+        found = process.extract(word, terms, scorer=OSA.distance, score_cutoff=edits, limit=8)
         return [term for term, _, _ in found if term != word]
 
     def search(self, name: str, query: Query, locale: str, locales: int, node: Node | None,
@@ -232,7 +261,7 @@ class FtsEngine:
             params = [x for p in parts for x in p.rows()[1]]
             total = int(self.store.execute_read(f"SELECT count(*) FROM ({union})", params).fetchone()[0])
         page = sorted(best.items(), key=lambda kv: (kv[1], kv[0]))[offset:offset + limit]
-        return self._hits(name, page), total
+        return self._hits(name, page, _floor(best.values())), total
 
     def _filtered(self, name: str, parts: list[Part], locale: str, node: Node, limit: int,
                   offset: int) -> tuple[list[Hit], int]:
@@ -247,9 +276,16 @@ class FtsEngine:
         total = int(self.store.execute_read(base.format(cols="count(*)"), args).fetchone()[0])
         rows = self.store.execute_read(base.format(cols="best.rid, best.k") + " ORDER BY best.k, best.rid LIMIT ? OFFSET ?",
                                        [*args, limit, offset]).fetchall()
-        return self._hits(name, [(r[0], r[1]) for r in rows]), total
+        floor = None
+        if rows and rows[-1][1] >= TIER / 2:  # typo hits on this page: every exact one is scored below
+            floor = _floor(k for (k,) in self.store.execute_read(
+                base.format(cols="best.k") + " AND best.k < ?", [*args, TIER / 2]))
+        return self._hits(name, [(r[0], r[1]) for r in rows], floor), total
 
-    def _hits(self, name: str, page: list[tuple[int, float]]) -> list[Hit]:
+    def _hits(self, name: str, page: list[tuple[int, float]], floor: float | None = None) -> list[Hit]:
+        """Documents of a page. A typo-only hit's score is squeezed below
+        `floor`, the lowest exact score of the query, so scores never rise
+        down the list."""
         if not page:
             return []
         marks = ", ".join("?" for _ in page)
@@ -261,8 +297,9 @@ class FtsEngine:
                 continue
             tier = 1 if key >= TIER / 2 else 0
             score = -(key - tier * TIER)
-            # typo-only matches score below every exact one
-            hits.append(Hit(docs[rowid][1], orjson.loads(docs[rowid][2]), score / (2 if tier else 1), rowid))
+            if tier:
+                score = (floor if floor is not None else 1.0) * score / (score + 1)
+            hits.append(Hit(docs[rowid][1], orjson.loads(docs[rowid][2]), score, rowid))
         return hits
 
     def _parts(self, name: str, query: Query, locale: str | None, weights: list[float],
@@ -272,14 +309,19 @@ class FtsEngine:
         word or a term a typo away from it (ranked after the others)."""
         stem, raw = table(name, "stem"), table(name, "raw")
         w = ", ".join(str(x) for x in [*weights, 0.0])
-        scope = [f"{LOCALE_COLUMN} : {quoted(locale_term(locale))}"] if locale else []
+        n = len(weights)
+
+        def match(terms: list[str]) -> str:
+            scope = [f"{LOCALE_COLUMN} : {quoted(locale_term(locale))}"] if locale else []
+            return " AND ".join([*scope, scoped(n, " AND ".join(terms))])
+
         phrases = [quoted(" ".join(p)) for p in query.phrases]
-        words = [quoted(x) for x in query.words]
-        parts = [Part(0, stem, w, " AND ".join(scope + words + phrases))]
+        words = [term(x) for x in query.words]
+        parts = [Part(0, stem, w, match(words + phrases))]
         if query.prefix:
             rest = words[:-1] + phrases
-            parts.append(Part(0, raw, w, " AND ".join([*scope, quoted(query.prefix) + "*"]),
-                              within=(stem, " AND ".join(scope + rest)) if rest else None))
+            parts.append(Part(0, raw, w, match([quoted(query.prefix) + "*"]),
+                              within=(stem, match(rest)) if rest else None))
         if typos:
             fuzzy, changed = [], False
             for word in query.words:
@@ -287,7 +329,7 @@ class FtsEngine:
                 changed = changed or bool(variants)
                 fuzzy.append("(" + " OR ".join(quoted(t) for t in [word, *variants]) + ")")
             if changed:
-                parts.append(Part(1, stem, w, " AND ".join(scope + fuzzy + phrases)))
+                parts.append(Part(1, stem, w, match(fuzzy + phrases)))
         return parts
 
     def highlight(self, name: str, columns: list[str], hits: list[Hit], query: Query, fields: list[str]) -> None:
@@ -299,7 +341,7 @@ class FtsEngine:
         terms = [quoted(x) for x in query.words] + [quoted(" ".join(p)) for p in query.phrases]
         for word in query.words:
             terms += [quoted(t) for t in self.typo_variants(name, word)]
-        wanted = [(i, quoted(f)) for i, f in enumerate(columns) if f in fields]
+        wanted = [(i, f) for i, f in enumerate(columns) if f in fields]
         selects = ", ".join(
             f"highlight({stem}, {i}, '{MARK_OPEN}', '{MARK_CLOSE}'), "
             f"snippet({stem}, {i}, '{MARK_OPEN}', '{MARK_CLOSE}', '…', 24)" for i, _ in wanted)
@@ -308,22 +350,40 @@ class FtsEngine:
         if terms and selects:
             rows = self.store.execute_read(
                 f"SELECT rowid, {selects} FROM {stem} WHERE {stem} MATCH ? AND rowid IN ({marks})",
-                [" OR ".join(terms), *[h.rowid for h in hits]]).fetchall()
+                [scoped(len(columns), " OR ".join(terms)), *[h.rowid for h in hits]]).fetchall()
             found = {r[0]: list(r[1:]) for r in rows}
-        if not found or len(found) < len(hits):  # rows matched only by the prefix: plain text
+        if not found or len(found) < len(hits):  # rows matched only by the prefix: cut here
             rows = self.store.execute_read(
-                f"SELECT rowid, {', '.join(f'{c}' for _, c in wanted)} FROM {stem} WHERE rowid IN ({marks})",
+                f"SELECT rowid, {', '.join(f'f{i}' for i, _ in wanted)} FROM {stem} WHERE rowid IN ({marks})",
                 [h.rowid for h in hits]).fetchall()
             for r in rows:
-                found.setdefault(r[0], [v for text in r[1:] for v in (text, text)])
+                found.setdefault(r[0], [v for text in r[1:] for v in (text, _around(text or "", query.prefix))])
         for hit in hits:
             values = found.get(hit.rowid, [])
             formatted = {}
             for n, (_, column) in enumerate(wanted):
                 full, snip = (values[2 * n], values[2 * n + 1]) if values else ("", "")
                 text = full if len((full or "").replace(MARK_OPEN, "").replace(MARK_CLOSE, "")) <= SNIPPET_AT else snip
-                formatted[column.strip('"')] = _marked(text or "", query.prefix)
+                formatted[column] = _marked(text or "", query.prefix)
             hit.data["_formatted"] = formatted
+
+
+def _around(text: str, prefix: str | None, words: int = 24) -> str:
+    """A snippet of `text` around the first word starting with `prefix`."""
+    tokens_at = [m for m in _WORD.finditer(text)]
+    if len(text) <= SNIPPET_AT or not tokens_at:
+        return text
+    first = next((i for i, m in enumerate(tokens_at) if prefix and fold(m.group(0)).startswith(prefix)), 0)
+    lo = max(0, first - words // 2)
+    hi = min(len(tokens_at) - 1, lo + words - 1)
+    snippet = text[tokens_at[lo].start():tokens_at[hi].end()]
+    return ("…" if lo else "") + snippet + ("…" if hi < len(tokens_at) - 1 else "")
+
+
+def _floor(keys: Iterable[float]) -> float | None:
+    """The lowest exact score (as a positive number) among sort keys."""
+    exact = [-k for k in keys if k < TIER / 2]
+    return min(exact) if exact else None
 
 
 def _marked(text: str, prefix: str | None) -> str:

@@ -41,7 +41,10 @@ NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 DEFAULT = "default"
 CHUNK = 500
 MAX_LIMIT = 1000
+MAX_OFFSET = 1_000_000
 KEYS = ("label", "model", "fields", "filter", "locales", "weights")
+# values of these field types are HTML (or may hold it): searched without markup
+RICH_TEXT = {"wysiwyg", "markdown", "object", "set", "table"}
 
 
 class SearchService:
@@ -84,6 +87,9 @@ class SearchService:
         now = int(time.time())
         async with self.store.atomic():
             current = self.indexes.get(name)
+            clash = [d["name"] for d in self.indexes.find() if d["name"].lower() == name.lower() and d["name"] != name]
+            if clash:
+                raise BadRequest(f"Index {clash[0]} exists: index names are not case-sensitive", fields=["name"])
             index.update(_created=current["_created"] if current else now, _modified=now,
                          build=(current or {}).get("build", 0) + 1, built_at=None)
             if current is None or current["fields"] != index["fields"]:
@@ -124,10 +130,10 @@ class SearchService:
             errors["locales"] = f"must list locales of the project ({', '.join(codes) or 'none configured'})"
         weights = body.get("weights") or {}
         if not isinstance(weights, dict) or any(
-            k not in (fields or []) or isinstance(v, bool) or not isinstance(v, int | float) or v <= 0
+            k not in (fields or []) or isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1000
             for k, v in weights.items()
         ):
-            errors["weights"] = "must map indexed fields to positive numbers"
+            errors["weights"] = "must map indexed fields to numbers above 0, at most 1000"
         label = body.get("label", name)
         if not isinstance(label, str):
             errors["label"] = "must be a string"
@@ -180,10 +186,13 @@ class SearchService:
                known: set[str] | None = None) -> None:
         fields = index["fields"]
         docs = []
+        rich = {f for f in fields if model.by_name.get(f, {}).get("type") in RICH_TEXT}
         for item in items:
             for locale in [DEFAULT, *index["locales"]]:
-                stored = {f: _localized(item, f, locale, model) for f in fields}
-                docs.append(Doc(item["_id"], locale, stored, [searchable(stored[f]) for f in fields]))
+                # fields the item lacks stay missing (as in the item: `$exists` agrees with content)
+                stored = {f: _localized(item, f, locale, model) for f in fields if f in item}
+                texts = [searchable(stored.get(f), html=f in rich) for f in fields]
+                docs.append(Doc(item["_id"], locale, stored, texts))
         self.engine.upsert(index["name"], fields, docs, index["build"], known)
 
     def _following(self, model: str) -> list[dict[str, Any]]:
@@ -220,6 +229,8 @@ class SearchService:
         offset = offset or 0
         if limit > MAX_LIMIT:
             raise BadRequest(f"<limit> must be at most {MAX_LIMIT}")
+        if offset > MAX_OFFSET:
+            raise BadRequest(f"<offset> must be at most {MAX_OFFSET}")
         locale = params.get("locale") or DEFAULT
         if locale not in index["locales"]:
             locale = DEFAULT  # as content reads: an unknown locale answers the default values
@@ -243,9 +254,9 @@ class SearchService:
 
     @staticmethod
     def _shown_fields(index: dict[str, Any], wanted: str | None) -> list[str]:
-        if not wanted:
+        names = [f.strip() for f in (wanted or "").split(",") if f.strip()]
+        if not names:
             return list(index["fields"])
-        names = [f.strip() for f in wanted.split(",") if f.strip()]
         unknown = [f for f in names if f not in index["fields"]]
         if unknown:
             raise BadRequest(f"<fields> names fields the index does not store: {', '.join(unknown)}")

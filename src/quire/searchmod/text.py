@@ -46,14 +46,16 @@ def strip_html(markup: str) -> str:
     return " ".join("".join(parser.parts).split())
 
 
-def searchable(value: Any) -> str:
-    """All the text in `value`, markup removed, one space between parts."""
+def searchable(value: Any, html: bool = True) -> str:
+    """All the text in `value`, one space between parts; markup removed
+    when `html` (rich text), else taken as written (`a <b> tag` in a plain
+    text field is those words)."""
     parts: list[str] = []
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            parts.append(strip_html(item))
+            parts.append(strip_html(item) if html else item)
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int | float):
