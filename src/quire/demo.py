@@ -39,6 +39,7 @@ MODELS: list[dict[str, Any]] = [
             {"name": "featured", "type": "boolean", "default": False},
             {"name": "author", "type": "contentItemLink", "opts": {"link": "authors"}},
             {"name": "image", "type": "asset"},
+            {"name": "hero", "type": "variants"},
         ],
         "indexes": ["slug", ["category", "published"], "published"],
     },
@@ -137,6 +138,17 @@ async def _create(quire: Quire) -> None:
             "image": {"_id": picture["_id"]},
         }, ADMIN)
     await save("posts", {"title": "Draft: next steps", "slug": "next-steps", "_state": 0}, ADMIN)
+    first = quire.content.collection(quire.models.get("posts")).find_one({"slug": "hello-quire"})
+    assert first is not None
+    await save("posts", {"_id": first["_id"], "hero": {"persona:variants": [
+        {"id": "guest", "label": "Guest", "audience": [],
+         "data": {"heading": "Hello, {{ name:visitor }}!", "text": "Sign up to get our guides by e-mail."}},
+        {"id": "member", "label": "Member", "audience": ["member"],
+         "data": {"heading": "Welcome back, {{ name:friend }}!", "text": "New this week: three guides for {{ city:your city }}."}},
+        {"id": "weekend", "label": "Member at the weekend", "audience": ["member", "weekend"],
+         "data": {"heading": "Happy weekend, {{ name:friend }}!", "text": "Take your time: long reads inside."},
+         "meta": {"schedule": {"days": ["sat", "sun"], "timezone": "Europe/Berlin"}}},
+    ]}}, ADMIN)
     await save("settings", {"siteName": "Quire Demo", "siteName_de": "Quire-Demo",
                             "tagline": "A headless CMS", "tagline_de": "Ein Headless-CMS"}, ADMIN)
     home = await save("nav", {"label": "Home", "label_de": "Start", "url": "/"}, ADMIN)

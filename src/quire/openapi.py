@@ -35,6 +35,13 @@ SKIP = param("skip", "query", "int", "Items to skip; with limit the answer is {d
 POPULATE = param("populate", "query", "int", "Resolve linked items this many hops deep (max 5)")
 KEY_PARAM = param("api_key", "query", "string", "API key (alternative to the api-key header)")
 NAME = param("name", "path", "string", "Name")
+PERSONA = [
+    param("persona", "query", "string", "Audience tags, comma-separated: variant containers answer the chosen "
+          "variant's data (header X-Persona-Audience)"),
+    param("tz_offset", "query", "string", "Client offset for schedules: minutes east of UTC or ±HH:MM "
+          "(header X-Persona-TZ-Offset)"),
+    param("persona_vars", "query", "json", "Variables for {{ placeholders }} (header X-Persona-Vars)"),
+]
 
 
 def error_responses(*codes: int) -> dict[str, Any]:
@@ -123,28 +130,30 @@ def document() -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/api/content/item/{model}": {
             "get": op("Get the item of a singleton, or the first item matching filter",
-                       [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE], READ_ERRORS),
+                       [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, *PERSONA], READ_ERRORS),
             "post": op("Create an item, or update one partially when data._id is given",
                         [MODEL], WRITE_ERRORS, body=True, ok="The whole stored item"),
         },
         "/api/content/item/{model}/{id}": {
-            "get": op("Get one published item by id", [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE], READ_ERRORS),
+            "get": op("Get one published item by id", [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE, *PERSONA],
+                      READ_ERRORS),
             "delete": op("Delete an item (a tree node with its subtree)", [MODEL, ITEM_ID],
                           (401, 403, 404, 405), ok='{"success": true}'),
         },
         "/api/content/items/{model}": {
             "get": op("List published items: an array, or {data, meta: {total}} with limit and skip",
-                       [MODEL, LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, POPULATE], READ_ERRORS),
+                       [MODEL, LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, POPULATE, *PERSONA], READ_ERRORS),
         },
         "/api/content/items": {
             "get": op("Batch: several lists in one request, keyed by alias",
-                       [param("models", "query", "json", "Object keyed by alias: {model?, filter, sort, fields, limit, skip, populate, locale}", True)],
+                       [param("models", "query", "json", "Object keyed by alias: {model?, filter, sort, fields, limit, skip, populate, locale}", True),
+                        *PERSONA],
                        (400, 401, 412)),
         },
         "/api/content/tree/{model}": {
             "get": op("Items of a tree model, nested under _children",
                        [MODEL, param("parent", "query", "string", "Answer the subtree under this item"),
-                        LOCALE, FILTER, FIELDS, POPULATE], READ_ERRORS),
+                        LOCALE, FILTER, FIELDS, POPULATE, *PERSONA], READ_ERRORS),
         },
         "/api/system/healthcheck": {
             "get": op("Health check (no key needed)", [], (), tag="system", security=False, ok='{"status": "ok"}'),

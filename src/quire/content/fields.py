@@ -11,7 +11,7 @@ from quire.ids import is_id
 TEXT_TYPES = {"text", "longtext", "wysiwyg", "markdown", "code", "color", "select"}
 FIELD_TYPES = TEXT_TYPES | {
     "number", "boolean", "date", "datetime", "time", "tags", "object", "set", "table",
-    "asset", "contentItemLink",
+    "asset", "contentItemLink", "variants",
 }
 # Store hints: the one JSON type every value of a single-valued field has.
 HINTS = {**{t: "text" for t in TEXT_TYPES | {"date", "datetime", "time"}}, "number": "number", "boolean": "bool"}
@@ -61,6 +61,13 @@ def check_value(field: dict[str, Any], value: Any, depth: int = 0) -> Any:
         return value
     if kind == "set":
         return _check_set(field, value, depth)
+    if kind == "variants":
+        from quire.persona.variants import VariantError, check_container
+
+        try:
+            return check_container(value)
+        except VariantError as exc:
+            raise FieldError(str(exc)) from None
     if kind == "table":
         if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
             raise FieldError("must be a list of rows (objects)")

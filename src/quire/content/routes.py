@@ -22,6 +22,7 @@ from quire.http import (
     raw_json_response,
     read_json,
 )
+from quire.persona.request import Persona, persona_of
 
 if TYPE_CHECKING:
     from quire.app import Quire
@@ -48,9 +49,19 @@ async def get_item(request: Request) -> Response:
     model = request.path_params["model"]
     item_id = request.path_params.get("id")
     opts = read_options(request)
+    persona = persona_of(request)
     if item_id is not None and not opts.transforms:
-        return raw_json_response(quire.content.item_raw(model, item_id, identity))
-    return json_response(quire.content.item(model, item_id, opts, identity))
+        raw = quire.content.item_raw(model, item_id, identity)
+        return raw_json_response(raw if persona is None else orjson.dumps(persona.apply(orjson.loads(raw))))
+    item = quire.content.item(model, item_id, opts, identity)
+    return json_response(item if persona is None else persona.apply(item))
+
+
+def _personalized(rows: list[bytes], persona: Persona | None) -> list[bytes]:
+    """Rows as sent: the stored bytes, or resolved for the request's persona."""
+    if persona is None:
+        return rows
+    return [orjson.dumps(persona.apply(orjson.loads(r))) for r in rows]
 
 
 async def save_item(request: Request) -> Response:
@@ -75,11 +86,12 @@ async def list_items(request: Request) -> Response:
     content = quire_of(request).content
     model = request.path_params["model"]
     opts = read_options(request, listing=True)
+    persona = persona_of(request)
     if opts.limit is None:
-        chunks = content.list_stream(model, opts, identity)
+        chunks = (_personalized(rows, persona) for rows in content.list_stream(model, opts, identity))
         return StreamingResponse(_stream_array(chunks), media_type=JSON_TYPE)
     page = content.list_page(model, opts, identity)
-    body = b"[" + b",".join(page.rows) + b"]"
+    body = b"[" + b",".join(_personalized(page.rows, persona)) + b"]"
     if page.total is not None:
         body = b'{"data":' + body + b',"meta":{"total":' + str(page.total).encode() + b"}}"
     return raw_json_response(body)
@@ -101,7 +113,8 @@ async def get_tree(request: Request) -> Response:
     identity = identify(request)
     parent = request.query_params.get("parent") or None
     tree = quire_of(request).content.tree(request.path_params["model"], parent, read_options(request), identity)
-    return json_response(tree)
+    persona = persona_of(request)
+    return json_response(tree if persona is None else persona.apply(tree))
 
 
 async def batch(request: Request) -> Response:
@@ -122,7 +135,8 @@ async def batch(request: Request) -> Response:
         if model is None or not identity.can(f"content/{name}/read"):
             continue  # left out, as the contract says
         out[alias] = _batch_entry(quire, model.name, model.type, options, identity)
-    return json_response(out)
+    persona = persona_of(request)
+    return json_response(out if persona is None else persona.apply(out))
 
 
 def _batch_entry(quire: Quire, name: str, kind: str, options: dict[str, Any], identity: Any) -> Any:

@@ -6,7 +6,18 @@ from typing import Any
 
 
 def paths() -> dict[str, Any]:
-    from quire.openapi import FIELDS, FILTER, LIMIT, LOCALE, POPULATE, SKIP, SORT, op, param
+    from quire.openapi import (
+        FIELDS,
+        FILTER,
+        LIMIT,
+        LOCALE,
+        PERSONA,
+        POPULATE,
+        SKIP,
+        SORT,
+        op,
+        param,
+    )
 
     read = (400, 401, 403, 404)
     write = (400, 401, 403, 404, 409, 412, 413)
@@ -29,17 +40,17 @@ def paths() -> dict[str, Any]:
         },
         "/api/pages/pages": {
             "get": tagged("Published pages: an array, or {data, meta: {total}} with limit and skip",
-                          [LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, POPULATE], read),
+                          [LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, POPULATE, *PERSONA], read),
         },
         "/api/pages/page": {
             "get": tagged("The published page at a route (a collection page's item in data.item)",
                           [param("route", "query", "string", "The route, starting with /", True),
-                           LOCALE, FIELDS, POPULATE], read),
+                           LOCALE, FIELDS, POPULATE, *PERSONA], read),
             "post": tagged("Create a page, or change one partially when data._id is given", [], write,
                            body=True, ok="The whole stored page"),
         },
         "/api/pages/page/{id}": {
-            "get": tagged("One published page by id", [page_id, LOCALE, FIELDS, POPULATE], read),
+            "get": tagged("One published page by id", [page_id, LOCALE, FIELDS, POPULATE, *PERSONA], read),
             "delete": tagged("Delete a page and its subtree", [page_id], (401, 403, 404),
                              ok='{"success": true}'),
         },

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -11,6 +13,7 @@ from quire.errors import BadRequest, PreconditionFailed
 from quire.http import int_param, json_param, json_response, quire_of, raw_json_response, read_json
 from quire.pages import sitemap
 from quire.pages.service import PageOptions
+from quire.persona.request import persona_of
 
 
 def _locale(request: Request) -> str | None:
@@ -43,7 +46,15 @@ async def _data(request: Request) -> object:
 async def list_pages(request: Request) -> Response:
     identity = identify(request)
     docs, total = quire_of(request).pages.find(_options(request, listing=True), identity)
+    persona = persona_of(request)
+    if persona is not None:
+        docs = persona.apply(docs)
     return json_response(docs if total is None else {"data": docs, "meta": {"total": total}})
+
+
+def _page(request: Request, page: dict[str, Any]) -> Response:
+    persona = persona_of(request)
+    return json_response(page if persona is None else persona.apply(page))
 
 
 async def page_by_route(request: Request) -> Response:
@@ -52,13 +63,13 @@ async def page_by_route(request: Request) -> Response:
     path = request.query_params.get("route")
     if path is None:
         raise BadRequest("<route> parameter is missing")
-    return json_response(quire_of(request).pages.by_route(path, opts, identity))
+    return _page(request, quire_of(request).pages.by_route(path, opts, identity))
 
 
 async def page_by_id(request: Request) -> Response:
     identity = identify(request)
     opts = _options(request)
-    return json_response(quire_of(request).pages.by_id(request.path_params["id"], opts, identity))
+    return _page(request, quire_of(request).pages.by_id(request.path_params["id"], opts, identity))
 
 
 async def save_page(request: Request) -> Response:

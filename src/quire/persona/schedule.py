@@ -1,0 +1,138 @@
+"""When a variant may be shown: `meta.schedule = {start, end, timezone,
+days, times}`, every part optional.
+
+- `start`, `end`: ISO 8601 date-times (or dates); without an offset they
+  are read in the schedule's time zone.
+- `timezone`: an IANA name (`Europe/Berlin`); without one the client's
+  offset (`tz_offset`) is used, else UTC. Daylight saving time follows the
+  zone's rules.
+- `days`: weekdays, as names (`mon`, `Monday`) or ISO numbers (1 Monday ..
+  7 Sunday; 0 is Sunday too).
+- `times`: `{"start": "HH:MM", "end": "HH:MM"}` (or a list of them); a
+  window whose end is before its start runs overnight, and its early
+  hours belong to the day it started (Friday 22:00-02:00 covers Saturday
+  01:00).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+DAYS = {"mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6, "sun": 7}
+_HHMM = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+_OFFSET = re.compile(r"^([+-])(\d{1,2}):?(\d{2})$")
+
+
+class ScheduleError(ValueError):
+    """A schedule that cannot be read; the message says which part."""
+
+
+def parse_offset(value: Any) -> int:
+    """`tz_offset`: minutes east of UTC as an int (`-120`) or `±HH:MM`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        minutes = value
+    elif isinstance(value, str) and re.fullmatch(r"[+-]?\d{1,4}", value.strip()):
+        minutes = int(value.strip())
+    elif isinstance(value, str) and (m := _OFFSET.match(value.strip())):
+        sign = -1 if m.group(1) == "-" else 1
+        if int(m.group(3)) > 59:
+            raise ValueError("minutes over 59")
+        minutes = sign * (int(m.group(2)) * 60 + int(m.group(3)))
+    else:
+        raise ValueError("not an offset")
+    if not -14 * 60 <= minutes <= 14 * 60:
+        raise ValueError("beyond ±14:00")
+    return minutes
+
+
+def zone_of(schedule: dict[str, Any], tzoffset: int | None) -> tzinfo:
+    name = schedule.get("timezone")
+    if name:
+        try:
+            return ZoneInfo(str(name))
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ScheduleError(f"timezone {name!r} is not an IANA time zone") from None
+    if tzoffset is not None:
+        return timezone(timedelta(minutes=tzoffset))
+    return UTC
+
+
+def _moment(value: Any, zone: tzinfo, part: str) -> datetime:
+    if not isinstance(value, str):
+        raise ScheduleError(f"{part} must be an ISO 8601 date-time")
+    try:
+        if len(value) == 10:
+            moment = datetime.combine(date.fromisoformat(value), time(0), zone)
+        else:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ScheduleError(f"{part} must be an ISO 8601 date-time") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
+
+
+def _day(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 7:
+        return value or 7
+    if isinstance(value, str) and value[:3].lower() in DAYS:
+        return DAYS[value[:3].lower()]
+    raise ScheduleError(f"days: {value!r} is not a weekday")
+
+
+def _minutes(value: Any, part: str) -> int:
+    m = _HHMM.match(value) if isinstance(value, str) else None
+    if m is None:
+        raise ScheduleError(f"{part} must be HH:MM")
+    return int(m.group(1)) * 60 + int(m.group(2))
+
+
+def _windows(times: Any) -> list[tuple[int, int]]:
+    items = times if isinstance(times, list) else [times]
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise ScheduleError("times must be {start: HH:MM, end: HH:MM} or a list of them")
+        out.append((_minutes(item.get("start"), "times.start"), _minutes(item.get("end"), "times.end")))
+    return out
+
+
+def check(schedule: Any) -> None:
+    """Raise ScheduleError for a schedule that cannot be read (at write time)."""
+    if not isinstance(schedule, dict):
+        raise ScheduleError("schedule must be an object")
+    zone = zone_of(schedule, None)
+    for part in ("start", "end"):
+        if schedule.get(part) is not None:
+            _moment(schedule[part], zone, part)
+    for day in schedule.get("days") or []:
+        _day(day)
+    if schedule.get("times") is not None:
+        _windows(schedule["times"])
+
+
+def is_open(schedule: Any, now: datetime, tzoffset: int | None) -> bool:
+    """Whether `now` (aware) falls inside the schedule."""
+    if not schedule:
+        return True
+    zone = zone_of(schedule, tzoffset)
+    if schedule.get("start") is not None and now < _moment(schedule["start"], zone, "start"):
+        return False
+    if schedule.get("end") is not None and now >= _moment(schedule["end"], zone, "end"):
+        return False
+    local = now.astimezone(zone)
+    days = {_day(d) for d in schedule.get("days") or []}
+    minute = local.hour * 60 + local.minute
+    if schedule.get("times") is None:
+        return not days or local.isoweekday() in days
+    for start, end in _windows(schedule["times"]):
+        if start <= end:
+            inside, weekday = start <= minute < end, local.isoweekday()
+        elif minute >= start:  # overnight window, evening part
+            inside, weekday = True, local.isoweekday()
+        else:  # overnight window, after midnight: it started the day before
+            inside, weekday = minute < end, (local - timedelta(days=1)).isoweekday()
+        if inside and (not days or weekday in days):
+            return True
+    return False
