@@ -44,13 +44,23 @@ def resolve(data: Any, audience: Iterable[str] | None, *, tzoffset: int | None =
 
 def _walk(value: Any, tags: set[str] | None, tzoffset: int | None, variables: dict[str, Any] | None,
           now: datetime) -> Any:
+    """The resolved value; the very same object where nothing changes, so
+    only the paths leading to a container or a placeholder are copied."""
     if isinstance(value, dict):
         if tags is not None and isinstance(value.get(KEY), list):
             chosen = choose(value[KEY], tags, tzoffset, now)
             return None if chosen is None else _walk(chosen.get("data"), tags, tzoffset, variables, now)
-        return {k: _walk(v, tags, tzoffset, variables, now) for k, v in value.items()}
+        out = None
+        for k, v in value.items():
+            new = _walk(v, tags, tzoffset, variables, now) if isinstance(v, dict | list | str) else v
+            if new is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = new
+        return value if out is None else out
     if isinstance(value, list):
-        return [_walk(v, tags, tzoffset, variables, now) for v in value]
+        items = [_walk(v, tags, tzoffset, variables, now) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if isinstance(value, str) and variables is not None and "{{" in value:
         return substitute(value, variables)
     return value
@@ -86,7 +96,7 @@ def _eligible(variant: dict[str, Any], tzoffset: int | None, now: datetime) -> b
     schedule = meta.get("schedule") if isinstance(meta, dict) else None
     try:
         return schedules.is_open(schedule, now, tzoffset)
-    except schedules.ScheduleError:
+    except (schedules.ScheduleError, TypeError, ValueError):
         return False  # a schedule that cannot be read never opens
 
 
@@ -94,11 +104,11 @@ def substitute(text: str, variables: dict[str, Any]) -> str:
     def replace(match: re.Match[str]) -> str:
         value = _lookup(variables, match.group(1))
         if value is _MISSING or value is None:
-            return match.group(2) if match.group(2) is not None else ""
+            return match.group(2).strip() if match.group(2) is not None else ""
         if isinstance(value, bool):
             value = "true" if value else "false"
         elif isinstance(value, dict | list):
-            return match.group(2) or ""
+            return (match.group(2) or "").strip()
         return html.escape(str(value))
 
     return _PLACEHOLDER.sub(replace, text)

@@ -16,14 +16,18 @@ days, times}`, every part optional.
 
 from __future__ import annotations
 
+import functools
 import re
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import orjson
+
 DAYS = {"mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6, "sun": 7}
 _HHMM = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
-_OFFSET = re.compile(r"^([+-])(\d{1,2}):?(\d{2})$")
+_OFFSET = re.compile(r"^([+-]?)(\d{1,2}):?(\d{2})$")  # ±HH:MM, ±HHMM
 
 
 class ScheduleError(ValueError):
@@ -32,11 +36,14 @@ class ScheduleError(ValueError):
 
 def parse_offset(value: Any) -> int:
     """`tz_offset`: minutes east of UTC as an int (`-120`) or `±HH:MM`."""
+    if isinstance(value, str):
+        # an unescaped `+` in a query string arrives as a space
+        value = "+" + value.strip() if value.startswith(" ") else value.strip()
     if isinstance(value, int) and not isinstance(value, bool):
         minutes = value
-    elif isinstance(value, str) and re.fullmatch(r"[+-]?\d{1,4}", value.strip()):
-        minutes = int(value.strip())
-    elif isinstance(value, str) and (m := _OFFSET.match(value.strip())):
+    elif isinstance(value, str) and re.fullmatch(r"[+-]?\d{1,3}|\d{4}", value):
+        minutes = int(value)
+    elif isinstance(value, str) and (m := _OFFSET.match(value)):
         sign = -1 if m.group(1) == "-" else 1
         if int(m.group(3)) > 59:
             raise ValueError("minutes over 59")
@@ -73,12 +80,24 @@ def _moment(value: Any, zone: tzinfo, part: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
 
 
+FULL_DAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+
+
 def _day(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 7:
         return value or 7
-    if isinstance(value, str) and value[:3].lower() in DAYS:
+    if isinstance(value, str) and (value.lower() in DAYS or value.lower() in FULL_DAYS):
         return DAYS[value[:3].lower()]
     raise ScheduleError(f"days: {value!r} is not a weekday")
+
+
+def _days(schedule: dict[str, Any]) -> set[int]:
+    days = schedule.get("days")
+    if days is None:
+        return set()
+    if not isinstance(days, list):
+        raise ScheduleError("days must be a list of weekdays")
+    return {_day(d) for d in days}
 
 
 def _minutes(value: Any, part: str) -> int:
@@ -106,27 +125,55 @@ def check(schedule: Any) -> None:
     for part in ("start", "end"):
         if schedule.get(part) is not None:
             _moment(schedule[part], zone, part)
-    for day in schedule.get("days") or []:
-        _day(day)
+    _days(schedule)
     if schedule.get("times") is not None:
         _windows(schedule["times"])
+
+
+@dataclass(frozen=True)
+class Parsed:
+    zone: tzinfo
+    start: datetime | None
+    end: datetime | None
+    days: frozenset[int]
+    windows: tuple[tuple[int, int], ...] | None
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(key: str, tzoffset: int | None) -> Parsed:
+    """A schedule read once: lists of items share a few schedules, and a
+    request may ask about each of them once per item."""
+    schedule = orjson.loads(key)
+    zone = zone_of(schedule, tzoffset)
+    return Parsed(
+        zone,
+        _moment(schedule["start"], zone, "start") if schedule.get("start") is not None else None,
+        _moment(schedule["end"], zone, "end") if schedule.get("end") is not None else None,
+        frozenset(_days(schedule)),
+        tuple(_windows(schedule["times"])) if schedule.get("times") is not None else None,
+    )
 
 
 def is_open(schedule: Any, now: datetime, tzoffset: int | None) -> bool:
     """Whether `now` (aware) falls inside the schedule."""
     if not schedule:
         return True
-    zone = zone_of(schedule, tzoffset)
-    if schedule.get("start") is not None and now < _moment(schedule["start"], zone, "start"):
+    if not isinstance(schedule, dict):
+        raise ScheduleError("schedule must be an object")
+    try:
+        parsed = _parsed(orjson.dumps(schedule, option=orjson.OPT_SORT_KEYS).decode(), tzoffset)
+    except orjson.JSONEncodeError:
+        raise ScheduleError("schedule is not JSON") from None
+    if parsed.start is not None and now < parsed.start:
         return False
-    if schedule.get("end") is not None and now >= _moment(schedule["end"], zone, "end"):
+    if parsed.end is not None and now >= parsed.end:
         return False
-    local = now.astimezone(zone)
-    days = {_day(d) for d in schedule.get("days") or []}
+    local = now.astimezone(parsed.zone)
+    days = parsed.days
     minute = local.hour * 60 + local.minute
-    if schedule.get("times") is None:
+    if parsed.windows is None:
         return not days or local.isoweekday() in days
-    for start, end in _windows(schedule["times"]):
+    for start, end in parsed.windows:
         if start <= end:
             inside, weekday = start <= minute < end, local.isoweekday()
         elif minute >= start:  # overnight window, evening part
