@@ -59,11 +59,7 @@ async def get_item(request: Request) -> Response:
 
 def _personalized(rows: list[bytes], persona: Persona | None) -> list[bytes]:
     """Rows as sent: the stored bytes, or resolved for the request's persona."""
-    if persona is None:
-        return rows
-    markers = [b'"persona:variants"'] + ([b"{{"] if persona.variables is not None else [])
-    # rows with no container and no placeholder go out as stored
-    return [orjson.dumps(persona.apply(orjson.loads(r))) if any(m in r for m in markers) else r for r in rows]
+    return rows if persona is None else persona.apply_rows(rows)
 
 
 async def save_item(request: Request) -> Response:

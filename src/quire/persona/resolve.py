@@ -52,7 +52,12 @@ def _walk(value: Any, tags: set[str] | None, tzoffset: int | None, variables: di
             return None if chosen is None else _walk(chosen.get("data"), tags, tzoffset, variables, now)
         out = None
         for k, v in value.items():
-            new = _walk(v, tags, tzoffset, variables, now) if isinstance(v, dict | list | str) else v
+            if isinstance(v, dict | list):
+                new = _walk(v, tags, tzoffset, variables, now)
+            elif variables is not None and isinstance(v, str) and "{{" in v:
+                new = substitute(v, variables)
+            else:
+                continue
             if new is not v:
                 if out is None:
                     out = dict(value)
