@@ -43,6 +43,8 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/run.py --pictures 0.7
 	$(BIN)/python bench/assets.py
 	$(BIN)/python bench/pages.py
+	$(BIN)/python bench/search.py
+	$(BIN)/python bench/persona.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
