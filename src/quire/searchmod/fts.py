@@ -23,7 +23,7 @@ import html
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -40,7 +40,8 @@ TIER = 1_000_000.0  # sort key = tier * TIER + bm25 (bm25 is negative, small)
 # the full-text query (intersected inside FTS5) instead of a join.
 LOCALE_COLUMN = "_lc"
 MARK_OPEN, MARK_CLOSE = "\x01", "\x02"
-SNIPPET_AT = 300  # longer fields are answered as a snippet around the matches
+SNIPPET_AT = 300
+PREFIX_RANKED = 2000  # see Part.scored  # longer fields are answered as a snippet around the matches
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -107,6 +108,7 @@ class Part:
     weights: str
     match: str
     within: tuple[str, str] | None = None
+    ranked: int | None = None  # score only this many of the newest matches
 
     def _where(self) -> tuple[str, list[Any]]:
         sql, params = f"{self.table} MATCH ?", [self.match]
@@ -118,7 +120,18 @@ class Part:
 
     def scored(self) -> tuple[str, list[Any]]:
         where, params = self._where()
-        return f"SELECT rowid AS rid, bm25({self.table}, {self.weights}) AS sc FROM {self.table} WHERE {where}", params
+        sql = f"SELECT rowid AS rid, bm25({self.table}, {self.weights}) AS sc FROM {self.table} WHERE {where}"
+        if self.ranked is not None:
+            # BM25 costs about a microsecond a row: a short prefix can match
+            # most documents, so only its newest `ranked` matches compete
+            # (FTS5 walks them in rowid order and stops there)
+            sql = f"SELECT rid, sc FROM ({sql} ORDER BY rowid DESC LIMIT {int(self.ranked)})"
+        return sql, params
+
+    def where_rowid(self, rowid: str) -> tuple[str, list[Any]]:
+        """A query for one row of this part: is `rowid` among its rows?"""
+        where, params = self._where()
+        return f"SELECT 1 FROM {self.table} WHERE {where} AND rowid = {rowid}", params
 
     def rows(self) -> tuple[str, list[Any]]:
         where, params = self._where()
@@ -142,7 +155,7 @@ class FtsEngine:
         write(f"CREATE VIRTUAL TABLE {table(name, 'stem')} USING fts5({names}, "
               "tokenize = 'porter unicode61 remove_diacritics 2')")
         write(f"CREATE VIRTUAL TABLE {table(name, 'raw')} USING fts5({names}, "
-              "tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3 4')")
+              "tokenize = 'unicode61 remove_diacritics 2', prefix = '3')")
         write(f"CREATE TABLE {table(name, 'terms')} (term TEXT PRIMARY KEY) WITHOUT ROWID")
 
     def drop(self, name: str) -> None:
@@ -253,19 +266,35 @@ class FtsEngine:
                 key = part.tier * TIER + score
                 if rowid not in best or key < best[rowid]:
                     best[rowid] = key
-        if len(parts) == 1:
-            sql, params = parts[0].rows()
-            total = int(self.store.execute_read(f"SELECT count(*) FROM ({sql})", params).fetchone()[0])
-        else:
-            union = " UNION ".join(p.rows()[0] for p in parts)
-            params = [x for p in parts for x in p.rows()[1]]
-            total = int(self.store.execute_read(f"SELECT count(*) FROM ({union})", params).fetchone()[0])
+        total = self._count(parts)
         page = sorted(best.items(), key=lambda kv: (kv[1], kv[0]))[offset:offset + limit]
         return self._hits(name, page, _floor(best.values())), total
+
+    def _count(self, parts: list[Part]) -> int:
+        """Rows matching any part. Counting is cheap in FTS5, building a
+        UNION of large row sets is not: the typo part holds every row of the
+        exact part (its words are the exact words or their variants), and
+        the others are counted as the rows the first part does not have."""
+        if any(p.tier for p in parts):
+            parts = [p for p in parts if p.tier or p.table.endswith(':raw"')]
+        first, *others = sorted(parts, key=lambda p: not p.table.endswith(':raw"'))
+        sql, params = first.rows()
+        total = int(self.store.execute_read(f"SELECT count(*) FROM ({sql})", params).fetchone()[0])
+        seen = [first]
+        for part in others:
+            sql, params = part.rows()
+            for earlier in seen:
+                where, more = earlier.where_rowid("x.rowid")
+                sql = f"SELECT rowid FROM ({sql}) AS x WHERE NOT EXISTS ({where})"
+                params = [*params, *more]
+            total += int(self.store.execute_read(f"SELECT count(*) FROM ({sql})", params).fetchone()[0])
+            seen.append(part)
+        return total
 
     def _filtered(self, name: str, parts: list[Part], locale: str, node: Node, limit: int,
                   offset: int) -> tuple[list[Hit], int]:
         where, where_params = compile_filter(node, {"_id": "id"})
+        parts = [replace(p, ranked=None) for p in parts]  # the total counts these rows: all of them
         scored = [p.scored() for p in parts]
         keyed = " UNION ALL ".join(f"SELECT rid, {p.tier * TIER} + sc FROM ({sql})"
                                    for p, (sql, _) in zip(parts, scored, strict=True))
@@ -321,13 +350,14 @@ class FtsEngine:
         if query.prefix:
             rest = words[:-1] + phrases
             parts.append(Part(0, raw, w, match([quoted(query.prefix) + "*"]),
-                              within=(stem, match(rest)) if rest else None))
+                              within=(stem, match(rest)) if rest else None, ranked=PREFIX_RANKED))
         if typos:
             fuzzy, changed = [], False
             for word in query.words:
                 variants = self.typo_variants(name, word)
                 changed = changed or bool(variants)
-                fuzzy.append("(" + " OR ".join(quoted(t) for t in [word, *variants]) + ")")
+                # the word as the exact part has it (so this part holds all its rows), or a variant
+                fuzzy.append("(" + " OR ".join([term(word), *(quoted(t) for t in variants)]) + ")")
             if changed:
                 parts.append(Part(1, stem, w, match(fuzzy + phrases)))
         return parts

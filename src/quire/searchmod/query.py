@@ -20,6 +20,8 @@ MAX_TERMS = 32
 def fold(text: str) -> str:
     """Lower case, accents removed (as FTS5's unicode61 remove_diacritics),
     ligatures unfolded (as the engine indexes them); `ß` stays `ß`."""
+    if text.isascii():  # most text: nothing to decompose
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.lower())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 

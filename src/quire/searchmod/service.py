@@ -172,15 +172,19 @@ class SearchService:
             async with self.store.atomic():
                 index = self._definition(name)
                 model = self.models.get(index["model"])
-                node = And([PUBLISHED, parse_filter(index["filter"]), Cond(("_id",), "gt", after)])
-                items = self.content.collection(model).find(node, [(("_id",), 1)], CHUNK)
+                # The chunk walks the primary key alone (a `_state` condition
+                # would make SQLite scan its index over every item and sort,
+                # once per chunk); which items belong is decided here.
+                rows = self.content.collection(model).find(Cond(("_id",), "gt", after), [(("_id",), 1)], CHUNK)
+                wanted = And([PUBLISHED, parse_filter(index["filter"])])
+                items = [item for item in rows if reference.matches(wanted, item)]
                 self._write(index, model, items, known)
                 written += len(items)
-                if len(items) < CHUNK:
+                if len(rows) < CHUNK:
                     self.engine.delete_stale(name, index["build"])
                     self.indexes.update(name, {"built_at": int(time.time())})
                     return written
-                after = items[-1]["_id"]
+                after = rows[-1]["_id"]
 
     def _write(self, index: dict[str, Any], model: Model, items: list[dict[str, Any]],
                known: set[str] | None = None) -> None:
