@@ -12,11 +12,12 @@ with wrk over a mixed list of queries. Results go to stdout and, for a
 standard-size run, to the "Search" section of docs/benchmarks.md.
 
 The data is built once in bench/.work/search (a marker file lets later runs
-with the same size reuse it; --fresh rebuilds it and times the first build
-again). The query lists are made from the generated text, not from the
+with the same size reuse it; --fresh rebuilds it); the first build is timed
+again, after dropping the index, whenever src/quire/searchmod changed
+since. The query lists are made from the generated text, not from the
 index: word frequency ranks are counted while the posts are written.
 
-    .venv/bin/python bench/search.py              # the standard run, about 4 minutes
+    .venv/bin/python bench/search.py              # the standard run, 2.5 to 3.5 minutes
     .venv/bin/python bench/search.py --fresh      # regenerate the data (and time the first build) first
     .venv/bin/python bench/search.py --posts 5000 --queries 100 --duration 2 --warmup 1 --no-docs   # a quick check
 """

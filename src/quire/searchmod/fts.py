@@ -41,7 +41,7 @@ TIER = 1_000_000.0  # sort key = tier * TIER + bm25 (bm25 is negative, small)
 LOCALE_COLUMN = "_lc"
 MARK_OPEN, MARK_CLOSE = "\x01", "\x02"
 SNIPPET_AT = 300
-PREFIX_RANKED = 2000  # see Part.scored  # longer fields are answered as a snippet around the matches
+PREFIX_RANKED = 1000  # see Part.scored  # longer fields are answered as a snippet around the matches
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -127,11 +127,6 @@ class Part:
             # (FTS5 walks them in rowid order and stops there)
             sql = f"SELECT rid, sc FROM ({sql} ORDER BY rowid DESC LIMIT {int(self.ranked)})"
         return sql, params
-
-    def where_rowid(self, rowid: str) -> tuple[str, list[Any]]:
-        """A query for one row of this part: is `rowid` among its rows?"""
-        where, params = self._where()
-        return f"SELECT 1 FROM {self.table} WHERE {where} AND rowid = {rowid}", params
 
     def rows(self) -> tuple[str, list[Any]]:
         where, params = self._where()
@@ -271,25 +266,14 @@ class FtsEngine:
         return self._hits(name, page, _floor(best.values())), total
 
     def _count(self, parts: list[Part]) -> int:
-        """Rows matching any part. Counting is cheap in FTS5, building a
-        UNION of large row sets is not: the typo part holds every row of the
-        exact part (its words are the exact words or their variants), and
-        the others are counted as the rows the first part does not have."""
+        """Rows matching any part. The typo part holds every row of the
+        exact part (its words are the exact words or their variants), so
+        the exact part is left out of the union then."""
         if any(p.tier for p in parts):
             parts = [p for p in parts if p.tier or p.table.endswith(':raw"')]
-        first, *others = sorted(parts, key=lambda p: not p.table.endswith(':raw"'))
-        sql, params = first.rows()
-        total = int(self.store.execute_read(f"SELECT count(*) FROM ({sql})", params).fetchone()[0])
-        seen = [first]
-        for part in others:
-            sql, params = part.rows()
-            for earlier in seen:
-                where, more = earlier.where_rowid("x.rowid")
-                sql = f"SELECT rowid FROM ({sql}) AS x WHERE NOT EXISTS ({where})"
-                params = [*params, *more]
-            total += int(self.store.execute_read(f"SELECT count(*) FROM ({sql})", params).fetchone()[0])
-            seen.append(part)
-        return total
+        sql = " UNION ".join(p.rows()[0] for p in parts)
+        params = [x for p in parts for x in p.rows()[1]]
+        return int(self.store.execute_read(f"SELECT count(*) FROM ({sql})", params).fetchone()[0])
 
     def _filtered(self, name: str, parts: list[Part], locale: str, node: Node, limit: int,
                   offset: int) -> tuple[list[Hit], int]:
