@@ -4,7 +4,6 @@ Query parameters win over headers."""
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,26 +20,33 @@ ROWS_KEPT = 4096
 
 
 class _RowCache:
-    """Resolved list rows, by (stored bytes, persona, minute). Visitors of
-    one audience ask for the same items over and over; the stored bytes in
-    the key make any change of the item a new entry, and the minute makes
-    schedules move on (they are evaluated to the minute for lists). Rows are
-    found by a CRC of their bytes and then compared whole, so a lookup costs
-    far less than hashing the row and a collision can never serve another
-    row's answer. Oldest entries go first."""
+    """Resolved list rows, per persona (audience, offset, variables, minute)
+    and then per row. Visitors of one audience ask for the same items over
+    and over. A row is found by its first bytes (its id) and compared whole
+    with the stored bytes it was resolved from, so a changed item is
+    resolved again and no row can be served another's answer. The minute
+    makes schedules move on (lists evaluate them to the minute). When full,
+    everything is dropped at once (cheaper than tracking age per row)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.entries: dict[tuple[int, int, Any], tuple[bytes, bytes]] = {}
+        self.count = 0
+        self.personas: dict[Any, dict[bytes, tuple[bytes, bytes]]] = {}
 
-    def get(self, row: bytes, persona: Any) -> bytes | None:
-        found = self.entries.get((zlib.crc32(row), len(row), persona))
-        return found[1] if found is not None and found[0] == row else None
+    def rows_of(self, persona: Any) -> dict[bytes, tuple[bytes, bytes]]:
+        found = self.personas.get(persona)
+        if found is None:
+            if len(self.personas) > 256:  # minutes go by: old personas are dead weight
+                self.personas.clear()
+                self.count = 0
+            found = self.personas[persona] = {}
+        return found
 
-    def put(self, row: bytes, persona: Any, value: bytes) -> None:
-        self.entries[(zlib.crc32(row), len(row), persona)] = (row, value)
-        if len(self.entries) > self.size:
-            del self.entries[next(iter(self.entries))]
+    def added(self) -> None:
+        self.count += 1
+        if self.count > self.size:
+            self.personas.clear()
+            self.count = 0
 
 
 _rows = _RowCache(ROWS_KEPT)
@@ -65,15 +71,19 @@ class Persona:
                    None if self.variables is None else orjson.dumps(self.variables, option=orjson.OPT_SORT_KEYS),
                    now)
         out = []
+        kept = _rows.rows_of(persona)
         for row in rows:
-            if b'"persona:variants"' not in row and not (placeholders and b"{{" in row):
-                out.append(row)
+            found = kept.get(row[:40])
+            if found is not None and found[0] == row:
+                out.append(found[1])
                 continue
-            done = _rows.get(row, persona)
-            if done is None:
+            if b'"persona:variants"' not in row and not (placeholders and b"{{" in row):
+                done = row  # nothing to resolve: kept too, so the next look is one comparison
+            else:
                 done = orjson.dumps(resolve(orjson.loads(row), self.audience, tzoffset=self.tzoffset,
                                             variables=self.variables, now=now))
-                _rows.put(row, persona, done)
+            kept[row[:40]] = (row, done)
+            _rows.added()
             out.append(done)
         return out
 
