@@ -14,8 +14,8 @@ import orjson
 
 from quire.auth.service import Identity
 from quire.content.models import parse_model
-from quire.errors import BadRequest, PreconditionFailed
-from quire.events import Reject
+from quire.errors import BadRequest
+from quire.events import refusals_as_412
 from quire.ids import is_id
 from quire.inbox.forms import FORMS, check_form
 from quire.l10n.service import PROJECTS
@@ -103,10 +103,8 @@ async def _import_form(quire: Quire, form: Any) -> int:
         raise BadRequest("every form needs an _id and a token")
     clean = check_form(form)
     doc = {**{k: form[k] for k in ("_id", "token", "_created", "_modified") if k in form}, **clean}
-    try:
+    with refusals_as_412(f"form {doc['_id']}: "):
         await quire.events.emit("inbox.form.save", form=doc, identity=IMPORTER)
-    except Reject as exc:
-        raise PreconditionFailed(f"form {doc['_id']}: {exc.message}") from None
     quire.forms.forms.replace({"group": "", "emails": [], "domains": [], "fields": [], "honeypot": None,
                                "languages": [], "store": True, **doc})
     return 1
@@ -124,11 +122,9 @@ async def _import_items(quire: Quire, name: str, docs: Any) -> int:
         item = {**quire.content.check_data(model, fields, IMPORTER)}
         item.update({k: doc[k] for k in KEPT_SYSTEM if k in doc})
         is_update = coll.get(item["_id"]) is not None
-        try:
+        with refusals_as_412(f"{name}/{item['_id']}: "):
             await quire.events.emit("content.item.save.before", model=name, item=item,
                                     is_update=is_update, identity=IMPORTER)
-        except Reject as exc:
-            raise PreconditionFailed(f"{name}/{item['_id']}: {exc.message}") from None
         coll.replace(item)
         await quire.content.stored(name, item, is_update, IMPORTER)
         quire.store.after_commit(

@@ -9,8 +9,11 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from quire.errors import PreconditionFailed
 
 log = logging.getLogger("quire.events")
 
@@ -23,6 +26,16 @@ class Reject(Exception):
     def __init__(self, message: str = "Rejected") -> None:
         super().__init__(message)
         self.message = message
+
+
+@contextmanager
+def refusals_as_412(prefix: str = "") -> Iterator[None]:
+    """Around a before-event: a handler's `Reject` answers 412 with its
+    message (after `prefix`, naming the document of a bulk write)."""
+    try:
+        yield
+    except Reject as exc:
+        raise PreconditionFailed(prefix + exc.message) from None
 
 
 class Events:

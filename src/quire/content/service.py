@@ -22,7 +22,7 @@ from quire.content.locales import LocaleService, localize, rewrite_locale_keys
 from quire.content.models import Model, ModelService
 from quire.content.populate import populate
 from quire.errors import BadRequest, MethodNotAllowed, NotFound, PreconditionFailed
-from quire.events import Events, Reject
+from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.store import SqliteStore
 from quire.store import match as reference
@@ -438,12 +438,10 @@ class ContentService:
             self._check_required(model, item)
             if model.type == "tree":
                 self._check_parent(coll, item)
-            try:
+            with refusals_as_412():
                 await self.events.emit(
                     "content.item.save.before", model=name, item=item, is_update=is_update, identity=identity
                 )
-            except Reject as exc:
-                raise PreconditionFailed(exc.message) from None
             coll.replace(item)
             await self.stored(name, item, is_update, identity)
         await self.events.emit_after(
@@ -454,11 +452,9 @@ class ContentService:
     async def stored(self, name: str, item: dict[str, Any], is_update: bool, identity: Identity) -> None:
         """`content.item.saved`: the item as stored, inside the write's
         transaction, for data that must change with it (search indexes)."""
-        try:
+        with refusals_as_412():
             await self.events.emit("content.item.saved", model=name, item=item, is_update=is_update,
                                    identity=identity)
-        except Reject as exc:
-            raise PreconditionFailed(exc.message) from None
 
     def _new_item(
         self, model: Model, clean: dict[str, Any], now: int, identity: Identity, coll: Collection
@@ -508,10 +504,8 @@ class ContentService:
             removed = coll.subtree(item) if model.type == "tree" else [item]
             for doc in removed:
                 coll.delete(doc["_id"])
-                try:
+                with refusals_as_412():
                     await self.events.emit("content.item.remove", model=name, item=doc, identity=identity)
-                except Reject as exc:
-                    raise PreconditionFailed(exc.message) from None
 
 
 def _asset_slots(fields: list[dict[str, Any]], container: dict[str, Any], slots: list[tuple[Any, Any, str]]) -> None:

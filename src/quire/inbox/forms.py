@@ -13,7 +13,7 @@ from email_validator import EmailNotValidError, validate_email
 
 from quire.auth.service import Identity
 from quire.errors import BadRequest, NotFound, PreconditionFailed
-from quire.events import Events, Reject
+from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.inbox import language
 from quire.store import SqliteStore
@@ -100,10 +100,8 @@ class FormService:
         return form
 
     async def _emit_save(self, form: dict[str, Any], identity: Identity) -> None:
-        try:
+        with refusals_as_412():
             await self.events.emit("inbox.form.save", form=form, identity=identity)
-        except Reject as exc:
-            raise PreconditionFailed(exc.message) from None
 
 
 def check_form(data: dict[str, Any]) -> dict[str, Any]:

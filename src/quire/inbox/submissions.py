@@ -16,7 +16,7 @@ import orjson
 
 from quire.auth.service import Identity
 from quire.errors import BadRequest, NotFound, PreconditionFailed
-from quire.events import Events, Reject
+from quire.events import Events, refusals_as_412
 from quire.ids import is_id
 from quire.inbox.forms import MANAGE, FormService
 from quire.inbox.service import ATTACHMENTS, SUBMISSIONS
@@ -80,10 +80,8 @@ class SubmissionService:
             record = self._get(record_id)
             if "spam" in data:
                 record.update(spam=data["spam"], _modified=int(time.time()))
-            try:
+            with refusals_as_412():
                 await self.events.emit("inbox.submission.save", record=record, identity=identity)
-            except Reject as exc:
-                raise PreconditionFailed(exc.message) from None
             self.submissions.replace(record)
         return record
 
@@ -97,10 +95,8 @@ class SubmissionService:
         """Inside a transaction: the records go now, their files after the
         commit (a rollback keeps both)."""
         for record in records:
-            try:
+            with refusals_as_412():
                 await self.events.emit("inbox.submission.remove", record=record, identity=identity)
-            except Reject as exc:
-                raise PreconditionFailed(exc.message) from None
             self.submissions.delete(record["_id"])
         files = [a["file"] for r in records for items in r.get("attachments", {}).values() for a in items]
         self.store.after_commit(lambda: self._unlink(files))
@@ -115,10 +111,8 @@ class SubmissionService:
         async with self.store.atomic():
             form = self.forms.get(form_id, identity)
             await self._remove(self.submissions.find({"form": form_id}), identity)
-            try:
+            with refusals_as_412():
                 await self.events.emit("inbox.form.remove", form=form, identity=identity)
-            except Reject as exc:
-                raise PreconditionFailed(exc.message) from None
             self.forms.forms.delete(form_id)
 
     def attachment(self, record_id: str, field: str, index: str, identity: Identity) -> tuple[Path, dict[str, Any]]:

@@ -21,8 +21,8 @@ from babel import Locale, UnknownLocaleError
 from babel.core import parse_locale
 
 from quire.auth.service import Identity
-from quire.errors import BadRequest, NotFound, PreconditionFailed
-from quire.events import Events, Reject
+from quire.errors import BadRequest, NotFound
+from quire.events import Events, refusals_as_412
 from quire.ids import new_id
 from quire.l10n import formats
 from quire.store import SqliteStore
@@ -152,10 +152,8 @@ class L10nService:
             if project is None:
                 raise NotFound(f"Project '{name}' not found")
             self.projects.delete(project["_id"])
-            try:
+            with refusals_as_412():
                 await self.events.emit("l10n.project.remove", project=project, identity=identity)
-            except Reject as exc:
-                raise PreconditionFailed(exc.message) from None
 
     async def import_file(
         self, name: str, fmt: str, raw: bytes, locale: str | None, identity: Identity
@@ -197,10 +195,8 @@ class L10nService:
             if current is None and not (replace or create):
                 raise NotFound(f"Project '{name}' not found")
             project = _apply(current, changes, name, now, replace)
-            try:
+            with refusals_as_412():
                 await self.events.emit("l10n.project.save", project=project, identity=identity)
-            except Reject as exc:
-                raise PreconditionFailed(exc.message) from None
             self.projects.replace(project)
         return project
 

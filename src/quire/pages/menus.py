@@ -18,7 +18,7 @@ import orjson
 from quire.auth.service import Identity
 from quire.content.fields import is_empty
 from quire.errors import NotFound, PreconditionFailed
-from quire.events import Events, Reject
+from quire.events import Events, refusals_as_412
 from quire.ids import new_id
 from quire.pages import routing
 from quire.pages.service import MANAGE, READ, PagesService, localize_page
@@ -123,10 +123,8 @@ class MenuService:
             other = self.menus.find_one({"name": menu["name"]})
             if other is not None and other["_id"] != menu["_id"]:
                 raise invalid("menu", {"name": f"{menu['name']} is the name of another menu"})
-            try:
+            with refusals_as_412():
                 await self.events.emit("pages.menu.save", menu=menu, identity=identity)
-            except Reject as exc:
-                raise PreconditionFailed(exc.message) from None
             self.menus.replace(menu)
         return menu
 
@@ -136,10 +134,8 @@ class MenuService:
             menu = self.menus.find_one({"name": name})
             if menu is None:
                 raise NotFound("Menu not found")
-            try:
+            with refusals_as_412():
                 await self.events.emit("pages.menu.remove", menu=menu, identity=identity)
-            except Reject as exc:
-                raise PreconditionFailed(exc.message) from None
             self.menus.delete(menu["_id"])
 
     # -- settings ---------------------------------------------------------
@@ -176,10 +172,8 @@ class MenuService:
             doc.update(clean)
             doc = {k: v for k, v in doc.items() if v is not None}
             doc["_modified"] = int(time.time())
-            try:
+            with refusals_as_412():
                 await self.events.emit("pages.settings.save", settings=doc, identity=identity)
-            except Reject as exc:
-                raise PreconditionFailed(exc.message) from None
             self.settings_coll.replace(doc)
         return self._settings(None)
 

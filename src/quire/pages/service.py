@@ -22,7 +22,7 @@ from quire.content.fields import is_empty
 from quire.content.locales import rewrite_locale_keys
 from quire.content.service import ContentService, ReadOptions
 from quire.errors import ApiError, BadRequest, Conflict, NotFound, PreconditionFailed
-from quire.events import Events, Reject
+from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.pages import routing
 from quire.pages.routing import DEFAULT
@@ -322,11 +322,9 @@ class PagesService:
                 page.update({"_modified": now, "_mby": identity.actor})
             else:
                 page = self._new(clean, codes, pages, now, identity)
-            try:  # handlers may change the page: the checks below see their changes
+            with refusals_as_412():  # handlers may change the page: the checks below see their changes
                 await self.events.emit("pages.page.save.before", page=page, is_update=current is not None,
                                        identity=identity)
-            except Reject as exc:
-                raise PreconditionFailed(exc.message) from None
             check_page_shape(page, self._model_kind, codes)
             self._check_parent(page, pages)
             pages[page["_id"]] = page
@@ -439,10 +437,8 @@ class PagesService:
         for pid, page in [(i, pages[i]) for i in sent] + list(coll.get_many(moved).items()):
             _set_routes(page, routes[pid])
             is_update = pid in existing
-            try:
+            with refusals_as_412(f"page {pid}: "):
                 await self.events.emit("pages.page.save.before", page=page, is_update=is_update, identity=identity)
-            except Reject as exc:
-                raise PreconditionFailed(f"page {pid}: {exc.message}") from None
             coll.replace(page)
             self.store.after_commit(lambda page=page, is_update=is_update: self.events.emit_after(
                 "pages.page.save.after", page=page, is_update=is_update, identity=identity))
@@ -459,10 +455,8 @@ class PagesService:
             removed = coll.subtree(page)
             for doc in removed:
                 coll.delete(doc["_id"])
-                try:
+                with refusals_as_412():
                     await self.events.emit("pages.page.remove", page=doc, identity=identity)
-                except Reject as exc:
-                    raise PreconditionFailed(exc.message) from None
 
     def exists(self, ids: list[str]) -> set[str]:
         return set(self.collection().get_many(ids))
