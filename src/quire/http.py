@@ -11,7 +11,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from quire.errors import BadRequest, PayloadTooLarge
+from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
 
 if TYPE_CHECKING:
     from quire.app import Quire
@@ -157,3 +157,13 @@ async def read_json(request: Request, limit: int, max_depth: int) -> Any:
     check_depth(data, max_depth)
     return data
 
+
+async def read_data(request: Request) -> dict[str, Any]:
+    """The `data` object of a `{"data": {...}}` write body; without one,
+    412 `Item data is missing` (the contract's message for every write)."""
+    quire = quire_of(request)
+    body = await read_json(request, quire.max_body, quire.max_depth)
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, dict):
+        raise PreconditionFailed("Item data is missing")
+    return data

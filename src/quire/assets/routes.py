@@ -16,8 +16,16 @@ from starlette.types import Message, Receive
 from quire.asgi import route
 from quire.assets.service import Upload
 from quire.auth.request import identify
-from quire.errors import BadRequest, NotFound, PayloadTooLarge, PreconditionFailed
-from quire.http import int_param, json_param, json_response, parse_json_text, quire_of, read_json
+from quire.errors import BadRequest, NotFound, PayloadTooLarge
+from quire.http import (
+    int_param,
+    json_param,
+    json_response,
+    parse_json_text,
+    quire_of,
+    read_data,
+    read_json,
+)
 from quire.store.query import parse_fields, parse_filter, parse_sort
 
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -117,10 +125,7 @@ async def update_asset(request: Request) -> Response:
     identity = identify(request)
     identity.require("assets/edit")
     quire = quire_of(request)
-    body = await read_json(request, quire.max_body, quire.max_depth)
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, dict):
-        raise PreconditionFailed("Item data is missing")
+    data = await read_data(request)
     return json_response(await quire.assets.update(request.path_params["id"], data, identity))
 
 

@@ -20,7 +20,7 @@ from quire.http import (
     json_response,
     quire_of,
     raw_json_response,
-    read_json,
+    read_data,
 )
 from quire.persona.request import Persona, persona_of
 
@@ -65,10 +65,7 @@ def _personalized(rows: list[bytes], persona: Persona | None) -> list[bytes]:
 async def save_item(request: Request) -> Response:
     identity = identify(request)
     quire = quire_of(request)
-    body = await read_json(request, quire.max_body, quire.max_depth)
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, dict):
-        raise PreconditionFailed("Item data is missing")
+    data = await read_data(request)
     item = await quire.content.save(request.path_params["model"], data, identity)
     return json_response(item)
 

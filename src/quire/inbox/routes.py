@@ -17,7 +17,7 @@ from quire.asgi import route
 from quire.assets.routes import FILE_HEADERS, SANDBOX_POLICY, limited_receive
 from quire.auth.request import identify
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
-from quire.http import int_param, json_param, json_response, quire_of, read_json
+from quire.http import int_param, json_param, json_response, quire_of, read_data, read_json
 from quire.inbox.service import (
     FilePart,
     Submission,
@@ -139,15 +139,6 @@ def _text(value: Any) -> str | None:
 # -- forms (inbox/manage) ------------------------------------------------------
 
 
-async def _data(request: Request) -> Any:
-    quire = quire_of(request)
-    body = await read_json(request, quire.max_body, quire.max_depth)
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, dict):
-        raise PreconditionFailed("Item data is missing")
-    return data
-
-
 async def list_forms(request: Request) -> Response:
     return json_response(quire_of(request).forms.all(identify(request)))
 
@@ -155,7 +146,7 @@ async def list_forms(request: Request) -> Response:
 async def save_form(request: Request) -> Response:
     identity = identify(request)
     identity.require("inbox/manage")
-    return json_response(await quire_of(request).forms.save(await _data(request), identity))
+    return json_response(await quire_of(request).forms.save(await read_data(request), identity))
 
 
 async def get_form(request: Request) -> Response:
@@ -195,7 +186,7 @@ async def get_submission(request: Request) -> Response:
 async def update_submission(request: Request) -> Response:
     identity = identify(request)
     identity.require("inbox/submissions")
-    record = await quire_of(request).submissions.update(request.path_params["id"], await _data(request), identity)
+    record = await quire_of(request).submissions.update(request.path_params["id"], await read_data(request), identity)
     return json_response(record)
 
 

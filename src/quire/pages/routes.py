@@ -9,8 +9,15 @@ from starlette.responses import Response
 
 from quire.asgi import route
 from quire.auth.request import identify
-from quire.errors import BadRequest, PreconditionFailed
-from quire.http import int_param, json_param, json_response, quire_of, raw_json_response, read_json
+from quire.errors import BadRequest
+from quire.http import (
+    int_param,
+    json_param,
+    json_response,
+    quire_of,
+    raw_json_response,
+    read_data,
+)
 from quire.pages import sitemap
 from quire.pages.service import PageOptions
 from quire.persona.request import persona_of
@@ -32,15 +39,6 @@ def _options(request: Request, *, listing: bool = False) -> PageOptions:
         opts.limit = int_param(request, "limit")
         opts.skip = int_param(request, "skip")
     return opts
-
-
-async def _data(request: Request) -> object:
-    quire = quire_of(request)
-    body = await read_json(request, quire.max_body, quire.max_depth)
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, dict):
-        raise PreconditionFailed("Item data is missing")
-    return data
 
 
 async def list_pages(request: Request) -> Response:
@@ -74,7 +72,7 @@ async def page_by_id(request: Request) -> Response:
 
 async def save_page(request: Request) -> Response:
     identity = identify(request)
-    data = await _data(request)
+    data = await read_data(request)
     return json_response(await quire_of(request).pages.save(data, identity))
 
 
@@ -96,7 +94,7 @@ async def get_menu(request: Request) -> Response:
 
 async def save_menu(request: Request) -> Response:
     identity = identify(request)
-    data = await _data(request)
+    data = await read_data(request)
     return json_response(await quire_of(request).menus.save(data, identity))
 
 
@@ -113,7 +111,7 @@ async def get_settings(request: Request) -> Response:
 
 async def save_settings(request: Request) -> Response:
     identity = identify(request)
-    data = await _data(request)
+    data = await read_data(request)
     return json_response(await quire_of(request).menus.save_settings(data, identity))
 
 
