@@ -91,6 +91,11 @@ class Persona:
 def persona_of(request: Request) -> Persona | None:
     """The request's personalization, or None when it asks for none (the
     stored containers are answered as they are)."""
+    raw_query = request.scope.get("query_string", b"")
+    if b"persona" not in raw_query and b"tz_offset" not in raw_query and not any(
+        name.startswith(b"x-persona") for name, _ in request.scope["headers"]
+    ):
+        return None  # every plain content read passes here: no parsing for it
     query, headers = request.query_params, request.headers
     raw_audience = query.get("persona")
     if raw_audience is None:
