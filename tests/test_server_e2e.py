@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -17,11 +13,7 @@ from typing import Any
 
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.serving import quire_server
 
 
 class Server:
@@ -43,38 +35,8 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    data = tmp_path_factory.mktemp("e2e") / "data"
-    out = subprocess.run(
-        [sys.executable, "-m", "quire", "keys", "create", "--name", "e2e", "--role", "admin", "--data", str(data)],
-        capture_output=True, text=True, check=True, timeout=60,
-    ).stdout
-    key = out.strip().splitlines()[-1]
-    port = free_port()
-    log = data.parent / "server.log"
-    with open(log, "w") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "quire", "serve", "--data", str(data), "--port", str(port), "--workers", "2"],
-            stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/api/system/healthcheck", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("server did not start:\n" + log.read_text()) from None
-                time.sleep(0.2)
+    with quire_server(tmp_path_factory.mktemp("e2e") / "data") as (base, key, log):
         yield Server(base, key, log)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def test_content_round_trip_over_http_with_two_workers(server: Server) -> None:

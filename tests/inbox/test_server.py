@@ -6,11 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -23,6 +18,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.inbox.conftest import PDF, files_under, multipart, png
+from tests.serving import quire_server
 
 
 class Server:
@@ -41,47 +37,11 @@ class Server:
             return error.code, json.loads(error.read())
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def running(data: Path, **env: str) -> Iterator[Server]:
     """`quire serve --workers 2` on a free port, with an admin key."""
-    out = subprocess.run(
-        [sys.executable, "-m", "quire", "keys", "create", "--name", "e2e", "--role", "admin", "--data", str(data)],
-        capture_output=True, text=True, check=True, timeout=60,
-    ).stdout
-    key = out.strip().splitlines()[-1]
-    port = free_port()
-    log = data.parent / f"server-{port}.log"
-    with open(log, "w") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "quire", "serve", "--data", str(data), "--port", str(port), "--workers", "2"],
-            stdout=sink, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "QUIRE_SERVER_QUIET": "true", **env},
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/api/system/healthcheck", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("server did not start:\n" + log.read_text()) from None
-                time.sleep(0.1)
+    with quire_server(data, {"QUIRE_SERVER_QUIET": "true", **env}) as (base, key, _):
         yield Server(base, key, data)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def create_form(server: Server, **fields: Any) -> dict[str, Any]:

@@ -1,0 +1,56 @@
+"""Start the real server (`quire serve --workers 2`) on a free loopback
+port for end-to-end tests, with an admin key, and stop it afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def quire_server(data: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, str, Path]]:
+    """(base URL, admin key, log file) of a server on `data`."""
+    out = subprocess.run(
+        [sys.executable, "-m", "quire", "keys", "create", "--name", "e2e", "--role", "admin", "--data", str(data)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout
+    key = out.strip().splitlines()[-1]
+    port = free_port()
+    log = data.parent / f"server-{port}.log"
+    with open(log, "w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "quire", "serve", "--data", str(data), "--port", str(port), "--workers", "2"],
+            stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/api/system/healthcheck", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("server did not start:\n" + log.read_text()) from None
+                time.sleep(0.1)
+        yield base, key, log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
