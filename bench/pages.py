@@ -55,6 +55,7 @@ from run import (  # noqa: E402  (a sibling script, not a package)
     _ms,
     _open_quire,
     _terminate,
+    add_load_options,
     free_port,
     http_get,
     machine_paragraph,
@@ -631,19 +632,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--children", type=int, default=STANDARD["children"], help="children per section (default 10)")
     parser.add_argument("--grandchildren", type=int, default=STANDARD["grandchildren"],
                         help="grandchildren per child (default 5)")
-    parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run (default 10)")
-    parser.add_argument("--warmup", type=int, default=3, help="seconds of warm-up per scenario (default 3, 0: none)")
-    parser.add_argument("--connections", type=int, default=50, help="wrk connections (default 50)")
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
-    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
+    add_load_options(parser, DEFAULT_WORK, SECTION_TITLE, connections=50)
     parser.add_argument("--renames", type=int, default=200, help="timed slug renames (default 200)")
     parser.add_argument("--sitemaps", type=int, default=10, help="timed sitemap.xml requests (default 10)")
-    parser.add_argument("--fresh", action="store_true", help="regenerate the data even if it matches")
-    parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (default bench/.work/pages)")
-    parser.add_argument("--docs", type=Path, default=None,
-                        help="markdown file to write the Pages section to (default docs/benchmarks.md, "
-                             "but only for a run at the standard size)")
-    parser.add_argument("--no-docs", action="store_true", help="do not write any markdown file")
     args = parser.parse_args(argv)
     if min(args.posts, args.sections, args.children, args.grandchildren, args.renames, args.sitemaps) < 1:
         parser.error("--posts, --sections, --children, --grandchildren, --renames and --sitemaps must be at least 1")

@@ -64,10 +64,12 @@ from run import (  # noqa: E402  (a sibling script, not a package)
     _ms,
     _open_quire,
     _terminate,
+    add_load_options,
     free_port,
     http_get,
     machine_paragraph,
     parse_wrk,
+    rotate_key,
     run_wrk,
     server_log_problems,
     update_doc,
@@ -188,17 +190,6 @@ def generate(data_dir: Path, posts: int) -> dict[str, Any]:
     print(f"Generated in {seconds:.1f} s; database {(data_dir / 'quire.db').stat().st_size / MB:.1f} MB", flush=True)
     return {"avg_post_bytes": round(total_bytes / max(posts, 1)),
             "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
-
-
-def rotate_key(data_dir: Path) -> str:
-    quire = _open_quire(data_dir)
-    try:
-        for key in quire.auth.list_keys():
-            if key["name"] == KEY_NAME:
-                quire.auth.delete_key(key["_id"])
-        return str(quire.auth.create_key(KEY_NAME, "admin")["key"])
-    finally:
-        quire.close()
 
 
 def wait_for_other_benchmarks(poll: float = 15, limit: float = 600) -> str:
@@ -397,21 +388,11 @@ def section(args: argparse.Namespace, dataset: Dataset, table: str, waited: str,
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Benchmark of personalization on content lists.")
     parser.add_argument("--posts", type=int, default=STANDARD_POSTS, help="posts to generate (default 10000)")
-    parser.add_argument("--duration", type=float, default=10, help="seconds per wrk run (default 10)")
-    parser.add_argument("--warmup", type=float, default=3, help="seconds of warm-up per run (default 3, 0: none)")
+    add_load_options(parser, DEFAULT_WORK, SECTION_TITLE)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of A, B, C (default 2)")
-    parser.add_argument("--connections", type=int, default=32, help="wrk connections (default 32)")
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
-    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
     parser.add_argument("--profile", action="store_true", help="profile a worker during B even if the target is met")
     parser.add_argument("--no-profile", action="store_true", help="never profile")
     parser.add_argument("--no-wait", action="store_true", help="do not wait for other benchmarks")
-    parser.add_argument("--fresh", action="store_true", help="regenerate the data even if it matches")
-    parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (default bench/.work/persona)")
-    parser.add_argument("--docs", type=Path, default=None,
-                        help="markdown file for the Personalization section (default docs/benchmarks.md, "
-                             "but only for a run at the standard size)")
-    parser.add_argument("--no-docs", action="store_true", help="do not write any markdown file")
     args = parser.parse_args(argv)
     if args.posts < MAX_SKIP + PAGE:
         parser.error(f"--posts must be at least {MAX_SKIP + PAGE} (pages are read up to skip={MAX_SKIP})")
@@ -434,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     prof: str | None = None
     try:
         dataset = ensure_data(work, args.posts, args.fresh)
-        key = rotate_key(dataset.data_dir)
+        key = rotate_key(dataset.data_dir, KEY_NAME)
         waited = "other benchmarks not checked" if args.no_wait else wait_for_other_benchmarks()
         load_before = os.getloadavg()[0]
         server = Server(dataset.data_dir, free_port(), args.workers, work / "server.log")

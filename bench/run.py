@@ -246,14 +246,14 @@ def generate(data_dir: Path, ids_file: Path, posts: int, authors: int, pictures:
     }
 
 
-def rotate_key(data_dir: Path) -> str:
-    """A fresh admin key for this run (the previous bench key is revoked)."""
+def rotate_key(data_dir: Path, name: str = KEY_NAME) -> str:
+    """A fresh admin key for this run (the previous key of that name is revoked)."""
     quire = _open_quire(data_dir)
     try:
         for key in quire.auth.list_keys():
-            if key["name"] == KEY_NAME:
+            if key["name"] == name:
                 quire.auth.delete_key(key["_id"])
-        return str(quire.auth.create_key(KEY_NAME, "admin")["key"])
+        return str(quire.auth.create_key(name, "admin")["key"])
     finally:
         quire.close()
 
@@ -876,6 +876,23 @@ def server_log_problems(path: Path) -> list[str]:
 # -- main ---------------------------------------------------------------------
 
 
+def add_load_options(parser: argparse.ArgumentParser, work: Path, section: str, connections: int = 32) -> None:
+    """The options every load benchmark takes: wrk, the server, the data
+    dir and where the results go."""
+    parser.add_argument("--duration", type=float, default=10, help="seconds per wrk run (default 10)")
+    parser.add_argument("--warmup", type=float, default=3, help="seconds of warm-up per run (default 3, 0: none)")
+    parser.add_argument("--connections", type=int, default=connections,
+                        help=f"wrk connections (default {connections})")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
+    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
+    parser.add_argument("--fresh", action="store_true", help="regenerate the data even if it matches")
+    parser.add_argument("--work", type=Path, default=work, help=f"work dir (default {work.relative_to(ROOT)})")
+    parser.add_argument("--docs", type=Path, default=None,
+                        help=f"markdown file to write the {section} section to (default docs/benchmarks.md, "
+                             "but only for a run at the standard size)")
+    parser.add_argument("--no-docs", action="store_true", help="do not write any markdown file")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Load benchmark of the content API (see bench/README.md).")
     parser.add_argument("--posts", type=int, default=STANDARD_POSTS, help="posts to generate (default 100000)")
@@ -883,17 +900,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="share of posts referencing a picture asset, answered as the live asset "
                              "object (default 0; the docs section is then 'Content with pictures')")
     parser.add_argument("--authors", type=int, default=STANDARD_AUTHORS, help="authors to generate (default 1000)")
-    parser.add_argument("--duration", type=float, default=10, help="seconds per wrk run (default 10)")
-    parser.add_argument("--warmup", type=float, default=3, help="seconds of warm-up per scenario (default 3, 0: none)")
-    parser.add_argument("--connections", type=int, default=32, help="wrk connections (default 32)")
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
-    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
-    parser.add_argument("--fresh", action="store_true", help="regenerate the data even if it matches")
-    parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (default bench/.work)")
-    parser.add_argument("--docs", type=Path, default=None,
-                        help="markdown file to write the Content section to (default docs/benchmarks.md, "
-                             "but only for a run at the standard size of 100000 posts and 1000 authors)")
-    parser.add_argument("--no-docs", action="store_true", help="do not write any markdown file")
+    add_load_options(parser, DEFAULT_WORK, "Content")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
     if args.posts < 1 or args.authors < 1:

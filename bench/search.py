@@ -60,6 +60,7 @@ from run import (  # noqa: E402  (a sibling script, not a package)
     _ms,
     _open_quire,
     _terminate,
+    add_load_options,
     free_port,
     machine_paragraph,
     render_details,
@@ -754,23 +755,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Benchmark of full-text search (see bench/README.md).")
     parser.add_argument("--posts", type=int, default=STANDARD_POSTS, help="posts to generate (default 100000)")
     parser.add_argument("--queries", type=int, default=QUERIES, help="timed queries per kind (default 500)")
-    parser.add_argument("--duration", type=float, default=10, help="seconds of the wrk run (default 10)")
-    parser.add_argument("--warmup", type=float, default=3, help="seconds of wrk warm-up (default 3, 0: none)")
-    parser.add_argument("--connections", type=int, default=32, help="wrk connections (default 32)")
-    parser.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
-    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
+    add_load_options(parser, DEFAULT_WORK, SECTION_TITLE)
     parser.add_argument("--no-rebuild", action="store_true",
                         help="do not re-time the build (report only the first build, with its date)")
     parser.add_argument("--no-http", action="store_true", help="skip the server and wrk")
     parser.add_argument("--wait-idle", type=float, default=60,
                         help="before each timed part, wait up to this many seconds for other processes to "
                              "leave the CPUs (default 60, 0: do not wait)")
-    parser.add_argument("--fresh", action="store_true", help="regenerate the data (and time the first build)")
-    parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (default bench/.work/search)")
-    parser.add_argument("--docs", type=Path, default=None,
-                        help="markdown file to write the Search section to (default docs/benchmarks.md, "
-                             "but only for a run at the standard size)")
-    parser.add_argument("--no-docs", action="store_true", help="do not write any markdown file")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
     if args.posts < 100 or args.queries < 1:
