@@ -7,7 +7,7 @@ with `{{ name:friend }}`, a member one with `{{ name }}` and a scheduled
 sale one for `member`+`sale`), written straight into the store in one
 transaction. It then serves the data with `quire serve --workers 2` and
 drives `GET /api/content/items/posts?limit=20&skip=<0..2000>` with wrk in
-three scenarios, alternated over two rounds (A, B, C, A, B, C):
+three scenarios, alternated over four rounds (A, B, C, A, B, C, ...):
 
 - A: no persona (the containers are answered as stored);
 - B: `&persona=member` (every hero resolved to one variant);
@@ -16,7 +16,8 @@ three scenarios, alternated over two rounds (A, B, C, A, B, C):
 
 Target (from the issue): resolution on an items page of 20 with variants
 adds ≤ 15% to its median latency, i.e. p50(B) / p50(A) - 1 ≤ 15%, taken per
-round against that round's A and averaged over the rounds (C is reported
+round against that round's A, and the median over the rounds is taken (one
+round disturbed by the shared 2-core machine does not decide; C is reported
 against the same bound). When the target is missed (or with --profile) a
 worker is sampled with py-spy during an extra run of B and the functions
 taking the time are listed. Results go to stdout and, for a standard-size
@@ -334,7 +335,7 @@ def overheads(runs: list[Run], letter: str) -> list[float]:
 
 
 def render_table(runs: list[Run], sizes: dict[str, int]) -> tuple[str, bool]:
-    lines = ["| scenario | req/s (rounds) | p50 (rounds) | p99 (rounds) | answer | p50 overhead vs A (rounds → mean) "
+    lines = ["| scenario | req/s (rounds) | p50 (rounds) | p99 (rounds) | answer | p50 overhead vs A (rounds → median) "
              "| target | met? |", "|---|---:|---:|---:|---:|---:|---|---|"]
     met_all = True
     for sc in SCENARIOS:
@@ -350,9 +351,9 @@ def render_table(runs: list[Run], sizes: dict[str, int]) -> tuple[str, bool]:
             over, target, met = "—", "—", "—"
         else:
             ov = overheads(runs, sc.letter)
-            mean = statistics.mean(ov)
-            over = " / ".join(f"{o:+.1%}" for o in ov) + f" → **{mean:+.1%}**"
-            ok = mean <= TARGET and not non2xx
+            middle = statistics.median(ov)
+            over = " / ".join(f"{o:+.1%}" for o in ov) + f" → **{middle:+.1%}**"
+            ok = middle <= TARGET and not non2xx
             met_all = met_all and ok
             target, met = f"≤ {TARGET:.0%}", "yes" if ok else "**no**"
         lines.append(f"| {sc.letter}: {sc.name}{note} | {rps} | {p50} | {p99} | "
@@ -373,7 +374,7 @@ def section(args: argparse.Namespace, dataset: Dataset, table: str, waited: str,
         f"-d{args.duration:g}s` on the same machine after a {args.warmup:g} s warm-up per run, "
         f"`GET /api/content/items/posts?limit={PAGE}&skip=<random 0..{MAX_SKIP}>` (bench/skip.lua) with an "
         f"admin key; the scenarios alternate A, B, C over {args.rounds} rounds ({waited}). The overhead is "
-        "p50 of B (or C) over p50 of A in the same round, minus one, averaged over the rounds. Target (from the "
+        "p50 of B (or C) over p50 of A in the same round, minus one; the median over the rounds. Target (from the "
         f"issue): resolution on an items page of {PAGE} with variants adds ≤ {TARGET:.0%} to its median latency "
         f"— **{'met' if met else 'missed'}**.\n\n{table}\n"
     )
@@ -389,7 +390,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Benchmark of personalization on content lists.")
     parser.add_argument("--posts", type=int, default=STANDARD_POSTS, help="posts to generate (default 10000)")
     add_load_options(parser, DEFAULT_WORK, SECTION_TITLE)
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of A, B, C (default 2)")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of A, B, C (default 4)")
     parser.add_argument("--profile", action="store_true", help="profile a worker during B even if the target is met")
     parser.add_argument("--no-profile", action="store_true", help="never profile")
     parser.add_argument("--no-wait", action="store_true", help="do not wait for other benchmarks")

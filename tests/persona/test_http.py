@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, create_item, put_model
+from tests.conftest import Api, create_item, put_model, role_key
 
 KEY = "persona:variants"
 
@@ -357,3 +357,37 @@ def test_wrongly_shaped_schedule_in_object_field_does_not_break_reads(admin: Api
     response = admin.get(f"/api/content/item/loose/{item['_id']}", params={"persona": "a"})
     assert response.status_code == 200, response.text
     assert response.json()["o"]["c"] == {"t": "g"}
+
+
+# --- resolved list rows kept in memory ------------------------------------
+
+def test_list_rows_follow_edits_of_the_item(admin: Api, posts: dict[str, Any]) -> None:
+    params = {"persona": "member", "limit": 10}
+    assert get(admin, "/api/content/items/posts", params)[0]["hero"] == {"title": "member"}
+    admin.post("/api/content/item/posts", json={"data": {**posts, "hero": hero("g", "edited")}})
+    assert get(admin, "/api/content/items/posts", params)[0]["hero"] == {"title": "edited"}
+
+
+def test_list_rows_kept_apart_per_projection_locale_and_population(admin: Api, posts: dict[str, Any]) -> None:
+    params = {"persona": "member", "limit": 10}
+    full = get(admin, "/api/content/items/posts", params)[0]
+    assert full["title"] == "Hi {{ name:you }}"
+    only_hero = get(admin, "/api/content/items/posts", {**params, "fields": json.dumps({"hero": 1})})[0]
+    assert only_hero["hero"] == {"title": "member"} and "title" not in only_hero
+    assert get(admin, "/api/content/items/posts", params)[0] == full  # the projected row is not served here
+    assert get(admin, "/api/content/items/posts", {**params, "populate": 1})[0]["hero"] == {"title": "member"}
+
+
+def test_list_rows_kept_apart_per_reader(admin: Api, posts: dict[str, Any]) -> None:
+    put_model(admin, "authors", type="collection", fields=[{"name": "name", "type": "text"}])
+    put_model(admin, "books", type="collection", fields=[
+        {"name": "hero", "type": "variants"}, {"name": "author", "type": "contentItemLink",
+                                               "opts": {"link": "authors"}}])
+    author = create_item(admin, "authors", {"name": "Ann"})
+    create_item(admin, "books", {"hero": hero(), "author": {"_id": author["_id"], "_model": "authors"}})
+    reader = role_key(admin, "books-only", {"content/books/read": True})
+    params = {"persona": "member", "limit": 10, "populate": 1}
+    assert get(admin, "/api/content/items/books", params)[0]["author"]["name"] == "Ann"
+    seen = get(reader, "/api/content/items/books", params)[0]
+    assert seen["hero"] == {"title": "member"}
+    assert seen["author"] is None  # the reader may not read authors: the admin's populated row is not served

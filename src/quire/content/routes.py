@@ -11,6 +11,7 @@ from starlette.responses import Response, StreamingResponse
 
 from quire.asgi import route
 from quire.auth.request import identify
+from quire.auth.service import Identity
 from quire.content.service import ReadOptions
 from quire.errors import BadRequest, PreconditionFailed
 from quire.http import (
@@ -57,9 +58,16 @@ async def get_item(request: Request) -> Response:
     return json_response(item if persona is None else persona.apply(item))
 
 
-def _personalized(rows: list[bytes], persona: Persona | None) -> list[bytes]:
-    """Rows as sent: the stored bytes, or resolved for the request's persona."""
-    return rows if persona is None else persona.apply_rows(rows)
+def _personalized(rows: list[bytes], persona: Persona | None, quire: Quire, view: Any) -> list[bytes]:
+    """Rows as sent: the stored bytes, or resolved for the request's persona
+    (called right after the rows were read, so the generation is theirs)."""
+    return rows if persona is None else persona.apply_rows(rows, quire.store.generation, view)
+
+
+def _view(model: str, opts: ReadOptions, identity: Identity) -> Any:
+    """What a list row's bytes depend on besides the stored item."""
+    fields = None if opts.fields is None else orjson.dumps(opts.fields)
+    return (model, opts.locale, opts.populate, fields, identity.role, identity.permissions)
 
 
 async def save_item(request: Request) -> Response:
@@ -78,15 +86,17 @@ async def delete_item(request: Request) -> Response:
 
 async def list_items(request: Request) -> Response:
     identity = identify(request)
-    content = quire_of(request).content
+    quire = quire_of(request)
+    content = quire.content
     model = request.path_params["model"]
     opts = read_options(request, listing=True)
     persona = persona_of(request)
+    view = None if persona is None else _view(model, opts, identity)
     if opts.limit is None:
-        chunks = (_personalized(rows, persona) for rows in content.list_stream(model, opts, identity))
+        chunks = (_personalized(rows, persona, quire, view) for rows in content.list_stream(model, opts, identity))
         return StreamingResponse(_stream_array(chunks), media_type=JSON_TYPE)
     page = content.list_page(model, opts, identity)
-    body = b"[" + b",".join(_personalized(page.rows, persona)) + b"]"
+    body = b"[" + b",".join(_personalized(page.rows, persona, quire, view)) + b"]"
     if page.total is not None:
         body = b'{"data":' + body + b',"meta":{"total":' + str(page.total).encode() + b"}}"
     return raw_json_response(body)

@@ -18,25 +18,32 @@ from quire.persona.schedule import parse_offset
 
 ROWS_KEPT = 4096
 
+# stored row, resolved row, minute resolved in (rows with a schedule), store generation
+_Kept = tuple[bytes, bytes, datetime | None, int]
+
 
 class _RowCache:
-    """Resolved list rows, per persona (audience, offset, variables, minute)
-    and then per row. Visitors of one audience ask for the same items over
-    and over. A row is found by its first bytes (its id) and compared whole
-    with the stored bytes it was resolved from, so a changed item is
-    resolved again and no row can be served another's answer. The minute
-    makes schedules move on (lists evaluate them to the minute). When full,
+    """Resolved list rows, per persona (audience, offset, variables) and
+    then per row. Visitors of one audience ask for the same items over and
+    over. A row is found by its first bytes (its id). While the store's
+    generation is the one the row was resolved in, nothing was written and
+    the entry stands; after a write it is compared whole with the stored
+    bytes it was resolved from (a memory-bound look, hence the generation),
+    so a changed item is resolved again and no row can be served another's
+    answer. A row with a schedule
+    is kept with the minute it was resolved in (lists evaluate schedules to
+    the minute) and resolved again in a later minute, in place. When full,
     everything is dropped at once (cheaper than tracking age per row)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.count = 0
-        self.personas: dict[Any, dict[bytes, tuple[bytes, bytes]]] = {}
+        self.personas: dict[Any, dict[bytes, _Kept]] = {}
 
-    def rows_of(self, persona: Any) -> dict[bytes, tuple[bytes, bytes]]:
+    def rows_of(self, persona: Any) -> dict[bytes, _Kept]:
         found = self.personas.get(persona)
         if found is None:
-            if len(self.personas) > 256:  # minutes go by: old personas are dead weight
+            if len(self.personas) >= 256:  # many personas each with few rows: start afresh
                 self.personas.clear()
                 self.count = 0
             found = self.personas[persona] = {}
@@ -61,29 +68,41 @@ class Persona:
     def apply(self, data: Any) -> Any:
         return resolve(data, self.audience, tzoffset=self.tzoffset, variables=self.variables)
 
-    def apply_rows(self, rows: list[bytes]) -> list[bytes]:
+    def key(self) -> Any:
+        """What the resolution of a row depends on, but for the time."""
+        return (None if self.audience is None else tuple(sorted(self.audience)), self.tzoffset,
+                None if self.variables is None else orjson.dumps(self.variables, option=orjson.OPT_SORT_KEYS))
+
+    def apply_rows(self, rows: list[bytes], generation: int, view: Any) -> list[bytes]:
         """Stored list rows resolved: rows without a container (or, with
         variables, a placeholder) go out as stored; the others are resolved
-        once per persona and minute and then served from memory."""
+        once per persona (and minute, when they have a schedule) and then
+        served from memory. `generation` is the store's generation the rows
+        were read in; `view` is everything else the stored bytes of a row
+        depend on (model, locale, projection, population and who reads)."""
         placeholders = self.variables is not None
         now = datetime.now(UTC).replace(second=0, microsecond=0)
-        persona = (None if self.audience is None else tuple(sorted(self.audience)), self.tzoffset,
-                   None if self.variables is None else orjson.dumps(self.variables, option=orjson.OPT_SORT_KEYS),
-                   now)
+        kept = _rows.rows_of((self.key(), view))
         out = []
-        kept = _rows.rows_of(persona)
         for row in rows:
-            found = kept.get(row[:40])
-            if found is not None and found[0] == row:
-                out.append(found[1])
-                continue
+            head = row[:40]
+            found = kept.get(head)
+            if found is not None and (found[2] is None or found[2] == now):
+                if found[3] == generation:
+                    out.append(found[1])
+                    continue
+                if found[0] == row:
+                    kept[head] = (row, found[1], found[2], generation)
+                    out.append(found[1])
+                    continue
             if b'"persona:variants"' not in row and not (placeholders and b"{{" in row):
                 done = row  # nothing to resolve: kept too, so the next look is one comparison
             else:
                 done = orjson.dumps(resolve(orjson.loads(row), self.audience, tzoffset=self.tzoffset,
                                             variables=self.variables, now=now))
-            kept[row[:40]] = (row, done)
-            _rows.added()
+            if found is None:
+                _rows.added()
+            kept[head] = (row, done, now if b'"schedule"' in row else None, generation)
             out.append(done)
         return out
 
