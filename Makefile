@@ -27,8 +27,12 @@ run: $(BIN)/quire
 	$(BIN)/quire demo --data $(DATA)
 	$(BIN)/quire serve --data $(DATA) --host $(HOST) --port $(PORT)
 
+tests/oidc/node_modules/.installed: tests/oidc/package-lock.json
+	npm ci --prefix tests/oidc --no-audit --no-fund
+	touch $@
+
 ## make test: install the dev dependencies and run the whole suite
-test: $(VENV)/.dev
+test: $(VENV)/.dev tests/oidc/node_modules/.installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -n 2

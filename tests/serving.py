@@ -21,14 +21,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def quire_server(data: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, str, Path]]:
-    """(base URL, admin key, log file) of a server on `data`."""
+def quire_server(data: Path, env: dict[str, str] | None = None,
+                 port: int | None = None) -> Iterator[tuple[str, str, Path]]:
+    """(base URL, admin key, log file) of a server on `data` (on `port`, or a free one)."""
     out = subprocess.run(
         [sys.executable, "-m", "quire", "keys", "create", "--name", "e2e", "--role", "admin", "--data", str(data)],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout
     key = out.strip().splitlines()[-1]
-    port = free_port()
+    port = port or free_port()
     log = data.parent / f"server-{port}.log"
     with open(log, "w") as sink:
         proc = subprocess.Popen(

@@ -67,9 +67,9 @@ def test_users_create_reads_password_from_stdin_or_generates_one(tmp_path: Path)
     assert "Password: " in out
     app = build_app(load_settings(data, env={}))
     try:
-        assert app.state.quire.auth.verify_password("ann", "correct horse battery") is not None
-        assert app.state.quire.auth.verify_password("ann", "wrong password") is None
-        stored = app.state.quire.auth.users.find_one({"user": "ann"})
+        assert app.state.quire.users.verify_password("ann", "correct horse battery") is not None
+        assert app.state.quire.users.verify_password("ann", "wrong password") is None
+        stored = app.state.quire.users.users.find_one({"user": "ann"})
         assert stored["password"].startswith("$argon2")
     finally:
         app.state.quire.close()

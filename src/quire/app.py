@@ -7,10 +7,13 @@ import logging
 import os
 
 from quire import openapi
+from quire.admin import routes as admin_routes
 from quire.asgi import App
 from quire.assets import routes as asset_routes
 from quire.assets.service import AssetService
 from quire.auth.service import AuthService
+from quire.auth.sessions import SessionService
+from quire.auth.users import UserService
 from quire.config import Settings, load_settings
 from quire.content import routes as content_routes
 from quire.content.locales import LocaleService
@@ -21,7 +24,6 @@ from quire.hooks import load_hooks
 from quire.inbox import routes as inbox_routes
 from quire.inbox.forms import FormService
 from quire.inbox.mailer import Mailer
-from quire.inbox.ratelimit import RateLimiter
 from quire.inbox.service import SubmitService
 from quire.inbox.submissions import SubmissionService
 from quire.l10n import routes as l10n_routes
@@ -29,8 +31,12 @@ from quire.l10n.service import L10nService
 from quire.pages import routes as pages_routes
 from quire.pages.menus import MenuService
 from quire.pages.service import PagesService
+from quire.ratelimit import RateLimiter
 from quire.searchmod import routes as search_routes
 from quire.searchmod.service import SearchService
+from quire.sso import routes as sso_routes
+from quire.sso.service import SsoService
+from quire.sso.settings import SsoSettings
 from quire.store import SqliteStore
 from quire.system import routes as system_routes
 
@@ -46,6 +52,11 @@ class Quire:
         self.store = SqliteStore(settings.db_path)
         self.events = events or Events()
         self.auth = AuthService(self.store)
+        self.users = UserService(self.store, self.auth)
+        admin = settings.values["admin"]
+        self.sessions = SessionService(self.store, admin["session_idle_seconds"], admin["session_max_seconds"])
+        self.sso = SsoService(self.store, SsoSettings.from_values(settings.values["sso"]), self.auth,
+                              self.users, self.sessions)
         self.locales = LocaleService(self.store, settings.get("content", "default_locale_name"))
         self.models = ModelService(self.store, self.locales)
         self.content = ContentService(
@@ -89,7 +100,7 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
         [
             *system_routes.routes, *content_routes.routes, *asset_routes.routes,
             *pages_routes.routes, *l10n_routes.routes, *inbox_routes.routes,
-            *search_routes.routes, *openapi.routes,
+            *search_routes.routes, *openapi.routes, *admin_routes.routes, *sso_routes.routes,
         ],
         cors_origins=settings.get("api", "cors_origins"),
         access_log_enabled=not settings.get("server", "quiet"),

@@ -29,6 +29,9 @@ Handler = Callable[[Request], Awaitable[Response]]
 _PARAM = re.compile(r"{([a-zA-Z_][a-zA-Z0-9_]*)(:path)?}")
 CORS_HEADERS = "api-key, authorization, content-type, x-persona-audience, x-persona-tz-offset, x-persona-vars"
 CORS_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+# The admin's pages, its event stream and single sign-on are for this site's
+# own pages only: no CORS headers there.
+NO_CORS_PREFIXES = ("/auth/", "/admin/", "/sso/", "/system/events", "/system/api")
 
 
 @dataclass
@@ -128,6 +131,9 @@ class App:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["app"] = self
         origin = _header(scope, b"origin")
+        path = scope["path"]
+        if path == "/" or path.startswith(NO_CORS_PREFIXES):
+            origin = None
         cors = self._cors_origin(origin) if origin is not None else None
         if scope["method"] == "OPTIONS" and origin is not None and _header(scope, b"access-control-request-method"):
             await self._preflight(cors, scope, receive, send)

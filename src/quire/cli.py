@@ -132,7 +132,8 @@ def cmd_users(args: argparse.Namespace) -> int:
         generated = True
     quire = _quire(args)
     try:
-        user = quire.auth.create_user(args.user, args.email, args.role, password, args.name or "")
+        user = quire.users.create({"user": args.user, "email": args.email, "role": args.role,
+                                   "password": password, "name": args.name or args.user})
     finally:
         quire.close()
     print(f"Created user {user['user']} ({user['email']}, role {user['role']})")

@@ -7,6 +7,7 @@ and a bad one stops the service with a message that names its key.
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -81,6 +82,38 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "hooks": {
         "modules": [],
     },
+    "admin": {
+        "session_idle_seconds": 2 * 3600,
+        "session_max_seconds": 12 * 3600,
+        "secure_cookies": "auto",
+        "login_attempts": 5,
+        "login_window_seconds": 300,
+    },
+    # api.md's table: "" stands for null (TOML has no null).
+    "sso": {
+        "provider_url": "",
+        "client_id": "",
+        "client_secret": "",
+        "issuer": "",
+        "pkce": True,
+        "scopes": "openid profile email",
+        "mapping": {"email": "email", "user": "preferred_username", "name": "name", "role": "groups"},
+        "allowed_roles": [],
+        "default_role": "",
+        "loginText": "Login via OAuth",
+        "redirect_uri": "",
+        "timeout_seconds": 10,
+        "logout_token_max_age_seconds": 300,
+    },
+}
+
+# Settings whose value may take more than one type: (section, key) -> check, description.
+FLEXIBLE: dict[tuple[str, str], tuple[Any, str]] = {
+    ("sso", "pkce"): (lambda v: isinstance(v, bool | str), "true, false or a method name like \"S256\""),
+    ("sso", "mapping"): (
+        lambda v: isinstance(v, dict) and all(isinstance(x, str | bool) for x in v.values()),
+        "a table of field = \"claim/path\" (or \"\" for none)",
+    ),
 }
 
 ENV_PREFIX = "QUIRE_"
@@ -144,6 +177,13 @@ def _merge_env(values: dict[str, dict[str, Any]], env: Any) -> None:
 
 
 def _from_env(raw: str, default: Any, name: str) -> Any:
+    if isinstance(default, dict):  # a table: JSON in the variable
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise ConfigError(f"{name} must be a JSON object") from None
+    if name == "QUIRE_SSO_PKCE" and raw.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
+        return raw  # a method name
     if isinstance(default, bool):
         if raw.lower() in ("1", "true", "yes", "on"):
             return True
@@ -164,6 +204,12 @@ def _set(values: dict[str, dict[str, Any]], section: str, key: str, value: Any, 
     if key not in DEFAULTS[section]:
         raise ConfigError(f"{origin}: unknown setting '{section}.{key}'")
     default = DEFAULTS[section][key]
+    flexible = FLEXIBLE.get((section, key))
+    if flexible is not None:
+        if not flexible[0](value):
+            raise ConfigError(f"{origin}: setting '{section}.{key}' must be {flexible[1]}")
+        values[section][key] = {**default, **value} if isinstance(default, dict) else value
+        return
     kind = type(default)
     ok = isinstance(value, kind) and (kind is not int or not isinstance(value, bool))
     if isinstance(default, list):
@@ -214,6 +260,12 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
         ("assets", "max_output_size", 16, 16384),
         ("assets", "max_pixels", 1_000_000, 2_000_000_000),
         ("assets", "default_quality", 1, 100),
+        ("admin", "session_idle_seconds", 60, 30 * 86_400),
+        ("admin", "session_max_seconds", 60, 365 * 86_400),
+        ("admin", "login_attempts", 0, 1_000_000),
+        ("admin", "login_window_seconds", 1, 86_400),
+        ("sso", "timeout_seconds", 1, 300),
+        ("sso", "logout_token_max_age_seconds", 10, 86_400),
     ]
     for section, key, low, high in checks:
         value = values[section][key]
@@ -221,5 +273,15 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
             raise ConfigError(f"setting '{section}.{key}' must be between {low} and {high}")
     if values["smtp"]["host"] and "@" not in parseaddr(values["smtp"]["from"])[1]:
         raise ConfigError("setting 'smtp.from' must be an e-mail address, like \"Site <site@example.com>\"")
+    if values["admin"]["secure_cookies"] not in ("auto", "always", "never"):
+        raise ConfigError("setting 'admin.secure_cookies' must be \"auto\", \"always\" or \"never\"")
+    sso = values["sso"]
+    unknown = sorted(set(sso["mapping"]) - {"email", "user", "name", "role"})
+    if unknown:
+        raise ConfigError(f"setting 'sso.mapping' has unknown fields: {', '.join(unknown)} "
+                          "(known: email, user, name, role)")
+    for key in ("provider_url", "issuer", "redirect_uri"):
+        if sso[key] and not sso[key].startswith(("http://", "https://")):
+            raise ConfigError(f"setting 'sso.{key}' must start with http:// or https://")
     if values["smtp"]["ssl"] and values["smtp"]["starttls"]:
         raise ConfigError("settings 'smtp.ssl' and 'smtp.starttls' exclude each other: ssl is TLS from the start")

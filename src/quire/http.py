@@ -167,3 +167,14 @@ async def read_data(request: Request) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise PreconditionFailed("Item data is missing")
     return data
+
+
+def client_address(request: Request) -> str:
+    """The client: the peer, or the first X-Forwarded-For address when
+    `[inbox] trust_forwarded_for` says a proxy sets it (form submissions
+    and admin logins are counted per client)."""
+    if quire_of(request).settings.get("inbox", "trust_forwarded_for"):
+        forwarded = request.headers.get("x-forwarded-for", "").split(",")[0].strip()
+        if forwarded:
+            return forwarded
+    return request.client.host if request.client else "unknown"

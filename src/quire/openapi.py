@@ -225,11 +225,13 @@ def document() -> dict[str, Any]:
     from quire.l10n import openapi as l10n_paths
     from quire.pages import openapi as pages_paths
     from quire.searchmod import openapi as search_paths
+    from quire.sso import openapi as sso_paths
 
     paths.update(pages_paths.paths())
     paths.update(l10n_paths.paths())
     paths.update(inbox_paths.paths())
     paths.update(search_paths.paths())
+    paths.update(sso_paths.paths())
     return {
         "openapi": "3.1.0",
         "info": {"title": "Quire API", "version": __version__,

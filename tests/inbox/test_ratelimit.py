@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.config import load_settings
-from quire.inbox.ratelimit import RateLimiter
+from quire.ratelimit import RateLimiter
 from tests.conftest import Api
 from tests.inbox.conftest import make_form, stored, submit
 

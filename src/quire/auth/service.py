@@ -8,8 +8,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from argon2 import PasswordHasher
-
 from quire.auth.permissions import BUILTIN_ROLES, ROLE_NAME, is_known
 from quire.cache import SystemCache, bump_system_version
 from quire.errors import BadRequest, Forbidden, NotFound, Unauthorized
@@ -69,10 +67,8 @@ class AuthService:
         self.store = store
         self.keys = store.collection(KEYS)
         self.roles = store.collection(ROLES)
-        self.users = store.collection(USERS)
         self._key_index: SystemCache[dict[str, dict[str, Any]]] = SystemCache(store, self._load_keys)
         self._role_index: SystemCache[dict[str, frozenset[str]]] = SystemCache(store, self._load_roles)
-        self._hasher = PasswordHasher()
 
     # -- identity ---------------------------------------------------------
 
@@ -85,6 +81,10 @@ class AuthService:
             raise Unauthorized("Authentication failed")
         role = record["role"]
         return Identity(role, self._role_index.get().get(role, frozenset()), record["_id"], record["name"])
+
+    def role_identity(self, role: str, actor_id: str, actor_name: str) -> Identity:
+        """The Identity of a logged-in admin user: the permissions of its role."""
+        return Identity(role, self._role_index.get().get(role, frozenset()), actor_id, actor_name)
 
     def _load_keys(self) -> dict[str, dict[str, Any]]:
         return {doc["hash"]: doc for doc in self.keys.find()}
@@ -139,6 +139,9 @@ class AuthService:
         used = [k["name"] for k in self.keys.find({"role": name})]
         if used:
             raise BadRequest(f"Role {name} is used by keys: {', '.join(used)}")
+        users = [u["user"] for u in self.store.collection(USERS).find({"role": name})]
+        if users:
+            raise BadRequest(f"Role {name} is used by users: {', '.join(users)}")
         with self.store.transaction():
             if not self.roles.delete(name) and name != "public":
                 raise NotFound(f"Role {name} not found")
@@ -176,39 +179,3 @@ class AuthService:
             if not self.keys.delete(key_id):
                 raise NotFound("Key not found")
             bump_system_version(self.store)
-
-    # -- users ------------------------------------------------------------
-
-    def create_user(self, user: str, email: str, role: str, password: str, name: str = "") -> dict[str, Any]:
-        if not user or any(c in user for c in "<>\"'"):
-            raise BadRequest("Invalid user name", fields=["user"])
-        if "@" not in email or email.startswith("@") or email.endswith("@"):
-            raise BadRequest("Invalid email format", fields=["email"])
-        if not self.role_exists(role):
-            raise BadRequest(f"Role {role} does not exist", fields=["role"])
-        if len(password) < 8:
-            raise BadRequest("Password must have at least 8 characters", fields=["password"])
-        if self.users.find_one({"$or": [{"user": user}, {"email": email}]}):
-            raise BadRequest("A user with this name or e-mail exists", fields=["user", "email"])
-        doc = {
-            "_id": new_id(),
-            "user": user,
-            "email": email,
-            "name": name or user,
-            "role": role,
-            "active": True,
-            "password": self._hasher.hash(password),
-            "_created": int(time.time()),
-        }
-        self.users.insert(doc)
-        return {k: v for k, v in doc.items() if k != "password"}
-
-    def verify_password(self, user: str, password: str) -> dict[str, Any] | None:
-        doc = self.users.find_one({"user": user})
-        if doc is None or not doc.get("active"):
-            return None
-        try:
-            self._hasher.verify(doc["password"], password)
-        except Exception:
-            return None
-        return doc

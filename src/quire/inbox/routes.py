@@ -17,7 +17,15 @@ from quire.asgi import route
 from quire.assets.routes import FILE_HEADERS, SANDBOX_POLICY, limited_receive
 from quire.auth.request import identify
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
-from quire.http import int_param, json_param, json_response, quire_of, read_data, read_json
+from quire.http import (
+    client_address,
+    int_param,
+    json_param,
+    json_response,
+    quire_of,
+    read_data,
+    read_json,
+)
 from quire.inbox.service import (
     FilePart,
     Submission,
@@ -29,16 +37,6 @@ from quire.store.query import parse_fields, parse_sort
 
 DATA_KEY = re.compile(r"^data\[([^\[\]]+)\](\[\])?$")
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-
-
-def client_address(request: Request) -> str:
-    """The submitting client: the peer, or the first X-Forwarded-For
-    address when `[inbox] trust_forwarded_for` says a proxy sets it."""
-    if quire_of(request).settings.get("inbox", "trust_forwarded_for"):
-        forwarded = request.headers.get("x-forwarded-for", "").split(",")[0].strip()
-        if forwarded:
-            return forwarded
-    return request.client.host if request.client else "unknown"
 
 
 async def submit(request: Request) -> Response:

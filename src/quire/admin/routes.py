@@ -1,0 +1,335 @@
+"""The admin shell: login and logout, the dashboard, API keys, users and
+sessions, the session's event stream, and the API playground.
+
+Pages are rendered on the server (Jinja2) and work without a build step;
+the one script, `admin.js`, listens to the session's event stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response, StreamingResponse
+
+from quire.admin.web import (
+    HERE,
+    Login,
+    clear_session_cookie,
+    current_login,
+    login_csrf,
+    redirect,
+    render,
+    safe_next,
+    same_origin,
+    same_token,
+    set_login_csrf,
+    set_session_cookie,
+)
+from quire.asgi import route
+from quire.content.service import ReadOptions
+from quire.errors import ApiError, BadRequest, Forbidden, NotFound, PayloadTooLarge, Unauthorized
+from quire.http import client_address, json_response, quire_of
+from quire.ratelimit import RateLimiter
+
+log = logging.getLogger("quire.admin")
+STATIC = HERE / "static"
+POLL_SECONDS = 0.5
+KEEPALIVE_SECONDS = 15.0
+MAX_FORM_BYTES = 64 * 1024
+
+
+def _swagger_dir() -> Path:
+    import swagger_ui
+
+    return Path(swagger_ui.__file__).parent / "static"
+
+
+def login_limiter(request: Request) -> RateLimiter:
+    quire = quire_of(request)
+    admin = quire.settings.values["admin"]
+    return RateLimiter(quire.store, admin["login_attempts"], admin["login_window_seconds"], "system/login_failures")
+
+
+async def _form(request: Request) -> dict[str, str]:
+    if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
+        raise PayloadTooLarge("Form too large")
+    form = await request.form(max_files=0, max_fields=50)
+    return {k: v for k, v in form.items() if isinstance(v, str)}
+
+
+async def _checked_form(request: Request, login: Login) -> dict[str, str]:
+    """The fields of a state-changing form whose CSRF token is the session's."""
+    form = await _form(request)
+    if not same_origin(request) or not same_token(login.session["csrf"], form.get("csrf")):
+        raise Forbidden("The form has expired or did not come from this site; reload the page and try again")
+    return form
+
+
+def _manager_page(handler: Callable[[Request, Login], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """A page for users whose role may manage the system (system/manage)."""
+
+    async def page(request: Request) -> Response:
+        login = _need_login(request)
+        if isinstance(login, Response):
+            return login
+        if not login.manager:
+            return _forbidden(request, login)
+        return await handler(request, login)
+
+    return page
+
+
+def _need_login(request: Request) -> Login | Response:
+    login = current_login(request)
+    if login is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return redirect(f"/auth/login?next={target}" if target != "/" else "/auth/login")
+    return login
+
+
+# -- login and logout ---------------------------------------------------------
+
+async def login_page(request: Request) -> Response:
+    if current_login(request) is not None:
+        return redirect(safe_next(request.query_params.get("next")))
+    token = login_csrf(request)
+    response = render(request, "login.html", csrf=token, next=safe_next(request.query_params.get("next")),
+                      error=None, user="")
+    set_login_csrf(response, request, token)
+    return response
+
+
+async def login_submit(request: Request) -> Response:
+    quire = quire_of(request)
+    form = await _form(request)
+    token = login_csrf(request)
+    user_name = form.get("user", "").strip()
+    target = safe_next(form.get("next"))
+
+    def again(message: str, status: int, headers: dict[str, str] | None = None) -> Response:
+        response = render(request, "login.html", status, csrf=token, next=target, error=message, user=user_name)
+        response.headers.update(headers or {})
+        set_login_csrf(response, request, token)
+        return response
+
+    if not same_origin(request) or not same_token(request.cookies.get("quire_login_csrf"), form.get("csrf")):
+        return again("The login form expired; please try again.", 403)
+    limiter = login_limiter(request)
+    address = client_address(request)
+    for scope, client in (("login-user", user_name.lower()), ("login-address", address)):
+        wait = await limiter.blocked(scope, client)
+        if wait is not None:
+            log.warning("login throttled for %s", scope)
+            return again(f"Too many failed logins. Try again in {wait} seconds.", 429, {"retry-after": str(wait)})
+    user = quire.users.verify_password(user_name, form.get("password", ""))
+    if user is None:
+        await limiter.hit("login-user", user_name.lower())
+        await limiter.hit("login-address", address)
+        log.info("failed admin login from %s", address)
+        return again("Wrong user name or password.", 401)
+    await limiter.clear("login-user", user_name.lower())
+    session_token, _ = quire.sessions.start(user, address=address, agent=request.headers.get("user-agent", ""))
+    response = redirect(target)
+    set_session_cookie(response, request, session_token)
+    return response
+
+
+async def logout_page(request: Request) -> Response:
+    login = current_login(request)
+    if login is None:
+        return redirect("/auth/login")
+    return render(request, "logout.html", login=login)
+
+
+async def logout_submit(request: Request) -> Response:
+    login = current_login(request)
+    if login is None:
+        return redirect("/auth/login")
+    await _checked_form(request, login)
+    if "sso" in login.session and quire_of(request).sso.configured:
+        return redirect("/sso/logout")  # ends this session too, then the provider's
+    quire_of(request).sessions.end(login.session["_id"])
+    response = redirect("/auth/login")
+    clear_session_cookie(response, request)
+    return response
+
+
+# -- pages --------------------------------------------------------------------
+
+async def dashboard(request: Request) -> Response:
+    login = _need_login(request)
+    if isinstance(login, Response):
+        return login
+    quire = quire_of(request)
+    models = [m for m in quire.models.all() if login.can(f"content/{m.name}/read")]
+    recent: list[dict[str, Any]] = []
+    for model in models:
+        if model.type == "singleton":
+            continue
+        page = quire.content.list_page(model.name, ReadOptions(sort={"_modified": -1}, limit=5), login.identity)
+        for row in page.rows:
+            item = orjson.loads(row)
+            recent.append({"model": model.name, "_id": item.get("_id"), "_modified": item.get("_modified", 0),
+                           "title": _title(item)})
+    recent.sort(key=lambda r: r["_modified"], reverse=True)
+    return render(request, "dashboard.html", login=login, models=models, recent=recent[:10])
+
+
+def _title(item: dict[str, Any]) -> str:
+    for key in ("title", "name", "label", "slug"):
+        if isinstance(item.get(key), str) and item[key]:
+            return str(item[key])
+    return str(item.get("_id", ""))
+
+
+@_manager_page
+async def keys_page(request: Request, login: Login) -> Response:
+    quire = quire_of(request)
+    return render(request, "keys.html", login=login, keys=quire.auth.list_keys(),
+                  roles=[r["name"] for r in quire.auth.list_roles()], created=None, error=None)
+
+
+@_manager_page
+async def keys_submit(request: Request, login: Login) -> Response:
+    form = await _checked_form(request, login)
+    quire = quire_of(request)
+    created, error = None, None
+    try:
+        async with quire.store.atomic():
+            if form.get("action") == "revoke":
+                quire.auth.delete_key(form.get("id", ""))
+            else:
+                created = quire.auth.create_key(form.get("name", ""), form.get("role", ""))
+    except ApiError as exc:
+        error = exc.message
+    status = 400 if error else 200
+    return render(request, "keys.html", status, login=login, keys=quire.auth.list_keys(),
+                  roles=[r["name"] for r in quire.auth.list_roles()], created=created, error=error)
+
+
+@_manager_page
+async def users_page(request: Request, login: Login) -> Response:
+    return _users(request, login, None, None)
+
+
+def _users(request: Request, login: Login, error: str | None, done: str | None, status: int = 200) -> Response:
+    quire = quire_of(request)
+    names = {u["_id"]: u["user"] for u in quire.users.list_all()}
+    sessions = [{**s, "user_name": names.get(s["user"], "?"), "current": s["_id"] == login.session["_id"]}
+                for s in quire.sessions.list_all()]
+    return render(request, "users.html", status, login=login, users=quire.users.list_all(), sessions=sessions,
+                  roles=quire.auth.list_roles(), error=error, done=done)
+
+
+@_manager_page
+async def users_submit(request: Request, login: Login) -> Response:
+    form = await _checked_form(request, login)
+    quire = quire_of(request)
+    action = form.get("action", "")
+    try:
+        async with quire.store.atomic():
+            done = _user_action(quire, login, action, form)
+    except ApiError as exc:
+        return _users(request, login, exc.message, None, 400)
+    return _users(request, login, None, done)
+
+
+def _user_action(quire: Any, login: Login, action: str, form: dict[str, str]) -> str:
+    fields: dict[str, Any] = {k: form[k] for k in ("user", "email", "name", "role", "password") if k in form}
+    if action == "create":
+        user = quire.users.create(fields)
+        return f"User {user['user']} created."
+    target = form.get("id", "")
+    if action == "update":
+        fields["active"] = form.get("active") == "on"
+        if target == login.user["_id"] and (not fields["active"] or fields.get("role") != login.user["role"]):
+            raise BadRequest("You cannot deactivate yourself or change your own role")
+        user = quire.users.update(target, fields)
+        if not user["active"]:
+            quire.sessions.end_user(target)
+        return f"User {user['user']} saved."
+    if action == "delete":
+        if target == login.user["_id"]:
+            raise BadRequest("You cannot delete yourself")
+        quire.users.delete(target)
+        quire.sessions.end_user(target)
+        return "User deleted."
+    if action == "end-session":
+        if not quire.sessions.end(form.get("session", "")):
+            raise NotFound("Session not found")
+        return "Session ended."
+    raise BadRequest("Unknown action")
+
+
+def _forbidden(request: Request, login: Login) -> Response:
+    return render(request, "message.html", 403, login=login, title="Not allowed",
+                  message="Your role does not allow this page.")
+
+
+# -- the session's event stream ------------------------------------------------
+
+async def events(request: Request) -> Response:
+    """Server-Sent Events for the session of the cookie: `logout` when the
+    provider ended it (back-channel logout). The stream stays bound to the
+    session it was opened for, so the notice still arrives after the
+    session was destroyed."""
+    login = current_login(request)
+    if login is None:
+        raise Unauthorized("Not logged in")
+    sessions = quire_of(request).sessions
+    session_id = login.session["_id"]
+
+    async def stream() -> AsyncIterator[bytes]:
+        yield b"retry: 3000\n: connected\n\n"
+        idle = 0.0
+        while True:
+            waiting = sessions.take_events(session_id)
+            for event in waiting:
+                yield b"data: " + orjson.dumps(event) + b"\n\n"
+            if any(e["type"] == "logout" for e in waiting):
+                return
+            await asyncio.sleep(POLL_SECONDS)
+            idle += POLL_SECONDS
+            if idle >= KEEPALIVE_SECONDS:
+                idle = 0.0
+                yield b": keep-alive\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+
+# -- the API playground ----------------------------------------------------------
+
+@_manager_page
+async def playground(request: Request, login: Login) -> Response:
+    return render(request, "playground.html", login=login)
+
+
+async def static_file(request: Request) -> Response:
+    """The admin's own files and Swagger UI's, from the installed packages."""
+    name = request.path_params["name"]
+    folder = _swagger_dir() if request.url.path.startswith("/system/api/") else STATIC
+    allowed = {p.name for p in folder.iterdir() if p.is_file() and p.suffix in (".js", ".css", ".png")}
+    if name not in allowed:
+        return json_response({"error": "Not found"}, 404)
+    return FileResponse(folder / name, headers={"cache-control": "public, max-age=3600",
+                                                "x-content-type-options": "nosniff"})
+
+
+routes = [
+    route("/", get=dashboard),
+    route("/auth/login", get=login_page, post=login_submit),
+    route("/auth/logout", get=logout_page, post=logout_submit),
+    route("/admin/keys", get=keys_page, post=keys_submit),
+    route("/admin/users", get=users_page, post=users_submit),
+    route("/admin/static/{name}", get=static_file),
+    route("/system/events", get=events),
+    route("/system/api", get=playground),
+    route("/system/api/static/{name}", get=static_file),
+]

@@ -1,0 +1,32 @@
+// The admin pages' one script: dates in local time, and the session's event
+// stream. When the identity provider ends the session (back-channel logout),
+// the server pushes {type: "logout"}; the page says so and goes to the login
+// page 1.5 seconds later.
+(function () {
+  "use strict";
+  var LOGOUT_DELAY_MS = 1500;
+
+  document.querySelectorAll("time[data-unix]").forEach(function (el) {
+    var seconds = parseInt(el.getAttribute("data-unix"), 10);
+    if (seconds > 0) {
+      var date = new Date(seconds * 1000);
+      el.textContent = date.toLocaleString();
+      el.setAttribute("datetime", date.toISOString());
+    }
+  });
+
+  var url = document.body.getAttribute("data-events");
+  if (!url || !window.EventSource) return;
+  var source = new EventSource(url);
+  source.onmessage = function (e) {
+    var event;
+    try { event = JSON.parse(e.data); } catch (err) { return; }
+    if (event.type !== "logout") return;
+    source.close();
+    var notice = document.getElementById("notice");
+    notice.textContent = (event.data && event.data.message) || "You have been logged out.";
+    notice.hidden = false;
+    document.body.classList.add("logged-out");
+    window.setTimeout(function () { window.location.assign("/auth/login"); }, LOGOUT_DELAY_MS);
+  };
+})();

@@ -1,0 +1,129 @@
+"""What every admin page needs: templates, the session cookie, CSRF checks,
+security headers and safe redirects."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from quire.auth.service import Identity
+from quire.http import quire_of
+
+SESSION_COOKIE = "quire_session"
+LOGIN_CSRF_COOKIE = "quire_login_csrf"
+HERE = Path(__file__).parent
+_templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+
+# The admin pages load scripts and styles from this server only.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+    "cache-control": "no-store",
+}
+
+
+@dataclass
+class Login:
+    """The logged-in user of a request."""
+
+    session: dict[str, Any]
+    user: dict[str, Any]
+    identity: Identity
+
+    def can(self, permission: str) -> bool:
+        return self.identity.can(permission)
+
+    @property
+    def manager(self) -> bool:
+        return self.identity.can("system/manage")
+
+
+def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    quire = quire_of(request)
+    html = _templates.get_template(template).render(
+        request=request, sso_enabled=quire.sso.configured, login_text=quire.sso.settings.login_text,
+        **context,
+    )
+    return HTMLResponse(html, status, headers=SECURITY_HEADERS)
+
+
+def current_login(request: Request) -> Login | None:
+    """The live session of the request's cookie and its active user."""
+    quire = quire_of(request)
+    quire.store.refresh()
+    session = quire.sessions.lookup(request.cookies.get(SESSION_COOKIE))
+    if session is None:
+        return None
+    user = quire.users.get(session["user"])
+    if user is None or not user.get("active", True):
+        quire.sessions.end(session["_id"])
+        return None
+    return Login(session, user, quire.auth.role_identity(user["role"], user["_id"], user["user"]))
+
+
+def secure_cookies(request: Request) -> bool:
+    quire = quire_of(request)
+    mode = quire.settings.get("admin", "secure_cookies")
+    if mode != "auto":
+        return bool(mode == "always")
+    return quire.public_url.startswith("https://") or request.url.scheme == "https"
+
+
+def set_session_cookie(response: Response, request: Request, token: str) -> None:
+    response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="lax", path="/",
+                        secure=secure_cookies(request))
+
+
+def clear_session_cookie(response: Response, request: Request) -> None:
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax",
+                           secure=secure_cookies(request))
+
+
+def login_csrf(request: Request) -> str:
+    """The login form's token: double-submitted (cookie and field), as no
+    session exists yet to hold it."""
+    return request.cookies.get(LOGIN_CSRF_COOKIE) or secrets.token_urlsafe(24)
+
+
+def set_login_csrf(response: Response, request: Request, token: str) -> None:
+    response.set_cookie(LOGIN_CSRF_COOKIE, token, httponly=True, samesite="strict", path="/auth/",
+                        secure=secure_cookies(request))
+
+
+def same_token(expected: str | None, given: Any) -> bool:
+    return bool(expected) and isinstance(given, str) and hmac.compare_digest(expected or "", given)
+
+
+def same_origin(request: Request) -> bool:
+    """A state-changing form must come from a page of this server: an
+    Origin header, when the browser sends one, names this host."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    return urlsplit(origin).netloc == request.headers.get("host", "")
+
+
+def safe_next(target: Any) -> str:
+    """A local path to go to after login; anything else goes to the dashboard
+    (no open redirects: no scheme, no host, no `//`, no backslash)."""
+    if not isinstance(target, str) or not target.startswith("/") or target.startswith("//"):
+        return "/"
+    if "\\" in target or any(ord(c) < 32 for c in target) or urlsplit(target).netloc:
+        return "/"
+    return target
+
+
+def redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303, headers={"cache-control": "no-store"})

@@ -1,0 +1,139 @@
+"""Admin sessions, kept server-side so they can be listed and destroyed.
+
+The browser holds a random token in a cookie; the store keeps only its
+SHA-256 (a stolen database does not log anyone in). A session ends when it
+is idle longer than `[admin] session_idle_seconds`, when it is older than
+`session_max_seconds`, on logout, when its user is deactivated or deleted,
+and when the OpenID provider sends a back-channel logout for its subject or
+provider session.
+
+Events for a session (the back-channel logout notice) are rows of
+`system/session_events`: every worker's event streams poll them, so the
+worker that received the logout need not be the one holding the stream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from typing import Any
+
+from quire.ids import new_id
+from quire.store import SqliteStore
+
+SESSIONS = "system/sessions"
+SESSION_EVENTS = "system/session_events"
+SEEN_EVERY = 60  # seconds between writes of `seen`: not one write per page view
+EVENTS_KEPT = 600  # seconds an undelivered event is kept
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class SessionService:
+    def __init__(self, store: SqliteStore, idle: int, absolute: int) -> None:
+        self.store = store
+        self.idle = idle
+        self.absolute = absolute
+        self.sessions = store.collection(SESSIONS)
+        self.events = store.collection(SESSION_EVENTS)
+        store.ensure_indexes(SESSIONS, [[("user",)], [("sso", "sub")], [("sso", "sid")]])
+        store.ensure_indexes(SESSION_EVENTS, [[("session",)]])
+
+    def start(self, user: dict[str, Any], *, sso: dict[str, Any] | None = None, id_token: str | None = None,
+              address: str = "", agent: str = "") -> tuple[str, dict[str, Any]]:
+        """A new session of `user`: (the cookie token, the stored session)."""
+        token = secrets.token_urlsafe(32)
+        now = int(time.time())
+        doc: dict[str, Any] = {
+            "_id": token_hash(token), "user": user["_id"], "created": now, "seen": now,
+            "csrf": secrets.token_urlsafe(24), "address": address[:64], "agent": agent[:200],
+        }
+        if sso is not None:
+            doc["sso"] = sso
+        if id_token is not None:
+            doc["id_token"] = id_token  # the hint for RP-initiated logout at the provider
+        with self.store.transaction():
+            self._forget_expired(now)
+            self.sessions.insert(doc)
+        return token, doc
+
+    def lookup(self, token: str | None, now: float | None = None) -> dict[str, Any] | None:
+        """The live session of a cookie token, else None (an expired one is removed)."""
+        if not token or len(token) > 100:
+            return None
+        now = int(time.time() if now is None else now)
+        doc = self.sessions.get(token_hash(token))
+        if doc is None:
+            return None
+        if now - doc["seen"] > self.idle or now - doc["created"] > self.absolute:
+            with self.store.transaction():
+                self.sessions.delete(doc["_id"])
+            return None
+        if now - doc["seen"] >= SEEN_EVERY:
+            with self.store.transaction():
+                self.sessions.update(doc["_id"], {"seen": now})
+            doc["seen"] = now
+        return doc
+
+    def end(self, session_id: str) -> bool:
+        with self.store.transaction():
+            return self.sessions.delete(session_id)
+
+    def end_token(self, token: str | None) -> dict[str, Any] | None:
+        """Log out the session of a cookie token; the session it was, if any."""
+        if not token:
+            return None
+        doc = self.sessions.get(token_hash(token))
+        if doc is not None:
+            self.end(doc["_id"])
+        return doc
+
+    def end_user(self, user_id: str) -> int:
+        with self.store.transaction():
+            return self.sessions.delete_many({"user": user_id})
+
+    def end_sso(self, issuer: str, subject: str | None, sid: str | None,
+                event: dict[str, Any] | None = None) -> list[str]:
+        """Destroy every session of this provider matching the subject or the
+        provider session id, and leave `event` for each of them; their ids."""
+        matches: list[dict[str, Any]] = []
+        if subject:
+            matches.append({"sso.sub": subject})
+        if sid:
+            matches.append({"sso.sid": sid})
+        if not matches:
+            return []
+        with self.store.transaction():
+            found = self.sessions.find({"sso.iss": issuer, "$or": matches})
+            ids = [doc["_id"] for doc in found]
+            for session_id in ids:
+                self.sessions.delete(session_id)
+                if event is not None:
+                    self.events.insert({"_id": new_id(), "session": session_id, "at": int(time.time()), **event})
+        return ids
+
+    def list_all(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        now = int(time.time())
+        query = None if user_id is None else {"user": user_id}
+        return [d for d in self.sessions.find(query, [(("created",), -1)])
+                if now - d["seen"] <= self.idle and now - d["created"] <= self.absolute]
+
+    # -- events -----------------------------------------------------------
+
+    def take_events(self, session_id: str) -> list[dict[str, Any]]:
+        """Events waiting for a session, removed as they are handed out."""
+        waiting = self.events.find({"session": session_id}, [(("_id",), 1)])
+        if not waiting:
+            return []
+        with self.store.transaction():
+            for doc in waiting:
+                self.events.delete(doc["_id"])
+        return [{"type": d["type"], "data": d["data"]} for d in waiting]
+
+    def _forget_expired(self, now: int) -> None:
+        self.sessions.delete_many({"$or": [{"seen": {"$lt": now - self.idle}},
+                                           {"created": {"$lt": now - self.absolute}}]})
+        self.events.delete_many({"at": {"$lt": now - EVENTS_KEPT}})

@@ -1,0 +1,61 @@
+"""Attempts per (scope, client) in a sliding window, counted in the
+database so that every worker process sees the same counts: form
+submissions per form and address, admin logins per user name and per
+address. Clients are kept as a hash: no address or name is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+
+from quire.store import SqliteStore
+
+RATES = "inbox/rates"
+
+
+class RateLimiter:
+    def __init__(self, store: SqliteStore, limit: int, window: int, collection: str = RATES) -> None:
+        self.store = store
+        self.limit = limit
+        self.window = window
+        self.rates = store.collection(collection)
+        self._hits = 0
+
+    async def hit(self, scope: str, client: str, now: float | None = None) -> int | None:
+        """Count one attempt; the seconds to wait when over the limit
+        (nothing is counted then), else None. A limit of 0 turns it off."""
+        if self.limit <= 0:
+            return None
+        now = time.time() if now is None else now
+        key = _key(scope, client)
+        async with self.store.atomic():  # one coroutine at a time, one process at a time
+            times = self._recent(key, now)
+            if len(times) >= self.limit:
+                return max(1, math.ceil(times[0] + self.window - now))
+            self.rates.replace({"_id": key, "times": [*times, now], "last": now})
+            self._hits += 1
+            if self._hits % 200 == 0:  # forget idle clients now and then
+                self.rates.delete_many({"last": {"$lt": now - self.window}})
+        return None
+
+    async def blocked(self, scope: str, client: str, now: float | None = None) -> int | None:
+        """The seconds to wait when (scope, client) is over the limit, without counting."""
+        if self.limit <= 0:
+            return None
+        now = time.time() if now is None else now
+        times = self._recent(_key(scope, client), now)
+        return max(1, math.ceil(times[0] + self.window - now)) if len(times) >= self.limit else None
+
+    async def clear(self, scope: str, client: str) -> None:
+        """Forget (scope, client): a successful login clears its failures."""
+        async with self.store.atomic():
+            self.rates.delete(_key(scope, client))
+
+    def _recent(self, key: str, now: float) -> list[float]:
+        doc = self.rates.get(key)
+        return [t for t in (doc or {}).get("times", []) if t > now - self.window]
+
+
+def _key(scope: str, client: str) -> str:
+    return hashlib.sha256(f"{scope}|{client}".encode()).hexdigest()[:32]
