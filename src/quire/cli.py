@@ -86,12 +86,13 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from quire.demo import contact_token, install_demo
+    from quire.demo import DEMO_USER, contact_token, install_demo, rotate_admin_password
 
     quire = _quire(args)
     try:
         created, key = asyncio.run(install_demo(quire))
         token = contact_token(quire)
+        password = rotate_admin_password(quire)
     finally:
         quire.close()
     print("Demo data created." if created else "Demo data already present.")
@@ -100,6 +101,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"Contact form token: {token}   (POST <url>/api/inbox/submit/{token}, no key needed)")
     print("Admin API key (new on every run; the previous demo key was revoked):")
     print(key)
+    print(f"Admin interface: open <url>/ (http://127.0.0.1:8080/ with `make run`) and log in as "
+          f"user {DEMO_USER}, password {password}   (new on every run)")
     return 0
 
 
@@ -121,22 +124,40 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_users(args: argparse.Namespace) -> int:
-    generated = False
+def _password_from_stdin() -> tuple[str, bool]:
+    """(password, generated): the first line of stdin, else a new random one."""
+    password = ""
     if sys.stdin is not None and not sys.stdin.isatty():
         password = sys.stdin.readline().rstrip("\n")
-    else:
-        password = ""
-    if not password:
-        password = secrets.token_urlsafe(12)
-        generated = True
+    if password:
+        return password, False
+    return secrets.token_urlsafe(12), True
+
+
+def cmd_users(args: argparse.Namespace) -> int:
     quire = _quire(args)
     try:
-        user = quire.users.create({"user": args.user, "email": args.email, "role": args.role,
-                                   "password": password, "name": args.name or args.user})
+        if args.users_cmd == "list":
+            for user in quire.users.list_all():
+                via = " (sso)" if user.get("_sso") else ""
+                state = "" if user.get("active", True) else " inactive"
+                print(f"{user['_id']}  {user['role']:<12} {user['user']} <{user['email']}>{via}{state}")
+            return 0
+        password, generated = _password_from_stdin()
+        if args.users_cmd == "passwd":
+            found = quire.users.by_name(args.user)
+            if found is None:
+                print(f"User {args.user} not found", file=sys.stderr)
+                return 1
+            quire.users.update(found["_id"], {"password": password})
+            ended = quire.sessions.end_user(found["_id"])
+            print(f"New password set for {args.user}; {ended} session(s) ended")
+        else:
+            user = quire.users.create({"user": args.user, "email": args.email, "role": args.role,
+                                       "password": password, "name": args.name or args.user})
+            print(f"Created user {user['user']} ({user['email']}, role {user['role']})")
     finally:
         quire.close()
-    print(f"Created user {user['user']} ({user['email']}, role {user['role']})")
     if generated:
         print(f"Password: {password}")
     return 0
@@ -248,6 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
     ucreate.add_argument("--email", required=True, help="e-mail address")
     ucreate.add_argument("--role", required=True, help="role")
     ucreate.add_argument("--name", default=None, help="display name")
+    upasswd = users_sub.add_parser(
+        "passwd", parents=[common], help="set a user's password",
+        description="Set a new password (read from stdin, or generated and printed); ends the user's sessions.",
+    )
+    upasswd.add_argument("--user", required=True, help="login name")
+    users_sub.add_parser("list", parents=[common], help="list users")
     users.set_defaults(func=cmd_users)
 
     sub.add_parser("models", parents=[common], help="list content models").set_defaults(func=cmd_models)

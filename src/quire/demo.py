@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from PIL import Image, ImageDraw
@@ -91,6 +92,22 @@ def _picture(colors: tuple[tuple[int, int, int], ...], size: tuple[int, int] = (
 def contact_token(quire: Quire) -> str | None:
     form = quire.forms.forms.find_one({"name": "Contact"})
     return form["token"] if form else None
+
+
+DEMO_USER = "admin"
+
+
+def rotate_admin_password(quire: Quire) -> str:
+    """The demo's admin user (created when missing) with a new random
+    password, which is returned: printed once, stored as a hash."""
+    password = secrets.token_urlsafe(12)
+    user = quire.users.by_name(DEMO_USER)
+    if user is None:
+        quire.users.create({"user": DEMO_USER, "email": "admin@example.com", "name": "Demo Admin",
+                            "role": "admin", "password": password})
+    else:
+        quire.users.update(user["_id"], {"password": password, "active": True, "role": "admin"})
+    return password
 
 
 async def install_demo(quire: Quire) -> tuple[bool, str]:
