@@ -26,7 +26,7 @@ def quire(*args: str, stdin: str | None = None, check: bool = True) -> subproces
 @pytest.mark.parametrize(
     "command",
     [[], ["serve"], ["init"], ["demo"], ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "delete"],
-     ["users"], ["users", "create"], ["models"], ["export"], ["import"]],
+     ["users"], ["users", "create"], ["users", "passwd"], ["users", "list"], ["models"], ["export"], ["import"]],
 )
 def test_every_command_has_useful_help(command: list[str]) -> None:
     out = quire(*command, "--help").stdout
@@ -73,6 +73,43 @@ def test_users_create_reads_password_from_stdin_or_generates_one(tmp_path: Path)
         assert stored["password"].startswith("$argon2")
     finally:
         app.state.quire.close()
+
+
+def test_users_passwd_sets_a_new_password_and_ends_sessions_and_list_shows_users(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    quire("users", "create", "--user", "ann", "--email", "ann@example.org", "--role", "admin",
+          "--data", data, stdin="first password\n")
+    app = build_app(load_settings(data, env={}))
+    try:
+        sessions = app.state.quire.sessions
+        token, _ = sessions.start(app.state.quire.users.by_name("ann"))
+        out = quire("users", "passwd", "--user", "ann", "--data", data, stdin="second password\n").stdout
+        assert "1 session(s) ended" in out and "Password" not in out
+        app.state.quire.store.refresh()
+        assert sessions.lookup(token) is None
+        assert app.state.quire.users.verify_password("ann", "first password") is None
+        assert app.state.quire.users.verify_password("ann", "second password") is not None
+    finally:
+        app.state.quire.close()
+    generated = quire("users", "passwd", "--user", "ann", "--data", data, stdin="").stdout
+    assert "Password: " in generated
+    missing = quire("users", "passwd", "--user", "nobody", "--data", data, stdin="x" * 10, check=False)
+    assert missing.returncode == 1 and "User nobody not found" in missing.stderr
+    listed = quire("users", "list", "--data", data).stdout
+    assert "ann <ann@example.org>" in listed and "admin" in listed and "$argon2" not in listed
+
+
+def test_demo_prints_the_admin_login_and_it_works(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    out = quire("demo", "--data", data).stdout
+    password = out.split("log in as user admin, password ")[1].split()[0]
+    app = build_app(load_settings(data, env={}))
+    try:
+        assert app.state.quire.users.verify_password("admin", password) is not None
+    finally:
+        app.state.quire.close()
+    again = quire("demo", "--data", data).stdout.split("password ")[-1].split()[0]
+    assert again != password  # new on every run
 
 
 def test_export_then_import_moves_a_project(tmp_path: Path) -> None:

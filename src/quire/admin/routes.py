@@ -41,6 +41,7 @@ log = logging.getLogger("quire.admin")
 STATIC = HERE / "static"
 POLL_SECONDS = 0.5
 KEEPALIVE_SECONDS = 15.0
+STREAM_MAX_SECONDS = 30 * 60.0
 MAX_FORM_BYTES = 64 * 1024
 
 
@@ -287,18 +288,23 @@ async def events(request: Request) -> Response:
 
     async def stream() -> AsyncIterator[bytes]:
         yield b"retry: 3000\n: connected\n\n"
-        idle = 0.0
-        while True:
+        waited = 0.0
+        while waited < STREAM_MAX_SECONDS:
             waiting = sessions.take_events(session_id)
             for event in waiting:
                 yield b"data: " + orjson.dumps(event) + b"\n\n"
             if any(e["type"] == "logout" for e in waiting):
                 return
             await asyncio.sleep(POLL_SECONDS)
-            idle += POLL_SECONDS
-            if idle >= KEEPALIVE_SECONDS:
-                idle = 0.0
+            waited += POLL_SECONDS
+            if waited % KEEPALIVE_SECONDS < POLL_SECONDS:
+                # A session ended without an event (logout in another tab, an
+                # administrator): the stream ends; the reconnect gets 401.
+                if not sessions.has_stream(session_id):
+                    return
                 yield b": keep-alive\n\n"
+        # Long-lived streams end now and then (the browser reconnects), so a
+        # stream whose client vanished unnoticed cannot poll forever.
 
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={"cache-control": "no-store", "x-accel-buffering": "no"})

@@ -133,6 +133,12 @@ class SessionService:
                 self.events.delete(doc["_id"])
         return [{"type": d["type"], "data": d["data"]} for d in waiting]
 
+    def has_stream(self, session_id: str) -> bool:
+        """Whether an event stream of this session has a reason to go on: the
+        session lives, or an event waits for it."""
+        return (self.sessions.get(session_id) is not None
+                or self.events.find_one({"session": session_id}) is not None)
+
     def _forget_expired(self, now: int) -> None:
         self.sessions.delete_many({"$or": [{"seen": {"$lt": now - self.idle}},
                                            {"created": {"$lt": now - self.absolute}}]})
