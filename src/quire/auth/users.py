@@ -20,13 +20,13 @@ from quire.ids import new_id
 from quire.store import SqliteStore
 
 BLOCKED_USER_CHARS = "<>\"'"
-EMAIL = re.compile(r"^[^@\s<>\"']+@[^@\s<>\"']+\.[^@\s<>\"']+$")
+EMAIL = re.compile(r"[^@\s<>\"']+@[^@\s<>\"']+\.[^@\s<>\"']+")
 MIN_PASSWORD = 8
 PUBLIC_FIELDS = ("_id", "user", "email", "name", "role", "active", "_sso", "_created", "_modified")
 
 
 def valid_email(value: Any) -> bool:
-    return isinstance(value, str) and len(value) <= 254 and bool(EMAIL.match(value))
+    return isinstance(value, str) and len(value) <= 254 and bool(EMAIL.fullmatch(value))
 
 
 def valid_user_name(value: Any) -> bool:

@@ -3,12 +3,15 @@ index lists), then api.md's validation rules."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from quire.auth.permissions import ROLE_NAME
 from quire.auth.users import strip_name, valid_email, valid_user_name
 from quire.sso.settings import SsoSettings
+
+_INDEX = re.compile(r"[0-9]{1,6}")
 
 
 class MappingError(Exception):
@@ -21,7 +24,7 @@ def claim_at(claims: Any, path: str) -> Any:
     for part in path.strip("/").split("/"):
         if isinstance(node, dict):
             node = node.get(part)
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        elif isinstance(node, list) and _INDEX.fullmatch(part) and int(part) < len(node):
             node = node[int(part)]
         else:
             return None
@@ -68,6 +71,8 @@ def choose_role(value: Any, settings: SsoSettings, role_exists: Callable[[str], 
             return role
         failure = failure or problem
     if settings.default_role is not None:
+        if not role_exists(settings.default_role):  # a setting naming a role that was deleted
+            raise MappingError("Role does not exist")
         return settings.default_role
     raise MappingError(failure or "Role does not exist")
 

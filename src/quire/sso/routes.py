@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -111,9 +113,14 @@ async def backchannel(request: Request) -> Response:
         if not isinstance(token, str) or not token:
             raise TokenError("logout_token is required")
         ended = await sso.backchannel_logout(token)
-    except (TokenError, ProviderError, ApiError, ValueError) as exc:
+    except ProviderError as exc:
+        log.warning("sso back-channel logout refused from %s: provider: %s", client_address(request), exc)
+        return json_response({"error": "The identity provider's keys could not be fetched"}, 400,
+                             {"cache-control": "no-store"})
+    except (TokenError, ApiError, ValueError, HTTPException, MultiPartException) as exc:
         log.warning("sso back-channel logout refused from %s: %s", client_address(request), exc)
-        return json_response({"error": str(exc) or "Invalid logout token"}, 400, {"cache-control": "no-store"})
+        message = str(exc) if isinstance(exc, TokenError) else "The request must be a form with logout_token"
+        return json_response({"error": message}, 400, {"cache-control": "no-store"})
     log.info("sso back-channel logout accepted: %d session(s) ended", len(ended))
     return Response(status_code=200, headers={"cache-control": "no-store"})
 
