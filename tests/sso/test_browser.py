@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,15 +22,17 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from quire.app import Quire
+from quire.config import load_settings
 from tests.sso.stack import Stack, sso_stack
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, BrowserContext, Page
+    from playwright.sync_api import Browser, BrowserContext, Frame, Page, ViewportSize
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-VIEWPORT = {"width": 1200, "height": 800}
+VIEWPORT: ViewportSize = {"width": 1200, "height": 800}
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 LOGOUT_MESSAGE = "You have been logged out from another application."
 LOGOUT_DELAY = 1.5  # seconds from the message to the login page (api.md, Limits)
@@ -111,11 +111,6 @@ def path_of(url: str) -> str:
     return urlsplit(url).path
 
 
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
 def screenshot(page: Page, name: str) -> None:
     DOCS_IMG.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(DOCS_IMG / name))
@@ -134,6 +129,66 @@ def sso_login(page: Page, stack: Stack, username: str = "ann") -> None:
     page.get_by_role("button", name="Sign-in").click()
     page.wait_for_url(stack.app + "/")
     expect(page.get_by_role("heading", level=1)).to_have_text("Welcome, Ann Example")
+
+
+class Watch:
+    """What the admin pages of a browser context do after a back-channel
+    logout: `shown` the notices (page, text, when, in the page's clock) and
+    `arrived` each move to the login page (page, when), since the last
+    `reset()`. Set up before the context's pages open."""
+
+    NOTICE_SCRIPT = """
+        document.addEventListener('DOMContentLoaded', () => {
+            const notice = document.getElementById('notice');
+            if (!notice) return;
+            let told = false;
+            new MutationObserver(() => {
+                if (!notice.hidden && !told) {
+                    told = true;
+                    window.quireNoticeShown(notice.textContent, Date.now() / 1000);
+                }
+            }).observe(notice, {attributes: true, childList: true});
+        });
+    """
+
+    def __init__(self, context: BrowserContext) -> None:
+        self.shown: list[tuple[Page, str, float]] = []
+        self.arrived: list[tuple[Page, float]] = []
+        context.expose_binding("quireNoticeShown", lambda source, text, at: self.shown.append(
+            (source["page"], str(text), float(at))))
+        context.add_init_script(self.NOTICE_SCRIPT)
+        context.on("page", self._page)
+
+    def reset(self) -> None:
+        self.shown.clear()
+        self.arrived.clear()
+
+    def _page(self, page: Page) -> None:
+        def navigated(frame: Frame) -> None:
+            if frame == page.main_frame and path_of(frame.url) == "/auth/login":
+                self.arrived.append((page, time.time()))
+
+        page.on("framenavigated", navigated)
+
+
+def with_stream(page: Page, load: Callable[[], object]) -> None:
+    """Run `load` (which ends on an admin page) and wait until that page's
+    event stream is open: its response headers have arrived, so the server
+    accepted the session and polls its events."""
+    with page.expect_response(lambda r: path_of(r.url) == "/system/events") as stream:
+        load()
+    assert stream.value.status == 200
+    assert stream.value.headers["content-type"].startswith("text/event-stream")
+
+
+def provider_logout(page: Page, stack: Stack) -> None:
+    """Sign out at the provider's end-session page; it posts the logout token
+    to Quire's /sso/logout before it answers."""
+    from playwright.sync_api import expect
+
+    page.goto(stack.op.issuer + "/session/end?client_id=quire-admin", wait_until="domcontentloaded")
+    page.get_by_role("button", name="Yes, sign me out").click()
+    expect(page.get_by_text("Your sign-out was successful.")).to_be_visible()
 
 
 def session_cookie(context: BrowserContext, stack: Stack) -> dict[str, Any] | None:
@@ -185,47 +240,30 @@ def test_backchannel_logout_ends_another_browsers_session(
 ) -> None:
     from playwright.sync_api import expect
 
-    a, b = new_context().new_page(), new_context().new_page()
+    a = new_context().new_page()
     sso_login(a, stack)
-    sso_login(b, stack)
+    context_b = new_context()
+    watch = Watch(context_b)
+    b = context_b.new_page()
+    # B on its dashboard with the event stream open: one page, one stream (with
+    # two, only one gets the event: test_backchannel_logout_reaches_every_tab...).
+    with_stream(b, lambda: sso_login(b, stack))
+    watch.reset()  # the login itself passed the login page
 
-    # B on the dashboard with its event stream open: the response headers of
-    # /system/events have arrived, so the server accepted the session and is
-    # polling its events.
-    with b.expect_response(lambda r: path_of(r.url) == "/system/events") as stream:
-        b.goto(stack.app + "/")
-    assert stream.value.status == 200
-    assert stream.value.headers["content-type"].startswith("text/event-stream")
-    # When the message appears, in the page's clock (the redirect is timed from it).
-    b.evaluate("""() => {
-        const notice = document.getElementById('notice');
-        new MutationObserver(() => {
-            if (!notice.hidden && !window.__noticeShownAt) window.__noticeShownAt = Date.now();
-        }).observe(notice, {attributes: true, childList: true});
-    }""")
-    arrived: list[float] = []
-    b.on("framenavigated", lambda frame: arrived.append(time.time())
-         if frame == b.main_frame and path_of(frame.url) == "/auth/login" else None)
-
-    # A signs out at the provider, which posts the logout token to /sso/logout
-    # before it answers.
-    a.goto(stack.op.issuer + "/session/end?client_id=quire-admin", wait_until="domcontentloaded")
-    a.get_by_role("button", name="Yes, sign me out").click()
-    a.wait_for_load_state("domcontentloaded")
-    expect(a.get_by_text("Your sign-out was successful.")).to_be_visible()
+    provider_logout(a, stack)
 
     notice = b.locator("#notice")
-    expect(notice).to_be_visible(timeout=5_000)
-    expect(notice).to_have_text(LOGOUT_MESSAGE)
-    shown_at = b.evaluate("() => window.__noticeShownAt") / 1000
+    expect(notice).to_have_text(LOGOUT_MESSAGE, timeout=5_000)
+    expect(notice).to_be_visible()
     screenshot(b, "logout-message.png")
     # Still the dashboard after the screenshot: it shows the message, not the login page.
-    assert path_of(b.url) == "/" and not arrived, "went to the login page at once"
+    assert path_of(b.url) == "/" and not watch.arrived, "went to the login page at once"
     expect(notice).to_be_visible()
 
     b.wait_for_url(stack.app + "/auth/login", timeout=5_000)
-    assert arrived, "no navigation to the login page"
-    delay = arrived[0] - shown_at
+    assert len(watch.shown) == 1 and watch.shown[0][1] == LOGOUT_MESSAGE, watch.shown
+    assert watch.arrived, "no navigation to the login page"
+    delay = watch.arrived[0][1] - watch.shown[0][2]
     assert LOGOUT_DELAY - 0.1 <= delay <= LOGOUT_DELAY + 2.5, f"login page {delay:.2f} s after the message"
 
     # Destroyed server-side, not just told: the dashboard sends B to the login
@@ -255,10 +293,17 @@ def test_local_logout_ends_at_the_provider(stack: Stack, new_context: Callable[[
 
     assert session_cookie(context, stack) is None
     assert_logged_out(page, stack)
-    # The provider's session ended too: signing in again asks for the password.
+    # The provider's session ended too: signing in again asks for the password
+    # (and the page asked for before the login is where it ends).
+    page.goto(stack.app + "/admin/keys")
+    assert page.url == stack.app + "/auth/login?next=/admin/keys"
     page.get_by_role("link", name="Login via OAuth").click()
     page.wait_for_url(stack.op.issuer + "/interaction/**", wait_until="domcontentloaded")
-    expect(page.locator('input[name="password"]')).to_be_visible()
+    page.locator('input[name="login"]').fill("ann")
+    page.locator('input[name="password"]').fill("any password")
+    page.get_by_role("button", name="Sign-in").click()
+    page.wait_for_url(stack.app + "/admin/keys")
+    expect(page.get_by_role("heading", level=1)).to_have_text("API keys")
 
 
 def test_password_login_keys_and_playground(
@@ -267,12 +312,14 @@ def test_password_login_keys_and_playground(
     from playwright.sync_api import expect
 
     password = "correct horse battery"
-    created = subprocess.run(
-        [sys.executable, "-m", "quire", "users", "create", "--data", str(stack.data), "--user", "carol",
-         "--email", "carol@example.com", "--role", "admin", "--name", "Carol Local"],
-        input=password + "\n", capture_output=True, text=True, timeout=60,
-    )
-    assert created.returncode == 0, created.stderr
+    # Straight into the running server's SQLite file (the CLI's `users create`
+    # is tested in tests/test_cli.py; this saves starting another interpreter).
+    quire = Quire(load_settings(stack.data, env={}))
+    try:
+        quire.users.create({"user": "carol", "email": "carol@example.com", "role": "admin",
+                            "name": "Carol Local", "password": password})
+    finally:
+        quire.close()
 
     context = new_context()
     page = context.new_page()
@@ -314,6 +361,35 @@ def test_password_login_keys_and_playground(
     assert page.locator(".opblock").count() > 10
     screenshot(page, "playground.png")
     allowed = (stack.app + "/", stack.op.issuer + "/")
+    assert any(path_of(u) == "/system/api/static/swagger-ui-bundle.js" for u in requests)
     outside = [u for u in requests if not u.startswith(allowed)]
     assert not outside, f"requests left 127.0.0.1: {outside}"
     assert not errors, errors
+
+
+def test_backchannel_logout_reaches_every_tab_of_the_session(
+    stack: Stack, new_context: Callable[[], BrowserContext]
+) -> None:
+    context = new_context()
+    watch = Watch(context)
+    first = context.new_page()
+    with_stream(first, lambda: sso_login(first, stack))
+    second = context.new_page()  # a second tab of the same browser: the same session
+    with_stream(second, lambda: second.goto(stack.app + "/"))
+    watch.reset()
+
+    # A third tab signs this browser out at the provider.
+    provider_logout(context.new_page(), stack)
+
+    # Both tabs poll every 0.5 s: once one is on the login page (1.5 s after
+    # its message) the other has long had time for its message.
+    deadline = time.monotonic() + LOGOUT_DELAY + 2.0
+    while len(watch.arrived) < 2 and time.monotonic() < deadline:
+        if watch.arrived and time.time() > watch.arrived[0][1] + 1.0:
+            break
+        first.wait_for_timeout(100)
+    tabs = {"first": first, "second": second}
+    shown = sorted(name for name, tab in tabs.items() if any(p is tab for p, _, _ in watch.shown))
+    arrived = sorted(name for name, tab in tabs.items() if any(p is tab for p, _ in watch.arrived))
+    assert shown == ["first", "second"], f"tabs that showed the logout message: {shown}"
+    assert arrived == ["first", "second"], f"tabs that went to the login page: {arrived}"

@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 from starlette.requests import Request
@@ -90,7 +91,7 @@ def _need_login(request: Request) -> Login | Response:
     login = current_login(request)
     if login is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        return redirect(f"/auth/login?next={target}" if target != "/" else "/auth/login")
+        return redirect(f"/auth/login?next={quote(target, safe='/')}" if target != "/" else "/auth/login")
     return login
 
 
@@ -288,11 +289,12 @@ async def events(request: Request) -> Response:
 
     async def stream() -> AsyncIterator[bytes]:
         yield b"retry: 3000\n: connected\n\n"
-        waited = 0.0
+        waited, last = 0.0, ""
         while waited < STREAM_MAX_SECONDS:
-            waiting = sessions.take_events(session_id)
+            waiting = sessions.events_after(session_id, last)
             for event in waiting:
-                yield b"data: " + orjson.dumps(event) + b"\n\n"
+                last = event["_id"]
+                yield b"data: " + orjson.dumps({"type": event["type"], "data": event["data"]}) + b"\n\n"
             if any(e["type"] == "logout" for e in waiting):
                 return
             await asyncio.sleep(POLL_SECONDS)

@@ -9,7 +9,8 @@ provider session.
 
 Events for a session (the back-channel logout notice) are rows of
 `system/session_events`: every worker's event streams poll them, so the
-worker that received the logout need not be the one holding the stream.
+worker that received the logout need not be the one holding the stream, and
+every tab of the session gets them. They are removed after ten minutes.
 """
 
 from __future__ import annotations
@@ -123,15 +124,14 @@ class SessionService:
 
     # -- events -----------------------------------------------------------
 
-    def take_events(self, session_id: str) -> list[dict[str, Any]]:
-        """Events waiting for a session, removed as they are handed out."""
-        waiting = self.events.find({"session": session_id}, [(("_id",), 1)])
-        if not waiting:
-            return []
-        with self.store.transaction():
-            for doc in waiting:
-                self.events.delete(doc["_id"])
-        return [{"type": d["type"], "data": d["data"]} for d in waiting]
+    def events_after(self, session_id: str, after: str = "") -> list[dict[str, Any]]:
+        """Events for a session newer than the event id `after`. Events are
+        not removed when read: every open tab of the session has a stream
+        and each must see them (they expire with the session's other rows)."""
+        query: dict[str, Any] = {"session": session_id}
+        if after:
+            query["_id"] = {"$gt": after}
+        return self.events.find(query, [(("_id",), 1)])
 
     def has_stream(self, session_id: str) -> bool:
         """Whether an event stream of this session has a reason to go on: the

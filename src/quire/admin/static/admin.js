@@ -18,6 +18,14 @@
   var url = document.body.getAttribute("data-events");
   if (!url || !window.EventSource) return;
   var source = new EventSource(url);
+  // A stream refused on reconnect (401: the session ended some other way,
+  // by logout in another tab or an administrator) closes for good: reload,
+  // and the server sends the page to the login form.
+  source.onerror = function () {
+    if (source.readyState === EventSource.CLOSED && !document.body.classList.contains("logged-out")) {
+      window.location.reload();
+    }
+  };
   source.onmessage = function (e) {
     var event;
     try { event = JSON.parse(e.data); } catch (err) { return; }
