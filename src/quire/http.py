@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 import json5
 import orjson
@@ -178,3 +179,26 @@ def client_address(request: Request) -> str:
         if forwarded:
             return forwarded
     return request.client.host if request.client else "unknown"
+
+
+async def read_small_form(request: Request, max_bytes: int, max_fields: int) -> dict[str, str]:
+    """The fields of a url-encoded form of at most `max_bytes` (counted as the
+    body arrives, so a chunked body without Content-Length is capped too):
+    413 when larger, 400 when it is not url-encoded or has more fields.
+    For the admin's forms and the provider's back-channel logout."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind not in ("application/x-www-form-urlencoded", ""):  # "": an empty POST, no fields
+        raise BadRequest("The form must be sent as application/x-www-form-urlencoded")
+    if int(request.headers.get("content-length") or 0) > max_bytes:
+        raise PayloadTooLarge("Form too large")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            raise PayloadTooLarge("Form too large")
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=max_fields,
+                          strict_parsing=False)
+    except (UnicodeDecodeError, ValueError):
+        raise BadRequest(f"The form must be UTF-8 with at most {max_fields} fields") from None
+    return dict(pairs)

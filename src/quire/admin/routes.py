@@ -34,8 +34,8 @@ from quire.admin.web import (
 )
 from quire.asgi import route
 from quire.content.service import ReadOptions
-from quire.errors import ApiError, BadRequest, Forbidden, NotFound, PayloadTooLarge, Unauthorized
-from quire.http import client_address, json_response, quire_of
+from quire.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
+from quire.http import client_address, json_response, quire_of, read_small_form
 from quire.ratelimit import RateLimiter
 
 log = logging.getLogger("quire.admin")
@@ -44,6 +44,7 @@ POLL_SECONDS = 0.5
 KEEPALIVE_SECONDS = 15.0
 STREAM_MAX_SECONDS = 30 * 60.0
 MAX_FORM_BYTES = 64 * 1024
+MAX_FORM_FIELDS = 50
 
 
 def _swagger_dir() -> Path:
@@ -59,10 +60,7 @@ def login_limiter(request: Request) -> RateLimiter:
 
 
 async def _form(request: Request) -> dict[str, str]:
-    if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
-        raise PayloadTooLarge("Form too large")
-    form = await request.form(max_files=0, max_fields=50)
-    return {k: v for k, v in form.items() if isinstance(v, str)}
+    return await read_small_form(request, MAX_FORM_BYTES, MAX_FORM_FIELDS)
 
 
 async def _checked_form(request: Request, login: Login) -> dict[str, str]:
@@ -289,11 +287,11 @@ async def events(request: Request) -> Response:
 
     async def stream() -> AsyncIterator[bytes]:
         yield b"retry: 3000\n: connected\n\n"
-        waited, last = 0.0, ""
+        waited, seen = 0.0, set()  # ids of events sent: ids of other workers need not sort in time
         while waited < STREAM_MAX_SECONDS:
-            waiting = sessions.events_after(session_id, last)
+            waiting = [e for e in sessions.events_of(session_id) if e["_id"] not in seen]
             for event in waiting:
-                last = event["_id"]
+                seen.add(event["_id"])
                 yield b"data: " + orjson.dumps({"type": event["type"], "data": event["data"]}) + b"\n\n"
             if any(e["type"] == "logout" for e in waiting):
                 return

@@ -124,14 +124,11 @@ class SessionService:
 
     # -- events -----------------------------------------------------------
 
-    def events_after(self, session_id: str, after: str = "") -> list[dict[str, Any]]:
-        """Events for a session newer than the event id `after`. Events are
-        not removed when read: every open tab of the session has a stream
-        and each must see them (they expire with the session's other rows)."""
-        query: dict[str, Any] = {"session": session_id}
-        if after:
-            query["_id"] = {"$gt": after}
-        return self.events.find(query, [(("_id",), 1)])
+    def events_of(self, session_id: str) -> list[dict[str, Any]]:
+        """The events waiting for a session, oldest first. They are not
+        removed when read: every open tab of the session has a stream and
+        each must see them (they expire with the session's other rows)."""
+        return self.events.find({"session": session_id}, [(("at",), 1), (("_id",), 1)])
 
     def has_stream(self, session_id: str) -> bool:
         """Whether an event stream of this session has a reason to go on: the
