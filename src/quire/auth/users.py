@@ -7,6 +7,7 @@ such a user has no password unless an administrator sets one.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from typing import Any
@@ -45,9 +46,6 @@ class UserService:
         self.auth = auth
         self.users = store.collection(USERS)
         self._hasher = PasswordHasher()
-        # A hash to verify against when the user does not exist, so that a
-        # wrong name costs as long as a wrong password.
-        self._dummy = self._hasher.hash("not a password of anyone")
         store.ensure_indexes(USERS, [[("user",)], [("email",)], [("_sso", "iss"), ("_sso", "sub")]])
 
     # -- reading ----------------------------------------------------------
@@ -69,7 +67,7 @@ class UserService:
         doc = self.by_name(user)
         stored = doc.get("password") if doc else None
         try:
-            self._hasher.verify(stored or self._dummy, password)
+            self._hasher.verify(stored or _dummy_hash(self._hasher), password)
         except (VerificationError, InvalidHashError):
             return None
         if doc is None or not stored or not doc.get("active", True):
@@ -158,6 +156,14 @@ class UserService:
             if other is not None and other["_id"] != own_id:
                 raise BadRequest(f"Another user has this {'name' if field == 'user' else 'e-mail'}",
                                  fields=[field])
+
+
+@functools.cache
+def _dummy_hash(hasher: PasswordHasher) -> str:
+    """A hash to verify against when the user does not exist (or has no
+    password), so that a wrong name costs as long as a wrong password.
+    Made once per process, on the first such login: not at every start."""
+    return hasher.hash("not a password of anyone")
 
 
 _DANGEROUS = re.compile(r"[<>\"'`\\\x00-\x1f\x7f]")
