@@ -354,7 +354,8 @@ def render_table(runs: list[Run], sizes: dict[str, int]) -> tuple[str, bool]:
             middle = statistics.median(ov)
             over = " / ".join(f"{o:+.1%}" for o in ov) + f" → **{middle:+.1%}**"
             ok = middle <= TARGET and not non2xx
-            met_all = met_all and ok
+            if sc.letter == "B":  # the issue's target is resolution; C adds variables and is shown beside it
+                met_all = met_all and ok
             target, met = f"≤ {TARGET:.0%}", "yes" if ok else "**no**"
         lines.append(f"| {sc.letter}: {sc.name}{note} | {rps} | {p50} | {p99} | "
                      f"{sizes.get(sc.letter, 0) / 1e3:.1f} KB | {over} | {target} | {met} |")
@@ -376,7 +377,8 @@ def section(args: argparse.Namespace, dataset: Dataset, table: str, waited: str,
         f"admin key; the scenarios alternate A, B, C over {args.rounds} rounds ({waited}). The overhead is "
         "p50 of B (or C) over p50 of A in the same round, minus one; the median over the rounds. Target (from the "
         f"issue): resolution on an items page of {PAGE} with variants adds ≤ {TARGET:.0%} to its median latency "
-        f"— **{'met' if met else 'missed'}**.\n\n{table}\n"
+        f"(scenario B) — **{'met' if met else 'missed'}**; C, which also replaces variables, is shown against the "
+        f"same bound.\n\n{table}\n"
     )
     if prof:
         text += f"\n**Where the time goes in B:** {prof}\n"
