@@ -391,3 +391,26 @@ def test_list_rows_kept_apart_per_reader(admin: Api, posts: dict[str, Any]) -> N
     seen = get(reader, "/api/content/items/books", params)[0]
     assert seen["hero"] == {"title": "member"}
     assert seen["author"] is None  # the reader may not read authors: the admin's populated row is not served
+
+
+def test_list_rows_with_a_schedule_are_resolved_again_in_a_later_minute(
+        admin: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time as real_time
+    from datetime import UTC, datetime, timedelta
+
+    from quire.persona import request as persona_request
+
+    now = datetime.now(UTC)
+    put_model(admin, "timed", type="collection", fields=[{"name": "hero", "type": "variants"}])
+    create_item(admin, "timed", {"hero": {KEY: [
+        {"id": "s", "audience": ["a"], "data": {"t": "open"},
+         "meta": {"schedule": {"start": (now - timedelta(hours=1)).isoformat(),
+                               "end": (now + timedelta(hours=1)).isoformat()}}},
+        {"id": "g", "audience": [], "data": {"t": "closed"}},
+    ]}})
+    params = {"persona": "a", "limit": 10}
+    assert get(admin, "/api/content/items/timed", params)[0]["hero"] == {"t": "open"}
+    assert get(admin, "/api/content/items/timed", params)[0]["hero"] == {"t": "open"}  # kept
+    later = real_time.time() + 2 * 3600
+    monkeypatch.setattr(persona_request.time, "time", lambda: later)
+    assert get(admin, "/api/content/items/timed", params)[0]["hero"] == {"t": "closed"}

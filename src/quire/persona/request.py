@@ -4,6 +4,7 @@ Query parameters win over headers."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -18,8 +19,8 @@ from quire.persona.schedule import parse_offset
 
 ROWS_KEPT = 4096
 
-# stored row, resolved row, minute resolved in (rows with a schedule), store generation
-_Kept = tuple[bytes, bytes, datetime | None, int]
+# stored row, resolved row, minute resolved in (Unix minutes; -1: no schedule), store generation
+_Kept = tuple[bytes, bytes, int, int]
 
 
 class _RowCache:
@@ -30,10 +31,10 @@ class _RowCache:
     the entry stands; after a write it is compared whole with the stored
     bytes it was resolved from (a memory-bound look, hence the generation),
     so a changed item is resolved again and no row can be served another's
-    answer. A row with a schedule
-    is kept with the minute it was resolved in (lists evaluate schedules to
-    the minute) and resolved again in a later minute, in place. When full,
-    everything is dropped at once (cheaper than tracking age per row)."""
+    answer. A row with a schedule is kept with the minute it was resolved
+    in (lists evaluate schedules to the minute) and resolved again in a
+    later minute, in place. When full, everything is dropped at once
+    (cheaper than tracking age per row)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -59,6 +60,37 @@ class _RowCache:
 _rows = _RowCache(ROWS_KEPT)
 
 
+class _PageMemo:
+    """The resolved rows of whole pages, by the ids of their rows: a page
+    read again in the same store generation (and minute, when one of its
+    rows has a schedule) is answered with the rows resolved last time,
+    without a look per row. It holds references to rows the row cache
+    keeps, not copies; it is emptied when the generation moves on."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.generation = -1
+        self.pages: dict[Any, tuple[int, list[bytes]]] = {}
+
+    def get(self, key: Any, generation: int, minute: int) -> list[bytes] | None:
+        if generation != self.generation:
+            self.pages.clear()
+            self.generation = generation
+            return None
+        found = self.pages.get(key)
+        if found is None or (found[0] >= 0 and found[0] != minute):
+            return None
+        return found[1]
+
+    def put(self, key: Any, minute: int, rows: list[bytes]) -> None:
+        if len(self.pages) >= self.size:
+            self.pages.clear()
+        self.pages[key] = (minute, rows)
+
+
+_pages = _PageMemo(ROWS_KEPT)
+
+
 @dataclass
 class Persona:
     audience: list[str] | None
@@ -77,17 +109,25 @@ class Persona:
         """Stored list rows resolved: rows without a container (or, with
         variables, a placeholder) go out as stored; the others are resolved
         once per persona (and minute, when they have a schedule) and then
-        served from memory. `generation` is the store's generation the rows
+        served from memory. The list returned may be shared with later calls:
+        callers only read it. `generation` is the store's generation the rows
         were read in; `view` is everything else the stored bytes of a row
         depend on (model, locale, projection, population and who reads)."""
         placeholders = self.variables is not None
-        now = datetime.now(UTC).replace(second=0, microsecond=0)
-        kept = _rows.rows_of((self.key(), view))
+        minute = int(time.time()) // 60
+        persona = (self.key(), view)
+        page_key = (persona, b"".join([row[:40] for row in rows]))
+        memo = _pages.get(page_key, generation, minute)
+        if memo is not None:
+            return memo
+        kept = _rows.rows_of(persona)
         out = []
+        timed = False
         for row in rows:
             head = row[:40]
             found = kept.get(head)
-            if found is not None and (found[2] is None or found[2] == now):
+            if found is not None and (found[2] < 0 or found[2] == minute):
+                timed = timed or found[2] >= 0
                 if found[3] == generation:
                     out.append(found[1])
                     continue
@@ -98,12 +138,16 @@ class Persona:
             if b'"persona:variants"' not in row and not (placeholders and b"{{" in row):
                 done = row  # nothing to resolve: kept too, so the next look is one comparison
             else:
+                now = datetime.fromtimestamp(minute * 60, UTC)
                 done = orjson.dumps(resolve(orjson.loads(row), self.audience, tzoffset=self.tzoffset,
                                             variables=self.variables, now=now))
             if found is None:
                 _rows.added()
-            kept[head] = (row, done, now if b'"schedule"' in row else None, generation)
+            scheduled = b'"schedule"' in row
+            timed = timed or scheduled
+            kept[head] = (row, done, minute if scheduled else -1, generation)
             out.append(done)
+        _pages.put(page_key, minute if timed else -1, out)
         return out
 
 
