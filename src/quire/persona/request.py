@@ -64,15 +64,15 @@ class _PageMemo:
     """The resolved rows of whole pages, by the ids of their rows: a page
     read again in the same store generation (and minute, when one of its
     rows has a schedule) is answered with the rows resolved last time,
-    without a look per row. It holds references to rows the row cache
-    keeps, not copies; it is emptied when the generation moves on."""
+    joined with commas, without a look per row. It is emptied when the
+    generation moves on, and when full."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.generation = -1
-        self.pages: dict[Any, tuple[int, list[bytes]]] = {}
+        self.pages: dict[Any, tuple[int, bytes]] = {}
 
-    def get(self, key: Any, generation: int, minute: int) -> list[bytes] | None:
+    def get(self, key: Any, generation: int, minute: int) -> bytes | None:
         if generation != self.generation:
             self.pages.clear()
             self.generation = generation
@@ -82,7 +82,7 @@ class _PageMemo:
             return None
         return found[1]
 
-    def put(self, key: Any, minute: int, rows: list[bytes]) -> None:
+    def put(self, key: Any, minute: int, rows: bytes) -> None:
         if len(self.pages) >= self.size:
             self.pages.clear()
         self.pages[key] = (minute, rows)
@@ -109,17 +109,20 @@ class Persona:
         """Stored list rows resolved: rows without a container (or, with
         variables, a placeholder) go out as stored; the others are resolved
         once per persona (and minute, when they have a schedule) and then
-        served from memory. The list returned may be shared with later calls:
-        callers only read it. `generation` is the store's generation the rows
+        served from memory. The answer is to be joined with commas: a page
+        seen before comes back as one element, its rows already joined.
+        `generation` is the store's generation the rows
         were read in; `view` is everything else the stored bytes of a row
         depend on (model, locale, projection, population and who reads)."""
+        if not rows:
+            return rows
         placeholders = self.variables is not None
         minute = int(time.time()) // 60
         persona = (self.key(), view)
         page_key = (persona, b"".join([row[:40] for row in rows]))
         memo = _pages.get(page_key, generation, minute)
         if memo is not None:
-            return memo
+            return [memo]  # the page's rows, joined once: one block to copy, not 20 scattered rows
         kept = _rows.rows_of(persona)
         out = []
         timed = False
@@ -147,7 +150,7 @@ class Persona:
             timed = timed or scheduled
             kept[head] = (row, done, minute if scheduled else -1, generation)
             out.append(done)
-        _pages.put(page_key, minute if timed else -1, out)
+        _pages.put(page_key, minute if timed else -1, b",".join(out))
         return out
 
 
@@ -155,16 +158,18 @@ def persona_of(request: Request) -> Persona | None:
     """The request's personalization, or None when it asks for none (the
     stored containers are answered as they are)."""
     raw_query = request.scope.get("query_string", b"")
-    if b"persona" not in raw_query and b"tz_offset" not in raw_query and not any(
-        name.startswith(b"x-persona") for name, _ in request.scope["headers"]
-    ):
-        return None  # every plain content read passes here: no parsing for it
-    query, headers = request.query_params, request.headers
+    # Every content read passes here: the raw query and header names are
+    # looked at first, and only what is there is parsed.
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in request.scope["headers"]
+               if name.startswith(b"x-persona")}
+    if b"persona" not in raw_query and b"tz_offset" not in raw_query and not headers:
+        return None
+    query = request.query_params
     raw_audience = query.get("persona")
     if raw_audience is None:
         raw_audience = headers.get("x-persona-audience")
     audience = None if raw_audience is None else [t.strip() for t in raw_audience.split(",") if t.strip()]
-    variables = json_param(request, "persona_vars")
+    variables = json_param(request, "persona_vars") if b"persona_vars" in raw_query else None
     if variables is None and "x-persona-vars" in headers:
         variables = parse_json_text(headers["x-persona-vars"], "X-Persona-Vars")
     if variables is not None and not isinstance(variables, dict):
