@@ -56,6 +56,7 @@ from run import (  # noqa: E402  (a sibling script, not a package)
     _open_quire,
     _terminate,
     add_load_options,
+    check_load_options,
     free_port,
     http_get,
     machine_paragraph,
@@ -63,6 +64,7 @@ from run import (  # noqa: E402  (a sibling script, not a package)
     run_scenario,
     server_log_problems,
     update_doc,
+    wrk_missing,
 )
 
 BENCH = Path(__file__).resolve().parent
@@ -638,18 +640,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if min(args.posts, args.sections, args.children, args.grandchildren, args.renames, args.sitemaps) < 1:
         parser.error("--posts, --sections, --children, --grandchildren, --renames and --sitemaps must be at least 1")
-    if args.duration <= 0 or args.connections < 1 or args.threads < 1 or args.workers < 1:
-        parser.error("--duration, --connections, --threads and --workers must be positive")
-    if args.threads > args.connections:
-        parser.error("--threads must not exceed --connections (wrk needs a connection per thread)")
+    check_load_options(parser, args)
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
-    if shutil.which("wrk") is None:
-        print("error: wrk is not installed (apt-get install wrk)", file=sys.stderr)
+    if wrk_missing():
         return 2
     work: Path = args.work.resolve()
     sizes = {k: getattr(args, k) for k in STANDARD}

@@ -66,6 +66,7 @@ from run import (  # noqa: E402  (a sibling script, not a package)
     _open_quire,
     _terminate,
     add_load_options,
+    check_load_options,
     free_port,
     http_get,
     machine_paragraph,
@@ -74,6 +75,7 @@ from run import (  # noqa: E402  (a sibling script, not a package)
     run_wrk,
     server_log_problems,
     update_doc,
+    wrk_missing,
 )
 
 BENCH = Path(__file__).resolve().parent
@@ -399,18 +401,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.posts < MAX_SKIP + PAGE:
         parser.error(f"--posts must be at least {MAX_SKIP + PAGE} (pages are read up to skip={MAX_SKIP})")
-    if args.duration <= 0 or args.rounds < 1 or args.connections < 1 or args.threads < 1 or args.workers < 1:
-        parser.error("--duration, --rounds, --connections, --threads and --workers must be positive")
-    if args.threads > args.connections:
-        parser.error("--threads must not exceed --connections")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    check_load_options(parser, args)
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
-    if shutil.which("wrk") is None:
-        print("error: wrk is not installed (apt-get install wrk)", file=sys.stderr)
+    if wrk_missing():
         return 2
     work: Path = args.work.resolve()
     runs: list[Run] = []

@@ -893,6 +893,22 @@ def add_load_options(parser: argparse.ArgumentParser, work: Path, section: str, 
     parser.add_argument("--no-docs", action="store_true", help="do not write any markdown file")
 
 
+def check_load_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse load options wrk or the server cannot run with (parser.error exits)."""
+    if args.duration <= 0 or args.connections < 1 or args.threads < 1 or args.workers < 1:
+        parser.error("--duration, --connections, --threads and --workers must be positive")
+    if args.threads > args.connections:
+        parser.error("--threads must not exceed --connections (wrk needs a connection per thread)")
+
+
+def wrk_missing(hint: str = "") -> bool:
+    """True (and says so on stderr) when wrk is not installed."""
+    if shutil.which("wrk") is not None:
+        return False
+    print(f"error: wrk is not installed (apt-get install wrk{hint})", file=sys.stderr)
+    return True
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Load benchmark of the content API (see bench/README.md).")
     parser.add_argument("--posts", type=int, default=STANDARD_POSTS, help="posts to generate (default 100000)")
@@ -905,10 +921,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.posts < 1 or args.authors < 1:
         parser.error("--posts and --authors must be at least 1")
-    if args.duration <= 0 or args.connections < 1 or args.threads < 1 or args.workers < 1:
-        parser.error("--duration, --connections, --threads and --workers must be positive")
-    if args.threads > args.connections:
-        parser.error("--threads must not exceed --connections (wrk needs a connection per thread)")
+    check_load_options(parser, args)
     return args
 
 
@@ -929,8 +942,7 @@ def _server(dataset: Dataset, args: argparse.Namespace, work: Path) -> Iterator[
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
-    if shutil.which("wrk") is None:
-        print("error: wrk is not installed (apt-get install wrk)", file=sys.stderr)
+    if wrk_missing():
         return 2
     work: Path = args.work.resolve()
     if args.pictures and args.work == DEFAULT_WORK:

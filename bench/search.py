@@ -61,12 +61,14 @@ from run import (  # noqa: E402  (a sibling script, not a package)
     _open_quire,
     _terminate,
     add_load_options,
+    check_load_options,
     free_port,
     machine_paragraph,
     render_details,
     run_scenario,
     server_log_problems,
     update_doc,
+    wrk_missing,
 )
 
 BENCH = Path(__file__).resolve().parent
@@ -766,18 +768,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.posts < 100 or args.queries < 1:
         parser.error("--posts must be at least 100 and --queries at least 1")
-    if args.duration <= 0 or args.connections < 1 or args.threads < 1 or args.workers < 1:
-        parser.error("--duration, --connections, --threads and --workers must be positive")
-    if args.threads > args.connections:
-        parser.error("--threads must not exceed --connections (wrk needs a connection per thread)")
+    check_load_options(parser, args)
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
-    if not args.no_http and shutil.which("wrk") is None:
-        print("error: wrk is not installed (apt-get install wrk; or --no-http)", file=sys.stderr)
+    if not args.no_http and wrk_missing("; or --no-http"):
         return 2
     work: Path = args.work.resolve()
     outcome: Outcome | None = None
