@@ -20,13 +20,15 @@ import re
 import secrets
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx2 as httpx
 import pytest
@@ -214,3 +216,46 @@ def _follow(http: httpx.Client, response: httpx.Response, origin: str) -> str:
         response = http.get(url)
     response.raise_for_status()
     return str(response.url)
+
+
+# --- a stand-in for a back-channel logout endpoint ---------------------------------
+
+
+class LogoutReceiver(ThreadingHTTPServer):
+    """Records the logout tokens a provider posts to it; forwards nothing."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _LogoutHandler)
+        self.tokens: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/backchannel"
+
+
+class _LogoutHandler(BaseHTTPRequestHandler):
+    server: LogoutReceiver
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length", 0))).decode()
+        self.server.tokens.extend(parse_qs(body).get("logout_token", []))
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def logout_receiver() -> Iterator[LogoutReceiver]:
+    """A LogoutReceiver serving in a thread until the block ends."""
+    server = LogoutReceiver()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -15,11 +13,13 @@ import httpx2 as httpx
 import pytest
 
 from tests.sso.provider import (
+    LogoutReceiver,
     Provider,
     b64url_decode,
     end_session,
     jwt_claims,
     login,
+    logout_receiver,
     pkce_pair,
     start_provider,
 )
@@ -38,44 +38,14 @@ ANN = {
 BACKCHANNEL_EVENT = "http://schemas.openid.net/event/backchannel-logout"
 
 
-class Receiver(ThreadingHTTPServer):
-    """Stands in for the app's back-channel logout endpoint."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _ReceiverHandler)
-        self.posts: list[dict[str, list[str]]] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/sso/backchannel"
-
-
-class _ReceiverHandler(BaseHTTPRequestHandler):
-    server: Receiver
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("content-length", 0))).decode()
-        self.server.posts.append(parse_qs(body))
-        self.send_response(200)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[LogoutReceiver]:
+    with logout_receiver() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="module")
-def op(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Iterator[Provider]:
+def op(tmp_path_factory: pytest.TempPathFactory, receiver: LogoutReceiver) -> Iterator[Provider]:
     client = {
         "client_id": CLIENT_ID,
         "client_secret": SECRET,
@@ -198,8 +168,8 @@ def test_pkce_s256_is_required(op: Provider, pkce: dict[str, str]) -> None:
     assert back.startswith(REDIRECT) and query["error"] == ["invalid_request"]
 
 
-def test_backchannel_logout(op: Provider, receiver: Receiver) -> None:
-    receiver.posts.clear()
+def test_backchannel_logout(op: Provider, receiver: LogoutReceiver) -> None:
+    receiver.tokens.clear()
     with httpx.Client() as http:
         id_token = sign_in(op, http, "ann")["id_token"]
         sid = jwt_claims(id_token)["sid"]
@@ -211,8 +181,8 @@ def test_backchannel_logout(op: Provider, receiver: Receiver) -> None:
         url = f"{op.endpoint('end_session_endpoint')}?{urlencode(params)}"
         assert end_session(http, url) == AFTER_LOGOUT + "?state=bye"
         # The provider answers only after delivering, so the POST is here by now.
-        assert len(receiver.posts) == 1, op.log()
-        (logout_token,) = receiver.posts[0]["logout_token"]
+        assert len(receiver.tokens) == 1, op.log()
+        (logout_token,) = receiver.tokens
         # e.g. {"iss": "http://127.0.0.1:PORT", "aud": "quire", "sub": "ann",
         #       "sid": "...", "events": {BACKCHANNEL_EVENT: {}}, "jti": "...",
         #       "iat": ..., "exp": ...}

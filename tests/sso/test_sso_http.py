@@ -15,13 +15,11 @@ import hmac
 import json
 import re
 import secrets
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx2 as httpx
 import pytest
@@ -33,7 +31,7 @@ from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.events import Events
 from tests.conftest import Api
-from tests.sso.provider import end_session, jwt_claims, login
+from tests.sso.provider import LogoutReceiver, end_session, jwt_claims, login, logout_receiver
 from tests.sso.stack import ACCOUNTS, CLIENT_ID, CLIENT_SECRET, Stack, sso_stack
 
 BACKCHANNEL_EVENT = "http://schemas.openid.net/event/backchannel-logout"
@@ -491,51 +489,20 @@ def test_no_client_secret_in_the_server_log(stack: Stack) -> None:
 # -- a provider that posts logout tokens to us, the test, instead of to Quire --------
 
 
-class Receiver(ThreadingHTTPServer):
-    """Records the logout tokens the provider sends; forwards nothing."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _ReceiverHandler)
-        self.tokens: list[str] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/backchannel"
-
-
-class _ReceiverHandler(BaseHTTPRequestHandler):
-    server: Receiver
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("content-length", 0))).decode()
-        self.server.tokens.extend(parse_qs(body).get("logout_token", []))
-        self.send_response(200)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[LogoutReceiver]:
+    with logout_receiver() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
-def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join()
-
-
-@pytest.fixture(scope="module")
-def relay(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Iterator[Stack]:
+def relay(tmp_path_factory: pytest.TempPathFactory, receiver: LogoutReceiver) -> Iterator[Stack]:
     with sso_stack(tmp_path_factory.mktemp("relay"), client={"backchannel_logout_uri": receiver.url},
                    accounts=USERS) as running:
         yield running
 
 
-def captured_logout_token(http: httpx.Client, stack: Stack, receiver: Receiver) -> str:
+def captured_logout_token(http: httpx.Client, stack: Stack, receiver: LogoutReceiver) -> str:
     """Log the client's provider session out; the logout token the provider sent."""
     before = len(receiver.tokens)
     end_session(http, stack.op.endpoint("end_session_endpoint") + f"?client_id={CLIENT_ID}")
@@ -546,7 +513,7 @@ def captured_logout_token(http: httpx.Client, stack: Stack, receiver: Receiver) 
     return token
 
 
-def test_valid_logout_token_ends_session_once_and_replay_is_refused(relay: Stack, receiver: Receiver) -> None:
+def test_valid_logout_token_ends_session_once_and_replay_is_refused(relay: Stack, receiver: LogoutReceiver) -> None:
     with httpx.Client() as http, httpx.Client() as provider:
         assert sso_login(http, relay, "ann").status_code == 303
         token = captured_logout_token(http, relay, receiver)
@@ -565,7 +532,7 @@ def test_valid_logout_token_ends_session_once_and_replay_is_refused(relay: Stack
     wait_for_log(relay, "sso back-channel logout refused", refused)
 
 
-def test_no_secret_or_token_in_the_server_log(relay: Stack, receiver: Receiver) -> None:
+def test_no_secret_or_token_in_the_server_log(relay: Stack, receiver: LogoutReceiver) -> None:
     with httpx.Client() as http, httpx.Client() as provider:
         assert sso_login(http, relay, "bob").status_code == 303
         token = captured_logout_token(http, relay, receiver)
