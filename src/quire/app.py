@@ -55,6 +55,8 @@ class Quire:
         self.users = UserService(self.store, self.auth)
         admin = settings.values["admin"]
         self.sessions = SessionService(self.store, admin["session_idle_seconds"], admin["session_max_seconds"])
+        self.login_limiter = RateLimiter(self.store, admin["login_attempts"], admin["login_window_seconds"],
+                                         "system/login_failures")
         self.sso = SsoService(self.store, SsoSettings.from_values(settings.values["sso"]), self.auth,
                               self.users, self.sessions)
         self.locales = LocaleService(self.store, settings.get("content", "default_locale_name"))

@@ -189,13 +189,7 @@ async def read_small_form(request: Request, max_bytes: int, max_fields: int) -> 
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind not in ("application/x-www-form-urlencoded", ""):  # "": an empty POST, no fields
         raise BadRequest("The form must be sent as application/x-www-form-urlencoded")
-    if int(request.headers.get("content-length") or 0) > max_bytes:
-        raise PayloadTooLarge("Form too large")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise PayloadTooLarge("Form too large")
+    body = await read_body(request, max_bytes)
     try:
         pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=max_fields,
                           strict_parsing=False)

@@ -36,7 +36,6 @@ from quire.asgi import route
 from quire.content.service import ReadOptions
 from quire.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
 from quire.http import client_address, json_response, quire_of, read_small_form
-from quire.ratelimit import RateLimiter
 
 log = logging.getLogger("quire.admin")
 STATIC = HERE / "static"
@@ -51,12 +50,6 @@ def _swagger_dir() -> Path:
     import swagger_ui
 
     return Path(swagger_ui.__file__).parent / "static"
-
-
-def login_limiter(request: Request) -> RateLimiter:
-    quire = quire_of(request)
-    admin = quire.settings.values["admin"]
-    return RateLimiter(quire.store, admin["login_attempts"], admin["login_window_seconds"], "system/login_failures")
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -120,7 +113,7 @@ async def login_submit(request: Request) -> Response:
 
     if not same_origin(request) or not same_token(request.cookies.get("quire_login_csrf"), form.get("csrf")):
         return again("The login form expired; please try again.", 403)
-    limiter = login_limiter(request)
+    limiter = quire.login_limiter
     address = client_address(request)
     for scope, client in (("login-user", user_name.lower()), ("login-address", address)):
         wait = await limiter.blocked(scope, client)
