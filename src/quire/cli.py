@@ -26,6 +26,9 @@ def _quire(args: argparse.Namespace) -> Any:
     return Quire(_settings(args))
 
 
+RESPAWN_SECONDS = 1.0  # pause before a dead worker is started again
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from granian import Granian
 
@@ -54,6 +57,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         loop=_event_loop(),  # type: ignore[arg-type]
         log_enabled=not server["quiet"],
         log_access=False,
+        # A worker killed by the kernel (out of memory) or by a crash in a
+        # native library is started again; the others keep serving meanwhile.
+        respawn_failed_workers=True,
+        respawn_interval=RESPAWN_SECONDS,
     ).serve()
     return 0
 
