@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from quire.persona import resolve
+from quire.persona import schedule as schedule_module
 
 KEY = "persona:variants"
 # 2026-11-20 is a Friday, 2026-11-21 a Saturday, 2026-11-22 a Sunday.
@@ -336,3 +337,41 @@ def test_variables_applied_with_audience_in_chosen_variant() -> None:
 
 def test_no_variables_leaves_placeholders() -> None:
     assert resolve({"t": "Hi {{ name }}"}, ["a"]) == {"t": "Hi {{ name }}"}
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        "09:00-10:00",
+        " 09:00 - 10:00 ",
+        {"from": "09:00", "to": "10:00"},
+        ["07:00-08:00", {"from": "09:00", "to": "10:00"}],
+    ],
+)
+def test_cockpit_forms_of_times(times: Any) -> None:
+    at = lambda h, m: pick(scheduled({"times": times}), ["a"], now=datetime(2026, 11, 20, h, m, tzinfo=UTC))  # noqa: E731
+    assert [at(8, 59), at(9, 0), at(9, 59), at(10, 0)] == ["G", "S", "S", "G"]
+
+
+def test_cockpit_overnight_times_string() -> None:
+    schedule = {"days": ["fri"], "times": "22:00-02:00"}
+    assert pick(scheduled(schedule), ["a"], now=datetime(2026, 11, 21, 1, 0, tzinfo=UTC)) == "S"
+
+
+def test_tz_is_an_alias_of_timezone() -> None:
+    now = datetime(2026, 1, 15, 8, 30, tzinfo=UTC)  # 09:30 in Berlin (CET)
+    assert pick(scheduled({"tz": "Europe/Berlin", **NINE_TO_TEN}), ["a"], now=now) == "S"
+    assert pick(scheduled(NINE_TO_TEN), ["a"], now=now) == "G"
+    # both given: `timezone` wins
+    both = {"timezone": "Europe/Berlin", "tz": "America/New_York", **NINE_TO_TEN}
+    assert pick(scheduled(both), ["a"], now=now) == "S"
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [{"times": "09:00"}, {"times": "9-10"}, {"times": {"from": "09:00"}}, {"times": "25:00-26:00"},
+     {"tz": "Mars/Olympus"}],
+)
+def test_unreadable_cockpit_forms_are_refused(schedule: dict[str, Any]) -> None:
+    with pytest.raises(schedule_module.ScheduleError):
+        schedule_module.check(schedule)

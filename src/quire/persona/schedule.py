@@ -3,12 +3,13 @@ days, times}`, every part optional.
 
 - `start`, `end`: ISO 8601 date-times (or dates); without an offset they
   are read in the schedule's time zone.
-- `timezone`: an IANA name (`Europe/Berlin`); without one the client's
-  offset (`tz_offset`) is used, else UTC. Daylight saving time follows the
-  zone's rules.
+- `timezone` (or Cockpit's `tz`): an IANA name (`Europe/Berlin`); without
+  one the client's offset (`tz_offset`) is used, else UTC. Daylight saving
+  time follows the zone's rules.
 - `days`: weekdays, as names (`mon`, `Monday`) or ISO numbers (1 Monday ..
   7 Sunday; 0 is Sunday too).
-- `times`: `{"start": "HH:MM", "end": "HH:MM"}` (or a list of them); a
+- `times`: `{"start": "HH:MM", "end": "HH:MM"}`, Cockpit's `{"from":
+  "HH:MM", "to": "HH:MM"}` or `"HH:MM-HH:MM"`, or a list of them; a
   window whose end is before its start runs overnight, and its early
   hours belong to the day it started (Friday 22:00-02:00 covers Saturday
   01:00).
@@ -56,7 +57,7 @@ def parse_offset(value: Any) -> int:
 
 
 def zone_of(schedule: dict[str, Any], tzoffset: int | None) -> tzinfo:
-    name = schedule.get("timezone")
+    name = schedule.get("timezone") or schedule.get("tz")
     if name:
         try:
             return ZoneInfo(str(name))
@@ -107,14 +108,24 @@ def _minutes(value: Any, part: str) -> int:
     return int(m.group(1)) * 60 + int(m.group(2))
 
 
+_TIMES_FORMS = "times must be {start: HH:MM, end: HH:MM}, {from: HH:MM, to: HH:MM}, \"HH:MM-HH:MM\" or a list of them"
+
+
+def _window(item: Any) -> tuple[int, int]:
+    if isinstance(item, str):
+        start, sep, end = item.partition("-")
+        if not sep:
+            raise ScheduleError(_TIMES_FORMS)
+        return _minutes(start.strip(), "times"), _minutes(end.strip(), "times")
+    if not isinstance(item, dict):
+        raise ScheduleError(_TIMES_FORMS)
+    if "from" in item or "to" in item:  # Cockpit's form
+        return _minutes(item.get("from"), "times.from"), _minutes(item.get("to"), "times.to")
+    return _minutes(item.get("start"), "times.start"), _minutes(item.get("end"), "times.end")
+
+
 def _windows(times: Any) -> list[tuple[int, int]]:
-    items = times if isinstance(times, list) else [times]
-    out = []
-    for item in items:
-        if not isinstance(item, dict):
-            raise ScheduleError("times must be {start: HH:MM, end: HH:MM} or a list of them")
-        out.append((_minutes(item.get("start"), "times.start"), _minutes(item.get("end"), "times.end")))
-    return out
+    return [_window(item) for item in (times if isinstance(times, list) else [times])]
 
 
 def check(schedule: Any) -> None:
