@@ -10,12 +10,12 @@ PORT ?= 8080
 
 $(BIN)/quire: pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -qq --upgrade pip
+	$(BIN)/pip install -qq -e .
 	touch $(BIN)/quire
 
 $(VENV)/.dev: $(BIN)/quire
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -qq -e '.[dev]'
 	touch $(VENV)/.dev
 
 install: $(BIN)/quire

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
+import httpx2
 from joserfc.jwk import KeySet
 
 from quire.sso.settings import SsoSettings
@@ -28,8 +28,8 @@ class Provider:
         self._keys: KeySet | None = None
         self._keys_at = 0.0
 
-    def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=self.settings.timeout, follow_redirects=False)
+    def client(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(timeout=self.settings.timeout, follow_redirects=False)
 
     async def metadata(self) -> dict[str, Any]:
         if self._meta is not None and time.monotonic() - self._meta_at < DISCOVERY_TTL:
@@ -60,7 +60,7 @@ class Provider:
         try:
             async with self.client() as http:
                 response = await http.get(url, headers={"accept": "application/json"})
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise ProviderError(f"{url}: {exc.__class__.__name__}: {exc}") from None
         if response.status_code != 200:
             raise ProviderError(f"{url} answered {response.status_code}")
