@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from quire.config import ConfigError, Settings, load_settings
+from quire.config import ConfigError, Settings, load_settings, log_deprecations
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -39,6 +39,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.quiet:
         overrides["server"]["quiet"] = True
     settings = load_settings(args.data, args.config, overrides=overrides)
+    log_deprecations(settings)  # here once; the workers read the same settings again
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     _quire(args).close()  # create the database before the workers race to
     server = settings.values["server"]

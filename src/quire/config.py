@@ -8,6 +8,7 @@ and a bad one stops the service with a message that names its key.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from quire.errors import ConfigError
+from quire.forwarded import MAX_PROXY_HOPS
+
+log = logging.getLogger("quire.config")
 
 # section -> key -> default. The default's type is the setting's type.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -25,6 +29,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "workers": 1,
         "quiet": False,
         "public_url": "",
+        "proxy_hops": 0,
     },
     "api": {
         "max_body_bytes": 10 * 1024 * 1024,
@@ -123,6 +128,9 @@ ENV_PREFIX = "QUIRE_"
 class Settings:
     data_dir: Path
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Deprecated settings that were used, one line each: `quire serve` logs
+    # them once at start (see log_deprecations).
+    deprecations: list[str] = field(default_factory=list)
 
     def get(self, section: str, key: str) -> Any:
         return self.values[section][key]
@@ -144,18 +152,49 @@ def load_settings(
     path = Path(config_file) if config_file else data / "quire.toml"
     if config_file and not path.exists():
         raise ConfigError(f"config file {path} does not exist")
+    parsed: dict[str, Any] = {}
     if path.exists():
         try:
             parsed = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: {exc}") from None
         _merge(values, parsed, str(path))
-    _merge_env(values, os.environ if env is None else env)
+    environ = os.environ if env is None else env
+    _merge_env(values, environ)
     for section, keys in (overrides or {}).items():
         for key, value in keys.items():
             _set(values, section, key, value, "override")
+
+    def given(section: str, key: str) -> bool:
+        return any(key in (source.get(section) or {}) for source in (parsed, overrides or {})) \
+            or f"{ENV_PREFIX}{section}_{key}".upper() in environ
+
+    deprecations = _trust_forwarded_for(values, given("inbox", "trust_forwarded_for"),
+                                        given("server", "proxy_hops"))
     _validate(values)
-    return Settings(data, values)
+    return Settings(data, values, deprecations)
+
+
+def _trust_forwarded_for(values: dict[str, dict[str, Any]], used: bool, hops_given: bool) -> list[str]:
+    """`[inbox] trust_forwarded_for = true` is read as `[server] proxy_hops = 1`
+    unless proxy_hops is set too; either way its use is reported."""
+    if not used:
+        return []
+    if not values["inbox"]["trust_forwarded_for"]:
+        return ["setting 'inbox.trust_forwarded_for' is deprecated and has no effect when false; remove it"]
+    if hops_given:
+        return ["setting 'inbox.trust_forwarded_for' is deprecated and ignored: "
+                f"'server.proxy_hops' = {values['server']['proxy_hops']} is set; remove it"]
+    values["server"]["proxy_hops"] = 1
+    return ["setting 'inbox.trust_forwarded_for' is deprecated: read as 'server.proxy_hops' = 1 "
+            "(the address the one trusted proxy appended to X-Forwarded-For); set that instead"]
+
+
+def log_deprecations(settings: Settings) -> None:
+    """One warning line per deprecated setting in use (a log line, not a
+    Python warning: the server must start clean under `-W error`)."""
+    for message in settings.deprecations:
+        log.warning("%s", message)
 
 
 def _merge(values: dict[str, dict[str, Any]], parsed: dict[str, Any], origin: str) -> None:
@@ -239,6 +278,7 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
     checks = [
         ("server", "port", 1, 65535),
         ("server", "workers", 1, 64),
+        ("server", "proxy_hops", 0, MAX_PROXY_HOPS),
         ("api", "max_body_bytes", 1024, 2**40),
         ("api", "max_json_depth", 2, 10000),
         ("api", "max_populate_depth", 0, 5),

@@ -12,6 +12,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from quire import forwarded
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
 
 if TYPE_CHECKING:
@@ -171,14 +172,12 @@ async def read_data(request: Request) -> dict[str, Any]:
 
 
 def client_address(request: Request) -> str:
-    """The client: the peer, or the first X-Forwarded-For address when
-    `[inbox] trust_forwarded_for` says a proxy sets it (form submissions
-    and admin logins are counted per client)."""
-    if quire_of(request).settings.get("inbox", "trust_forwarded_for"):
-        forwarded = request.headers.get("x-forwarded-for", "").split(",")[0].strip()
-        if forwarded:
-            return forwarded
-    return request.client.host if request.client else "unknown"
+    """The client's address: the peer, or the address the trusted proxies
+    put in X-Forwarded-For (`[server] proxy_hops`, see quire.forwarded).
+    Form submissions and admin logins are counted per client."""
+    peer = request.client.host if request.client else None
+    hops: int = quire_of(request).settings.get("server", "proxy_hops")
+    return forwarded.client_address(peer, request.headers.getlist("x-forwarded-for"), hops)
 
 
 async def read_small_form(request: Request, max_bytes: int, max_fields: int) -> dict[str, str]:

@@ -340,7 +340,7 @@ def test_too_many_failures_for_a_user_are_429_with_retry_after_even_with_the_rig
 
 
 def test_user_limit_holds_across_addresses(app_with: Callable[..., Any]) -> None:
-    app = app_with(inbox={"trust_forwarded_for": True})
+    app = app_with(server={"proxy_hops": 1})
     make_user(app.state.quire)
     for n in range(_limit(app)):
         assert _attempt(app, "ann", "wrong password", f"10.0.0.{n + 1}").status_code == 401
@@ -359,7 +359,7 @@ def test_another_user_at_the_same_address_is_not_blocked_below_the_address_limit
 
 def test_address_limit_blocks_every_user_at_that_address_but_not_other_addresses(
         app_with: Callable[..., Any]) -> None:
-    app = app_with(inbox={"trust_forwarded_for": True})
+    app = app_with(server={"proxy_hops": 1})
     make_user(app.state.quire, "ann")
     make_user(app.state.quire, "bob")
     for _ in range(_limit(app)):
@@ -370,8 +370,31 @@ def test_address_limit_blocks_every_user_at_that_address_but_not_other_addresses
     assert _attempt(app, "bob", PASSWORD, "10.0.0.2").status_code == 303
 
 
+def test_a_client_spoofing_x_forwarded_for_behind_the_proxy_stays_limited_by_address(
+        app_with: Callable[..., Any]) -> None:
+    # The proxy appends the real address (203.0.113.7) to what the client wrote.
+    app = app_with(server={"proxy_hops": 1})
+    make_user(app.state.quire, "ann")
+    statuses = [_attempt(app, f"user{n}", "wrong password", f"10.9.{n}.1, 203.0.113.7").status_code
+                for n in range(20)]
+    assert statuses == [401] * _limit(app) + [429] * (20 - _limit(app))
+    assert _attempt(app, "ann", PASSWORD, "10.9.99.1, 203.0.113.7").status_code == 429
+    assert _attempt(app, "ann", PASSWORD, "203.0.113.8").status_code == 303
+
+
+def test_a_successful_login_does_not_count_against_the_address(app_with: Callable[..., Any]) -> None:
+    app = app_with(server={"proxy_hops": 1})
+    make_user(app.state.quire, "ann")
+    limit = _limit(app)
+    for n in range(limit - 1):
+        assert _attempt(app, f"user{n}", "wrong password", "10.0.0.1").status_code == 401
+    assert _attempt(app, "ann", PASSWORD, "10.0.0.1").status_code == 303
+    assert _attempt(app, "nobody", "wrong password", "10.0.0.1").status_code == 401  # the last free failure
+    assert _attempt(app, "ann", PASSWORD, "10.0.0.1").status_code == 429
+
+
 def test_a_successful_login_clears_the_users_failures(app_with: Callable[..., Any]) -> None:
-    app = app_with(inbox={"trust_forwarded_for": True})
+    app = app_with(server={"proxy_hops": 1})
     make_user(app.state.quire)
     limit = _limit(app)
     for n in range(limit - 1):

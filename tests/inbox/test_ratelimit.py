@@ -56,16 +56,40 @@ def test_forwarded_for_is_ignored_unless_trusted(client: TestClient, form: dict[
     limited(submit(client, form["token"], json={"data": {"a": "1"}}, headers={"X-Forwarded-For": "10.0.0.9"}))
 
 
-@pytest.mark.parametrize("inbox_env", [{"QUIRE_INBOX_RATE_LIMIT": "2", "QUIRE_INBOX_TRUST_FORWARDED_FOR": "true"}])
-def test_trusted_forwarded_for_limits_each_client(client: TestClient, form: dict[str, Any]) -> None:
-    def post(address: str) -> Any:
-        return submit(client, form["token"], json={"data": {"a": "1"}},
-                      headers={"X-Forwarded-For": f"{address}, 192.168.0.1"})
+@pytest.mark.parametrize("inbox_env", [{"QUIRE_INBOX_RATE_LIMIT": "2", "QUIRE_SERVER_PROXY_HOPS": "1"}])
+def test_behind_one_proxy_each_client_is_limited(client: TestClient, form: dict[str, Any]) -> None:
+    def post(address: str) -> Any:  # what the proxy sends: the client's address appended
+        return submit(client, form["token"], json={"data": {"a": "1"}}, headers={"X-Forwarded-For": address})
 
     assert [post("203.0.113.5").status_code for _ in range(2)] == [200, 200]
     limited(post("203.0.113.5"))
     assert post("203.0.113.6").status_code == 200
     assert submit(client, form["token"], json={"data": {"a": "1"}}).status_code == 200  # no header: the peer
+
+
+@pytest.mark.parametrize("inbox_env", [{"QUIRE_INBOX_RATE_LIMIT": "3", "QUIRE_SERVER_PROXY_HOPS": "1"}])
+def test_a_client_spoofing_x_forwarded_for_behind_the_proxy_stays_limited(
+        client: TestClient, form: dict[str, Any], quire: Quire) -> None:
+    # The client writes X-Forwarded-For itself; the proxy appends the real
+    # address (203.0.113.7), on the same line or on a line of its own.
+    statuses = []
+    for i in range(30):
+        spoof = f"10.1.{i}.{i}"
+        headers = ([("X-Forwarded-For", f"{spoof}, 1.2.3.4"), ("X-Forwarded-For", "203.0.113.7")] if i % 2
+                   else [("X-Forwarded-For", f"{spoof}, 203.0.113.7")])
+        statuses.append(submit(client, form["token"], json={"data": {"n": i}}, headers=headers).status_code)
+    assert statuses == [200] * 3 + [429] * 27
+    assert len(stored(quire, form["_id"])) == 3
+
+
+@pytest.mark.parametrize("inbox_env", [{"QUIRE_INBOX_RATE_LIMIT": "2", "QUIRE_INBOX_TRUST_FORWARDED_FOR": "true"}])
+def test_deprecated_trust_forwarded_for_is_one_hop(client: TestClient, form: dict[str, Any]) -> None:
+    def post(header: str) -> Any:
+        return submit(client, form["token"], json={"data": {"a": "1"}}, headers={"X-Forwarded-For": header})
+
+    assert [post(f"10.0.0.{i}, 203.0.113.5").status_code for i in range(2)] == [200, 200]
+    limited(post("10.0.0.9, 203.0.113.5"))  # the first entry is the client's own: not who it is
+    assert post("10.0.0.9, 203.0.113.6").status_code == 200
 
 
 @pytest.mark.parametrize("inbox_env", [{"QUIRE_INBOX_RATE_LIMIT": "0"}])

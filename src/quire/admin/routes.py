@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -115,18 +116,21 @@ async def login_submit(request: Request) -> Response:
         return again("The login form expired; please try again.", 403)
     limiter = quire.login_limiter
     address = client_address(request)
-    for scope, client in (("login-user", user_name.lower()), ("login-address", address)):
-        wait = await limiter.blocked(scope, client)
-        if wait is not None:
-            log.warning("login throttled for %s", scope)
-            return again(f"Too many failed logins. Try again in {wait} seconds.", 429, {"retry-after": str(wait)})
+    counted = (("login-user", user_name.lower()), ("login-address", address))
+    # The attempt is counted before the password is checked, in the same
+    # transaction as the check: concurrent attempts on several workers
+    # cannot all pass at the last free one.
+    now = time.time()
+    wait = await limiter.hit_all(counted, now)
+    if wait is not None:
+        log.warning("login throttled for %s", address)
+        return again(f"Too many failed logins. Try again in {wait} seconds.", 429, {"retry-after": str(wait)})
     user = quire.users.verify_password(user_name, form.get("password", ""))
     if user is None:
-        await limiter.hit("login-user", user_name.lower())
-        await limiter.hit("login-address", address)
         log.info("failed admin login from %s", address)
         return again("Wrong user name or password.", 401)
     await limiter.clear("login-user", user_name.lower())
+    await limiter.give_back("login-address", address, now)  # only failures count
     session_token, _ = quire.sessions.start(user, address=address, agent=request.headers.get("user-agent", ""))
     response = redirect(target)
     set_session_cookie(response, request, session_token)
