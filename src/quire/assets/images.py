@@ -89,9 +89,11 @@ def inspect(data: bytes, max_pixels: int, decode_pixels: int | None = None) -> I
     image = _open(data, max_pixels)
     fmt = image.format or ""
     try:
-        oriented = _oriented_size(image)
+        width, height = image.size
         image.draft("RGB", (128, 128))  # JPEG: decode at reduced scale, much faster
+        # before anything reads EXIF: for PNG that decodes the whole image
         _within_budget(image, decode_pixels or max_pixels)
+        oriented = (height, width) if _swaps(image) else (width, height)
         image = ImageOps.exif_transpose(image) or image
         small = image.convert("RGBA")
         small.thumbnail((64, 64))
@@ -174,6 +176,8 @@ def render(data: bytes, opts: ImageOptions, max_pixels: int, decode_pixels: int 
     large JPEG had to be decoded at a scale below it."""
     image = _open(data, max_pixels)
     try:
+        if image.format != "JPEG":  # before EXIF is read: for PNG that decodes the whole image
+            _within_budget(image, decode_pixels or max_pixels)
         oriented = _oriented_size(image)
         tw, th = target_size(oriented, opts)
         # JPEG: decode at the smallest DCT scale still at least twice the
