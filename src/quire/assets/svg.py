@@ -91,7 +91,7 @@ ATTRIBUTES = PRESENTATION | GEOMETRY | ANIMATION | COMMON | {"href"} | {f"aria-{
     "label", "labelledby", "describedby", "hidden", "roledescription")}
 ANIMATED = PRESENTATION | GEOMETRY  # what `attributeName` may name: never href, style or handlers
 XML_ATTRIBUTES = {"space", "lang"}  # xml:space, xml:lang; never xml:base (it moves every reference)
-XLINK_ATTRIBUTES = {"href", "title"}
+XLINK_ATTRIBUTES = {"href", "title", "type", "show", "actuate", "role", "arcrole"}
 
 # Functions CSS may call: colours, lengths, transforms. `url()` is checked on
 # its own; anything loading (`image-set`, `src`, `image`, `element`) is not here.
