@@ -159,3 +159,9 @@ def test_stored_files_carry_last_modified_too(api: Api, picture: dict[str, Any])
         assert served.status_code == 200
         assert parsedate_to_datetime(served.headers["last-modified"])
         assert api.get(path, headers={"if-modified-since": served.headers["last-modified"]}).status_code == 304
+
+
+def test_an_unknown_preset_with_odd_characters_is_named_safely(api: Api, picture: dict[str, Any]) -> None:
+    response = image(api, picture["_id"], preset="a\x00b")
+    assert response.status_code == 404
+    assert response.json() == {"error": "Image preset 'a\\x00b' not found"}

@@ -58,5 +58,6 @@ def merged(presets: dict[str, dict[str, str]], name: str, params: dict[str, str]
     an empty value counts as not given)."""
     preset = presets.get(name)
     if preset is None:
-        raise NotFound(f"Image preset '{name}' not found")
+        shown = name if NAME.fullmatch(name) else name[:64].encode("unicode_escape").decode("ascii")
+        raise NotFound(f"Image preset '{shown}' not found")
     return {**preset, **{key: value for key, value in params.items() if value != ""}}

@@ -515,8 +515,8 @@ def _digest(text: str) -> str:
 
 
 def _same_image(folder: Path, base: str, suffix: str) -> Path | None:
-    """A generated file of the same options with another (or no) `t`, the
-    most recently used first."""
+    """A generated file of the same options with another (or no) `t`: the
+    most recently used one, or None."""
     found = [p for p in folder.glob(f"{base}*{suffix}") if p.name[len(base)] in ".-"]
     best = None
     for path in found:
