@@ -180,6 +180,23 @@ def test_over_the_cap_another_t_is_answered_with_the_existing_file(make_app: Any
     assert app.state.quire.assets.generated == 1
 
 
+@pytest.mark.anyio
+async def test_a_burst_of_identical_requests_counts_once(make_app: Any) -> None:
+    app = make_app(renders_per_hour=2)
+    admin, reader = clients(app)
+    asset = upload_one(admin, "a.png", solid(40, 40))
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE) as client:
+        def get(w: int) -> Any:
+            return client.get(f"/api/assets/image/{asset['_id']}", params={"w": w, "mime": "png"},
+                              headers={"api-key": reader.key or ""})
+
+        burst = await asyncio.gather(*(get(10) for _ in range(8)))
+        assert [r.status_code for r in burst] == [200] * 8
+        assert (await get(11)).status_code == 200  # the burst counted one render
+        assert (await get(12)).status_code == 429
+    assert app.state.quire.assets.generated == 2
+
+
 def test_the_count_is_shared_by_all_workers(make_app: Any) -> None:
     one, two = make_app(renders_per_hour=2), make_app(renders_per_hour=2)
     admin, reader_one = clients(one)
