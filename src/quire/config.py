@@ -16,6 +16,7 @@ from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
 
+from quire.assets import presets as image_presets
 from quire.errors import ConfigError
 from quire.forwarded import MAX_PROXY_HOPS
 
@@ -45,6 +46,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "max_request_bytes": 256 * 1024 * 1024,
         "max_output_size": 4096,
         "max_pixels": 100_000_000,
+        "decode_pixels": 24_000_000,
+        "max_concurrent_renders": 2,
+        "render_wait_seconds": 5,
+        "renders_per_hour": 100,
+        "thumbs_max_bytes": 1024 * 1024 * 1024,
+        "presets": {},
         "default_quality": 80,
         "allowed_types": ["image/*", "video/*", "audio/*", "application/pdf", "text/plain",
                           "text/csv", "text/markdown", "application/json", "application/zip",
@@ -115,6 +122,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 # Settings whose value may take more than one type: (section, key) -> check, description.
 FLEXIBLE: dict[tuple[str, str], tuple[Any, str]] = {
     ("sso", "pkce"): (lambda v: isinstance(v, bool | str), "true, false or a method name like \"S256\""),
+    ("assets", "presets"): (
+        lambda v: isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()),
+        "a table of name = {w = ..., h = ..., m = \"...\", q = ..., mime = \"...\"}",
+    ),
     ("sso", "mapping"): (
         lambda v: isinstance(v, dict) and all(isinstance(x, str | bool) for x in v.values()),
         "a table of field = \"claim/path\" (or \"\" for none)",
@@ -300,6 +311,11 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
         ("assets", "max_output_size", 16, 16384),
         ("assets", "max_pixels", 1_000_000, 2_000_000_000),
         ("assets", "default_quality", 1, 100),
+        ("assets", "decode_pixels", 1_000_000, 2_000_000_000),
+        ("assets", "max_concurrent_renders", 1, 64),
+        ("assets", "render_wait_seconds", 0, 300),
+        ("assets", "renders_per_hour", 0, 1_000_000),
+        ("assets", "thumbs_max_bytes", 1024 * 1024, 2**50),
         ("admin", "session_idle_seconds", 60, 30 * 86_400),
         ("admin", "session_max_seconds", 60, 365 * 86_400),
         ("admin", "login_attempts", 0, 1_000_000),
@@ -323,5 +339,6 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
     for key in ("provider_url", "issuer", "redirect_uri"):
         if sso[key] and not sso[key].startswith(("http://", "https://")):
             raise ConfigError(f"setting 'sso.{key}' must start with http:// or https://")
+    image_presets.check(values["assets"]["presets"], values["assets"]["max_output_size"])
     if values["smtp"]["ssl"] and values["smtp"]["starttls"]:
         raise ConfigError("settings 'smtp.ssl' and 'smtp.starttls' exclude each other: ssl is TLS from the start")

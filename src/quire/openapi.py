@@ -57,6 +57,7 @@ def error_responses(*codes: int) -> dict[str, Any]:
         415: "File type not allowed",
         429: "Too many requests (see Retry-After)",
         500: "Internal server error",
+        503: "Busy; try again after Retry-After seconds",
     }
     return {
         str(c): {"description": text[c], "content": {"application/json": {"schema": ERROR}}}
@@ -101,12 +102,18 @@ def _upload_op() -> dict[str, Any]:
     return operation
 
 
-def _image_op() -> dict[str, Any]:
+def _image_op(preset_in_path: bool = False) -> dict[str, Any]:
     def p(name: str, kind: str, text: str) -> dict[str, Any]:
         return param(name, "query", kind, text)
 
-    operation = op("Generate or fetch a resized image", [
+    preset = (param("preset", "path", "string", "Name of an image preset ([assets.presets]); "
+                    "parameters given in the query win over the preset's") if preset_in_path else
+              p("preset", "string", "Name of an image preset ([assets.presets]); parameters given "
+                "in the query win over the preset's"))
+    summary = "Generate or fetch a resized image" + (" with a named preset" if preset_in_path else "")
+    operation = op(summary, [
         ASSET_ID,
+        preset,
         p("m", "string", "Mode: thumbnail (default; crop to exactly w x h, focal point aware), bestFit, resize, fitToWidth, fitToHeight"),
         p("w", "int", "Width (at most the configured maximum, default 4096)"),
         p("h", "int", "Height"),
@@ -115,7 +122,9 @@ def _image_op() -> dict[str, Any]:
         p("re", "int", "1: answer 307 to the generated image"),
         p("t", "string", "Any text; only changes the cache key"),
         p("o", "int", "0 (default): the image's absolute URL as text/plain; 1: the image bytes"),
-    ], (400, 401, 403, 404), tag="assets", ok="URL as text/plain, or the image (o=1), or 307 (re=1)")
+        p("b64", "int", "1: the image as a data: URI (text/plain); wins over o and re"),
+    ], (400, 401, 403, 404, 429, 503), tag="assets",
+        ok="URL as text/plain, or the image (o=1), or a data: URI (b64=1), or 307 (re=1)")
     operation["responses"]["304"] = {"description": "Not modified (If-None-Match)"}
     operation["responses"]["307"] = {"description": "Redirect to the image (re=1), or to the original of a non-image"}
     return operation
@@ -207,6 +216,7 @@ def document() -> dict[str, Any]:
                           [param("id", "path", "string", "Folder id")], (401, 403, 404), tag="assets"),
         },
         "/api/assets/image/{id}": {"get": _image_op()},
+        "/api/assets/image/{id}/{preset}": {"get": _image_op(preset_in_path=True)},
         "/storage/uploads/{path}": {
             "get": op("An uploaded file (public, immutable, ETag/304)",
                        [param("path", "path", "string", "YYYY/MM/DD/name_unique.ext")], (404,),

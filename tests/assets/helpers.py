@@ -136,3 +136,17 @@ def raw_get(app: Any, path: str) -> tuple[int, dict[str, str], bytes]:
     headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     return start["status"], headers, body
+
+
+def png_of_zeros(width: int, height: int) -> bytes:
+    """A real RGB PNG of width x height black pixels: every row is there, and
+    zlib squeezes them to about a thousandth (a decompression bomb that
+    stays under a pixel limit on the declared size)."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    packer = zlib.compressobj(9)
+    row = b"\0" * (width * 3 + 1)  # filter byte + pixels
+    idat = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")

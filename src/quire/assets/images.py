@@ -17,7 +17,9 @@ from typing import Any, cast
 import thumbhash
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-MODES = ("thumbnail", "bestFit", "resize", "fitToWidth", "fitToHeight")
+from quire.assets import presets
+
+MODES = presets.MODES  # one list for presets and requests
 FORMATS = {"gif": "GIF", "jpeg": "JPEG", "png": "PNG", "webp": "WEBP", "bmp": "BMP", "avif": "AVIF"}
 OUTPUT_MIME = {"gif": "image/gif", "jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp",
                "bmp": "image/bmp", "avif": "image/avif"}
@@ -53,14 +55,45 @@ def _open(data: bytes, max_pixels: int) -> Image.Image:
         raise BadImage(f"not a readable image ({exc.__class__.__name__})") from None
 
 
-def inspect(data: bytes, max_pixels: int) -> ImageInfo:
+def _within_budget(image: Image.Image, decode_pixels: int) -> None:
+    """Refuse to decode more than `decode_pixels` (after a JPEG's draft
+    scale): a header may claim any size, whatever the file holds."""
+    if image.width * image.height > decode_pixels:
+        raise BadImage(f"image has {image.width * image.height} pixels to decode, more than the "
+                       f"{decode_pixels} one image may use (larger JPEG is decoded at a reduced scale)")
+
+
+def _draft_for(image: Image.Image, need: tuple[int, int], decode_pixels: int) -> None:
+    """JPEG: pick the DCT scale (1, 1/2, 1/4, 1/8) that is the smallest
+    still at least `need`, or failing that the largest that fits the pixel
+    budget, and decode at it. Other formats are left as they are."""
+    if image.format != "JPEG":
+        return
+    width, height = image.size
+    chosen = 1
+    for scale in (2, 4, 8):
+        w, h = width // scale, height // scale
+        if w < 1 or h < 1:
+            break
+        if (w >= need[0] and h >= need[1]) or (width // chosen) * (height // chosen) > decode_pixels:
+            chosen = scale
+        else:
+            break
+    if chosen > 1:
+        image.draft("RGB", (width // chosen, height // chosen))
+
+
+def inspect(data: bytes, max_pixels: int, decode_pixels: int | None = None) -> ImageInfo:
     """Size (after EXIF orientation), a palette of up to 5 colours and a
     ThumbHash placeholder."""
     image = _open(data, max_pixels)
     fmt = image.format or ""
     try:
-        oriented = _oriented_size(image)
+        width, height = image.size
         image.draft("RGB", (128, 128))  # JPEG: decode at reduced scale, much faster
+        # before anything reads EXIF: for PNG that decodes the whole image
+        _within_budget(image, decode_pixels or max_pixels)
+        oriented = (height, width) if _swaps(image) else (width, height)
         image = ImageOps.exif_transpose(image) or image
         small = image.convert("RGBA")
         small.thumbnail((64, 64))
@@ -137,16 +170,21 @@ def target_size(src: tuple[int, int], opts: ImageOptions) -> tuple[int, int]:
     return w, h  # thumbnail (crop to exactly w x h) and resize (distort)
 
 
-def render(data: bytes, opts: ImageOptions, max_pixels: int) -> bytes:
-    """The transformed image, encoded; no metadata carried over."""
+def render(data: bytes, opts: ImageOptions, max_pixels: int, decode_pixels: int | None = None) -> bytes:
+    """The transformed image, encoded; no metadata carried over. At most
+    `decode_pixels` are decoded; the output has its exact size even when a
+    large JPEG had to be decoded at a scale below it."""
     image = _open(data, max_pixels)
     try:
+        if image.format != "JPEG":  # before EXIF is read: for PNG that decodes the whole image
+            _within_budget(image, decode_pixels or max_pixels)
         oriented = _oriented_size(image)
         tw, th = target_size(oriented, opts)
         # JPEG: decode at the smallest DCT scale still at least twice the
         # output, in the file's own orientation
         need = (th * 2, tw * 2) if _swaps(image) else (tw * 2, th * 2)
-        image.draft("RGB", need)
+        _draft_for(image, need, decode_pixels or max_pixels)
+        _within_budget(image, decode_pixels or max_pixels)
         image.seek(0)  # animated sources: the first frame
         image = ImageOps.exif_transpose(image) or image
         image = _resize(image, opts, tw, th)

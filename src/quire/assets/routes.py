@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import base64
 import mimetypes
 import os
+from collections.abc import Callable
+from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ from starlette.responses import FileResponse, PlainTextResponse, RedirectRespons
 from starlette.types import Message, Receive
 
 from quire.asgi import route
+from quire.assets import presets
 from quire.assets.service import Upload
 from quire.auth.request import identify
 from quire.errors import BadRequest, NotFound, PayloadTooLarge
@@ -158,26 +162,73 @@ async def delete_folder(request: Request) -> Response:
 
 
 async def image(request: Request) -> Response:
-    identify(request).require("assets/read")
+    identity = identify(request)
+    identity.require("assets/read")
     service = quire_of(request).assets
     asset = service.get(request.path_params["id"])
     params = dict(request.query_params)
+    preset = _preset_name(request, params)
+    if preset:
+        params = presets.merged(service.presets, preset, params)
     output = _flag(params, "o")
     redirect = _flag(params, "re")
+    inline = _flag(params, "b64")
     opts, vary = service.parse_image_options(params, asset, request.headers.get("accept", ""))
-    answer = await service.image(asset, opts, params.get("t", ""))
+    answer = await service.image(asset, opts, params.get("t", ""), identity, load=output or inline)
     headers = {"Vary": "Accept"} if vary else {}
     url = absolute(request, answer.url)
     # a non-image answers its original's URL whatever was asked
-    if redirect or (output and answer.file is None):
-        return RedirectResponse(url, status_code=307, headers=headers)
-    if not output or answer.file is None:
+    if answer.file is None:
+        if redirect or output:
+            return RedirectResponse(url, status_code=307, headers=headers)
         return PlainTextResponse(url, headers=headers)
-    assert answer.etag is not None
-    headers.update({"Cache-Control": IMMUTABLE, "ETag": answer.etag, **FILE_HEADERS})
-    if _etag_matches(request, answer.etag):
+    if inline:  # b64=1 wins over o and re: the image as a data: URI, as text
+        assert answer.data is not None and answer.etag is not None and answer.modified is not None
+        etag = answer.etag[:-1] + '.b64"'
+        headers.update(_cache_headers(etag, answer.modified))
+        if _not_modified(request, etag, answer.modified):
+            return Response(status_code=304, headers=headers)
+        body = f"data:{answer.mime};base64,{base64.b64encode(answer.data).decode()}"
+        return PlainTextResponse(body, headers=headers)
+    if redirect:
+        return RedirectResponse(url, status_code=307, headers=headers)
+    if not output:
+        return PlainTextResponse(url, headers=headers)
+    assert answer.data is not None and answer.etag is not None and answer.modified is not None
+    headers.update({**_cache_headers(answer.etag, answer.modified), **FILE_HEADERS})
+    if _not_modified(request, answer.etag, answer.modified):
         return Response(status_code=304, headers=headers)
-    return Response(answer.file.read_bytes(), media_type=answer.mime, headers=headers)
+    return Response(answer.data, media_type=answer.mime, headers=headers)
+
+
+def _preset_name(request: Request, params: dict[str, str]) -> str:
+    """The preset of the path (`/image/{id}/{preset}`) or of `?preset=`;
+    naming two different ones is a 400."""
+    in_path = request.path_params.get("preset", "")
+    in_query = params.pop("preset", "")
+    if in_path and in_query and in_path != in_query:
+        raise BadRequest(f"Two presets given: '{in_path}' in the path and '{in_query}' in <preset>")
+    return str(in_path or in_query)
+
+
+def _cache_headers(etag: str, modified: float) -> dict[str, str]:
+    return {"Cache-Control": IMMUTABLE, "ETag": etag, "Last-Modified": formatdate(modified, usegmt=True)}
+
+
+def _not_modified(request: Request, etag: str, modified: float) -> bool:
+    """If-None-Match decides when sent; else If-Modified-Since (RFC 9110)."""
+    if request.headers.get("if-none-match"):
+        return _etag_matches(request, etag)
+    since = request.headers.get("if-modified-since")
+    if not since:
+        return False
+    try:
+        when = parsedate_to_datetime(since)
+    except (TypeError, ValueError):
+        return False
+    if when.tzinfo is None:
+        return False
+    return int(modified) <= when.timestamp()
 
 
 def _flag(params: dict[str, str], name: str) -> bool:
@@ -194,7 +245,7 @@ def _etag_matches(request: Request, etag: str) -> bool:
     return wanted.strip() == "*" or etag in [tag.strip().removeprefix("W/") for tag in wanted.split(",")]
 
 
-def _serve(request: Request, base: Path, relative: str) -> Response:
+def _serve(request: Request, base: Path, relative: str, used: Callable[[Path], None] | None = None) -> Response:
     """A file under `base`, never outside it; 404 otherwise."""
     if any(part in ("", ".", "..") or part.startswith(".") for part in relative.split("/")):
         raise NotFound("File not found")
@@ -205,10 +256,12 @@ def _serve(request: Request, base: Path, relative: str) -> Response:
     stat = target.stat()
     etag = f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
     mime = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-    headers = {"Cache-Control": IMMUTABLE, "ETag": etag, **FILE_HEADERS}
+    headers = {**_cache_headers(etag, stat.st_mtime), **FILE_HEADERS}
     if mime == "image/svg+xml" or mime.startswith("text/") or mime.endswith("xml"):
         headers["Content-Security-Policy"] = SANDBOX_POLICY
-    if _etag_matches(request, etag):
+    if used is not None:
+        used(target)
+    if _not_modified(request, etag, stat.st_mtime):
         return Response(status_code=304, headers=headers)
     if stat.st_size <= SMALL_FILE:
         with open(target, "rb") as handle:
@@ -224,7 +277,8 @@ async def uploaded_file(request: Request) -> Response:
 
 
 async def thumb_file(request: Request) -> Response:
-    return _serve(request, quire_of(request).assets.thumbs, request.path_params["path"])
+    assets = quire_of(request).assets
+    return _serve(request, assets.thumbs, request.path_params["path"], used=assets.thumb_cache.touch)
 
 
 routes = [
@@ -232,6 +286,7 @@ routes = [
     route("/api/assets/folders", get=list_folders, post=save_folder),
     route("/api/assets/folders/{id}", delete=delete_folder),
     route("/api/assets/image/{id}", get=image),
+    route("/api/assets/image/{id}/{preset}", get=image),
     route("/api/assets/{id}", get=get_asset, post=update_asset, delete=delete_asset),
     route("/storage/uploads/{path:path}", get=uploaded_file),
     route("/storage/thumbs/{path:path}", get=thumb_file),

@@ -1,9 +1,10 @@
 """Assets: upload, metadata, folders, deletion and the generated images.
 
 Files live under `<data>/uploads/YYYY/MM/DD/<safe-name>_<unique>.<ext>`,
-generated images under `<data>/thumbs/<asset id>/<key>.<ext>` where the key
-hashes the file's content hash and the options, so a changed file or option
-is a new name and every generated file can be cached forever.
+generated images under `<data>/thumbs/<asset id>/<key>[-<t>].<ext>` where
+the key hashes the file's content hash and the options (and `-<t>` hashes
+the `t` parameter when given), so a changed file or option is a new name and
+every generated file can be cached forever.
 """
 
 from __future__ import annotations
@@ -11,30 +12,37 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import math
 import os
 import re
 import secrets
 import shutil
+import threading
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.from_thread
 import anyio.to_thread
 import orjson
 
-from quire.assets import images, sniff
+from quire.assets import images, presets, sniff
+from quire.assets.thumbcache import ThumbCache, folder_size
 from quire.auth.service import Identity
 from quire.errors import ApiError, BadRequest, NotFound, PayloadTooLarge, PreconditionFailed
 from quire.events import Events, Reject
 from quire.ids import is_id, new_id
+from quire.ratelimit import RateLimiter
 from quire.store import SqliteStore
 from quire.store.query import Projection
 
 ASSETS = "assets/assets"
 FOLDERS = "assets/folders"
+RENDERS = "assets/renders"  # distinct renders per source and hour, shared by all workers
 HINTS = {"title": "text", "mime": "text", "type": "text", "size": "number", "width": "number",
          "height": "number", "folder": "text", "_hash": "text", "path": "text", "altText": "text",
          "description": "text", "_created": "number", "_modified": "number", "_cby": "text"}
@@ -44,6 +52,23 @@ _SAFE = re.compile(r"[^a-z0-9]+")
 
 class UnsupportedType(ApiError):
     status = 415
+
+
+class TooManyRenders(ApiError):
+    status = 429
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__("Too many different images of this asset were generated in the last hour; "
+                         "use a size that exists already or try again later")
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class RenderBusy(ApiError):
+    status = 503
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__("Busy generating other images; try again shortly")
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 @dataclass
@@ -62,6 +87,8 @@ class ImageAnswer:
     etag: str | None = None
     mime: str | None = None
     vary_accept: bool = False
+    data: bytes | None = None  # the bytes, when asked for
+    modified: float | None = None  # the file's mtime (Last-Modified)
 
 
 def safe_name(filename: str) -> str:
@@ -82,6 +109,11 @@ class AssetService:
         self.assets = store.collection(ASSETS, HINTS)
         self.folders = store.collection(FOLDERS, {"name": "text", "parent": "text"})
         self.generated = 0  # images rendered by this process (tests count them)
+        self.presets = presets.check(settings["presets"], settings["max_output_size"])
+        self.render_limiter = RateLimiter(store, settings["renders_per_hour"], 3600, RENDERS)
+        self.thumb_cache = ThumbCache(self.thumbs, settings["thumbs_max_bytes"])
+        self._rendering = 0  # renders running in this process
+        self._rendering_lock = threading.Lock()  # test clients run event loops in several threads
         self._cache: dict[str, dict[str, Any] | None] = {}
         self._json: dict[str, bytes] = {}
         self._cache_generation = -1
@@ -175,7 +207,7 @@ class AssetService:
         placeholder = None
         if kind.mime in sniff.RASTER:
             try:
-                info = images.inspect(data, self.settings["max_pixels"])
+                info = images.inspect(data, self.settings["max_pixels"], self.settings["decode_pixels"])
             except images.BadImage as exc:
                 raise BadRequest(f"File {name}: {exc}") from None
             width, height, colors, placeholder = info.width, info.height, info.colors, info.thumbhash
@@ -288,7 +320,14 @@ class AssetService:
                 raise BadRequest(exc.message) from None
         # after the commit: a failed delete must not lose the file
         self.file_of(doc["path"]).unlink(missing_ok=True)
-        shutil.rmtree(self.thumbs / doc["_id"], ignore_errors=True)
+        await anyio.to_thread.run_sync(self._remove_generated, doc["_id"])
+
+    def _remove_generated(self, asset_id: str) -> None:
+        folder = self.thumbs / asset_id
+        size = folder_size(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        if size:
+            self.thumb_cache.added(-size)
 
     # -- folders ------------------------------------------------------------
 
@@ -380,35 +419,112 @@ class AssetService:
         focal = (float(fp["x"]), float(fp["y"])) if isinstance(fp, dict) else None
         return images.ImageOptions(mode, width, height, quality, wanted, focal), vary
 
-    async def image(self, asset: dict[str, Any], opts: images.ImageOptions, stamp: str) -> ImageAnswer:
-        """The generated image of `asset` (made once, even under a burst)."""
+    async def image(self, asset: dict[str, Any], opts: images.ImageOptions, stamp: str,
+                    identity: Identity, load: bool = False) -> ImageAnswer:
+        """The generated image of `asset` (made once, even under a burst).
+
+        Rendering is bounded: a few renders at a time per process (later
+        ones wait `render_wait_seconds`, then 503), and callers who cannot
+        write assets may cause `renders_per_hour` new images per asset and
+        hour (then 429, unless an image differing only in `t` exists: that
+        one is the answer). What exists already is served to anyone."""
         if asset["mime"] not in sniff.RASTER or asset["mime"] in ("image/heic", "image/x-icon"):
             return ImageAnswer(url=f"/storage/uploads{asset['path']}")
-        key = hashlib.sha256(f"{asset['_hash']}|{opts.key()}|{stamp}".encode()).hexdigest()[:40]
-        name = f"{key}.{images.EXT[opts.format]}"
-        target = self.thumbs / asset["_id"] / name
-        if not target.exists():
-            # the lock file is opened anew by each waiting thread, so flock
-            # serialises threads of this process and other processes alike
-            await anyio.to_thread.run_sync(self._generate, asset, opts, target)
-        return ImageAnswer(url=f"/storage/thumbs/{asset['_id']}/{name}", file=target, etag=f'"{key}"',
-                           mime=images.OUTPUT_MIME[opts.format])
+        base = _digest(f"{asset['_hash']}|{opts.key()}")[:32]
+        name = f"{base}-{_digest(stamp)[:10]}" if stamp else base
+        target = self.thumbs / asset["_id"] / f"{name}.{images.EXT[opts.format]}"
+        counted = not (identity.can("assets/upload") or identity.can("assets/edit"))
+        for _ in range(3):  # a file evicted between finding and reading it is made again
+            if not target.exists():
+                target = await self._render(asset, opts, target, base, counted)
+            try:
+                return self._answer(asset, opts, target, load)
+            except FileNotFoundError:
+                continue
+        raise RenderBusy(1)
 
-    def _generate(self, asset: dict[str, Any], opts: images.ImageOptions, target: Path) -> None:
-        """Render under a file lock, so processes also generate it only once."""
+    def _answer(self, asset: dict[str, Any], opts: images.ImageOptions, target: Path, load: bool) -> ImageAnswer:
+        stat = target.stat()
+        self.thumb_cache.touch(target)
+        return ImageAnswer(url=f"/storage/thumbs/{asset['_id']}/{target.name}", file=target,
+                           etag=f'"{target.stem}"', mime=images.OUTPUT_MIME[opts.format],
+                           data=target.read_bytes() if load else None, modified=stat.st_mtime)
+
+    async def _render(self, asset: dict[str, Any], opts: images.ImageOptions, target: Path, base: str,
+                      counted: bool) -> Path:
+        """Render `target` in a worker thread once a render slot is free;
+        answers the file to serve (another `t` of the same image when the
+        caller is over the hourly cap)."""
+        async with self._render_slot():
+            made, size = await anyio.to_thread.run_sync(self._generate, asset, opts, target, base, counted)
+        if size:
+            await anyio.to_thread.run_sync(self.thumb_cache.added, size)
+        return made
+
+    @contextlib.asynccontextmanager
+    async def _render_slot(self) -> AsyncIterator[None]:
+        """One of `max_concurrent_renders` slots of this process, waiting at
+        most `render_wait_seconds` for it (503 with Retry-After after that)."""
+        wait = self.settings["render_wait_seconds"]
+        deadline = time.monotonic() + wait
+        while True:
+            with self._rendering_lock:
+                if self._rendering < self.settings["max_concurrent_renders"]:
+                    self._rendering += 1
+                    break
+            if time.monotonic() >= deadline:
+                raise RenderBusy(max(1, math.ceil(wait)))
+            await anyio.sleep(0.05)
+        try:
+            yield
+        finally:
+            with self._rendering_lock:
+                self._rendering -= 1
+
+    def _generate(self, asset: dict[str, Any], opts: images.ImageOptions, target: Path, base: str,
+                  counted: bool) -> tuple[Path, int]:
+        """Render under a file lock, so processes also generate it only once.
+        Answers the file and the bytes written (0 when nothing was)."""
         target.parent.mkdir(parents=True, exist_ok=True)
+        # the lock file is opened anew by each waiting thread, so flock
+        # serialises threads of this process and other processes alike
         with _file_lock(target.with_suffix(".lock")):
             if target.exists():
-                return
+                return target, 0
+            if counted:
+                retry = anyio.from_thread.run(self.render_limiter.hit, asset["_id"], "")
+                if retry is not None:
+                    other = _same_image(target.parent, base, target.suffix)
+                    if other is None:
+                        raise TooManyRenders(retry)
+                    return other, 0
             data = self.file_of(asset["path"]).read_bytes()
             try:
-                out = images.render(data, opts, self.settings["max_pixels"])
+                out = images.render(data, opts, self.settings["max_pixels"], self.settings["decode_pixels"])
             except images.BadImage as exc:
                 raise BadRequest(str(exc)) from None
             temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
             temp.write_bytes(out)
             os.replace(temp, target)
             self.generated += 1
+            return target, len(out)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _same_image(folder: Path, base: str, suffix: str) -> Path | None:
+    """A generated file of the same options with another (or no) `t`: the
+    most recently used one, or None."""
+    found = [p for p in folder.glob(f"{base}*{suffix}") if p.name[len(base)] in ".-"]
+    best = None
+    for path in found:
+        with contextlib.suppress(FileNotFoundError):
+            used = path.stat().st_atime
+            if best is None or used > best[0]:
+                best = (used, path)
+    return best[1] if best else None
 
 
 @contextlib.contextmanager
