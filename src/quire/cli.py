@@ -281,7 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("export", parents=[common], help="write models, locales, roles and items as JSON to stdout",
                    description="Export a bundle: quire export > bundle.json").set_defaults(func=cmd_export)
     imp = sub.add_parser("import", parents=[common], help="load a bundle written by export",
-                         description="Import a bundle (models, locales, roles, items); all or nothing.")
+                         description="Import a bundle (models, locales, roles, pages, items, ...). "
+                                     "The whole bundle is checked first: nothing is stored if any part "
+                                     "is bad. Items are committed in batches, so the server keeps "
+                                     "answering writes; items are matched by id, so running the same "
+                                     "import again is safe.")
     imp.add_argument("file", help="bundle file, or - for stdin")
     imp.set_defaults(func=cmd_import)
 
