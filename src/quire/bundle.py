@@ -8,6 +8,7 @@ API keys and users are not part of a bundle: they are secrets of one instance.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,11 @@ if TYPE_CHECKING:
 FORMAT = 1
 KEPT_SYSTEM = ("_id", "_created", "_modified", "_cby", "_mby", "_state", "_pid", "_o", "_model")
 IMPORTER = Identity("admin", key_id="import")
-BATCH_GAP = 0.025  # seconds between item batches of an import, for other writers
+# Items are committed in batches of `[store] import_batch_items`, and at the
+# latest after BATCH_SECONDS, so that other writers wait at most about that
+# long; BATCH_GAP is the pause between batches in which they get the lock.
+BATCH_SECONDS = 0.25
+BATCH_GAP = 0.025
 
 
 def export_bundle(quire: Quire) -> Iterator[bytes]:
@@ -105,11 +110,16 @@ async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> 
     for name, docs in items.items():
         model = quire.models.get(name)
         coll = quire.content.collection(model)
-        for start in range(0, len(docs), size):
+        start = 0
+        while start < len(docs):
             async with store.atomic(timeout=store.blocking_timeout):
+                ends = time.monotonic() + BATCH_SECONDS
                 for item in docs[start : start + size]:
                     await _import_item(quire, name, coll, item)
-            counts["items"] += len(docs[start : start + size])
+                    start += 1
+                    counts["items"] += 1
+                    if time.monotonic() > ends:
+                        break  # long enough holding the lock: commit here
             # Writers of other processes poll for the lock (see
             # SqliteStore.atomic); a short gap lets them in.
             await asyncio.sleep(BATCH_GAP)

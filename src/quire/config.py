@@ -34,7 +34,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "store": {
         "lock_timeout_ms": 5000,
-        "import_batch_items": 500,
+        "import_batch_items": 2000,
     },
     "content": {
         "default_locale_name": "Default",

@@ -111,3 +111,19 @@ def test_a_sync_write_off_the_event_loop_waits_for_the_lock(tmp_path: Path) -> N
     holder.close()
     assert store.collection("t").ids() == ["a", "b"]
     store.close()
+
+
+@pytest.mark.anyio
+async def test_an_admin_session_stays_valid_while_another_writer_holds_the_lock(quire: Any, data_dir: Path) -> None:
+    token, doc = quire.sessions.start({"_id": "u1"})
+    later = doc["seen"] + 3600  # noting the visit is due (and the session still live)
+    quire.sessions.idle = quire.sessions.absolute = 10 * 3600
+    holder = held_lock(data_dir / "quire.db")
+    try:
+        # on the event loop: the sync write gives up at once, the lookup does not fail
+        found = quire.sessions.lookup(token, now=later)
+        assert found is not None and found["user"] == "u1"
+    finally:
+        holder.rollback()
+        holder.close()
+    assert quire.sessions.lookup(token, now=later)["seen"] == later
