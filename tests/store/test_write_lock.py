@@ -45,7 +45,7 @@ def test_an_api_write_answers_503_with_retry_after_while_the_lock_is_held(admin:
         assert response.status_code == 503, response.text
         assert response.headers["retry-after"] == "1"
         assert "busy" in response.json()["error"]
-        # a sync write path (roles) on the event loop waits briefly, then 503s too
+        # management writes too
         response = admin.put("/api/system/roles/editor", json={"permissions": {}})
         assert response.status_code == 503, response.text
         assert response.headers["retry-after"] == "1"
