@@ -23,7 +23,11 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _quire(args: argparse.Namespace) -> Any:
     from quire.app import Quire
 
-    return Quire(_settings(args))
+    quire = Quire(_settings(args))
+    # A command may wait for the write lock longer than an API request:
+    # nobody else waits behind it.
+    quire.store.lock_timeout = quire.store.blocking_timeout
+    return quire
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

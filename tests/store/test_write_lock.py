@@ -91,6 +91,9 @@ async def test_atomic_gives_up_with_store_busy_after_its_timeout(tmp_path: Path)
             async with store.atomic():
                 store.collection("t").insert({"_id": "b"})
         assert caught.value.status == 503 and caught.value.headers == {"Retry-After": "1"}
+        # a sync write on the event loop gives up after a short wait too
+        with pytest.raises(StoreBusy):
+            store.collection("t").insert({"_id": "b"})
     finally:
         holder.rollback()
         holder.close()
