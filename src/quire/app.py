@@ -49,7 +49,7 @@ class Quire:
     def __init__(self, settings: Settings, events: Events | None = None) -> None:
         self.settings = settings
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self.store = SqliteStore(settings.db_path)
+        self.store = SqliteStore(settings.db_path, lock_timeout=settings.get("store", "lock_timeout_ms") / 1000)
         self.events = events or Events()
         self.auth = AuthService(self.store)
         self.users = UserService(self.store, self.auth)

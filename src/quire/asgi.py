@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from starlette.datastructures import State
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
@@ -111,12 +111,17 @@ class App:
                 status[0] = message["status"]
             await send(message)
 
+        broken = ""
         try:
             await self._http(scope, receive, capture)
+        except BaseException:
+            # The status line below was sent, but the answer was cut short.
+            broken = " broken off"
+            raise
         finally:
             # the path only: a query string may carry an api_key
             ms = (time.perf_counter() - start) * 1000
-            access_log.info("%s %s %d %.1fms", scope["method"], scope["path"], status[0], ms)
+            access_log.info("%s %s %d %.1fms%s", scope["method"], scope["path"], status[0], ms, broken)
 
     def _match(self, path: str) -> tuple[Route | None, dict[str, str]]:
         found = self._static.get(path)
@@ -143,7 +148,19 @@ class App:
             response.headers["access-control-allow-origin"] = cors
             vary = response.headers.get("vary")
             response.headers["vary"] = f"{vary}, Origin" if vary else "Origin"
-        await response(scope, receive, send)
+        try:
+            await response(scope, receive, send)
+        except (OSError, ClientDisconnect):
+            log.info("%s %s: the client left before the answer was complete", scope["method"], path)
+            raise
+        except Exception:
+            # Errors are turned into answers before the status is sent
+            # (`_respond`); one raised while a streamed body is being sent
+            # can no longer change the status. Re-raised, it makes the server
+            # close the connection without ending the body, so the client
+            # sees a broken answer, not a complete-looking one.
+            log.exception("%s %s: the answer broke off after its status was sent", scope["method"], path)
+            raise
 
     async def _respond(self, scope: Scope, receive: Receive) -> Response:
         target, params = self._match(scope["path"])

@@ -23,7 +23,11 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _quire(args: argparse.Namespace) -> Any:
     from quire.app import Quire
 
-    return Quire(_settings(args))
+    quire = Quire(_settings(args))
+    # A command may wait for the write lock longer than an API request:
+    # nobody else waits behind it.
+    quire.store.lock_timeout = quire.store.blocking_timeout
+    return quire
 
 
 RESPAWN_SECONDS = 1.0  # pause before a dead worker is started again
@@ -289,7 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("export", parents=[common], help="write models, locales, roles and items as JSON to stdout",
                    description="Export a bundle: quire export > bundle.json").set_defaults(func=cmd_export)
     imp = sub.add_parser("import", parents=[common], help="load a bundle written by export",
-                         description="Import a bundle (models, locales, roles, items); all or nothing.")
+                         description="Import a bundle (models, locales, roles, pages, items, ...). "
+                                     "The whole bundle is checked first: nothing is stored if any part "
+                                     "is bad. Items are committed in batches, so the server keeps "
+                                     "answering writes; items are matched by id, so running the same "
+                                     "import again is safe.")
     imp.add_argument("file", help="bundle file, or - for stdin")
     imp.set_defaults(func=cmd_import)
 

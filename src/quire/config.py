@@ -38,6 +38,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "cors_origins": ["*"],
         "max_populate_depth": 5,
     },
+    "store": {
+        "lock_timeout_ms": 5000,
+        "import_batch_items": 2000,
+    },
     "content": {
         "default_locale_name": "Default",
     },
@@ -294,6 +298,8 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
         ("api", "max_json_depth", 2, 10000),
         ("api", "max_populate_depth", 0, 5),
         ("pages", "max_sitemap_urls", 1, 1_000_000),
+        ("store", "lock_timeout_ms", 0, 600_000),
+        ("store", "import_batch_items", 1, 1_000_000),
         ("inbox", "max_file_bytes", 1, 2**40),
         ("inbox", "max_request_bytes", 1024, 2**42),
         ("inbox", "max_files", 0, 1000),

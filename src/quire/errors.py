@@ -58,5 +58,20 @@ class PayloadTooLarge(ApiError):
     status = 413
 
 
+class Unavailable(ApiError):
+    """503: the server cannot answer now; `Retry-After` says when to try again."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class StoreBusy(Unavailable):
+    """The database's write lock could not be had in time (another process
+    or a long import holds it)."""
+
+
 class ConfigError(Exception):
     """Bad configuration, reported at start with the offending key."""

@@ -20,6 +20,7 @@ import secrets
 import time
 from typing import Any
 
+from quire.errors import StoreBusy
 from quire.ids import new_id
 from quire.store import SqliteStore
 
@@ -74,9 +75,12 @@ class SessionService:
                 self.sessions.delete(doc["_id"])
             return None
         if now - doc["seen"] >= SEEN_EVERY:
-            with self.store.transaction():
-                self.sessions.update(doc["_id"], {"seen": now})
-            doc["seen"] = now
+            try:
+                with self.store.transaction():
+                    self.sessions.update(doc["_id"], {"seen": now})
+                doc["seen"] = now
+            except StoreBusy:
+                pass  # another writer holds the lock: noting the visit can wait for the next one
         return doc
 
     def end(self, session_id: str) -> bool:

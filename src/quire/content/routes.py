@@ -93,8 +93,14 @@ async def list_items(request: Request) -> Response:
     persona = persona_of(request)
     view = None if persona is None else _view(model, opts, identity)
     if opts.limit is None:
-        chunks = (_personalized(rows, persona, quire, view) for rows in content.list_stream(model, opts, identity))
-        return StreamingResponse(_stream_array(chunks), media_type=JSON_TYPE)
+        stream = content.list_stream(model, opts, identity)
+        # The query runs and its first rows are read before the status is
+        # sent, so that a failing query still answers with its own status
+        # and {"error": ...}; once the status is out, a failure can only
+        # break off the answer (see asgi.App._http).
+        first = _personalized(next(stream, []), persona, quire, view)
+        chunks = (_personalized(rows, persona, quire, view) for rows in stream)
+        return StreamingResponse(_stream_array(first, chunks), media_type=JSON_TYPE)
     page = content.list_page(model, opts, identity)
     body = b"[" + b",".join(_personalized(page.rows, persona, quire, view)) + b"]"
     if page.total is not None:
@@ -102,9 +108,9 @@ async def list_items(request: Request) -> Response:
     return raw_json_response(body)
 
 
-async def _stream_array(chunks: Any) -> AsyncIterator[bytes]:
-    yield b"["
-    first = True
+async def _stream_array(head: list[bytes], chunks: Any) -> AsyncIterator[bytes]:
+    yield b"[" + b",".join(head)
+    first = not head
     for rows in chunks:
         if not rows:
             continue

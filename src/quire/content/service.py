@@ -360,12 +360,17 @@ class ContentService:
 
     # -- writes -----------------------------------------------------------
 
-    def check_data(self, model: Model, data: Any, identity: Identity) -> dict[str, Any]:
-        """Validate the fields sent; 400 naming every bad or unknown field."""
+    def check_data(
+        self, model: Model, data: Any, identity: Identity, codes: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Validate the fields sent; 400 naming every bad or unknown field.
+        `codes`: the locales to allow instead of the stored ones (an import
+        checks items against the locales it is about to store)."""
         if not isinstance(data, dict):
             raise PreconditionFailed("Item data is missing")
         fields = model.by_name
-        codes = self.locales.codes()
+        if codes is None:
+            codes = self.locales.codes()
         clean: dict[str, Any] = {}
         errors: dict[str, str] = {}
         for key, value in data.items():

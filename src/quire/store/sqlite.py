@@ -18,6 +18,7 @@ import logging
 import sqlite3
 import struct
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path as FsPath
@@ -25,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from quire.errors import BadRequest
+from quire.errors import BadRequest, StoreBusy
 from quire.ids import new_id
 from quire.store import match, values
 from quire.store.query import Node, Path, Projection, parse_filter
@@ -33,12 +34,36 @@ from quire.store.sqlcompile import Hints, compile_filter, compile_sort, field_ex
 
 log = logging.getLogger("quire.store")
 
+# Reads in WAL mode do not wait for writers; this bounds the rare waits they
+# can still meet (a checkpoint resetting the log). The writer's wait for the
+# write lock is set per transaction (see `_try_begin`).
+BUSY_TIMEOUT_MS = 10_000
+ON_LOOP_WAIT = 0.05  # a sync write on an event loop blocks every request meanwhile
+FIRST_PAUSE = 0.002  # atomic(): first pause between tries for the write lock
+MAX_PAUSE = 0.02  # and the longest, short enough to find gaps between import batches
+RETRY_AFTER = 1  # seconds, in the 503 answered when the lock could not be had
+
 _in_tx: contextvars.ContextVar[bool] = contextvars.ContextVar("quire_in_tx", default=False)
 _REGEX_CACHE_SIZE = 256
 
 
 def _table(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _dumps(doc: Any) -> str:
@@ -122,8 +147,13 @@ def sort_bytes(value: Any) -> bytes:
 class SqliteStore:
     """A document store in one SQLite file."""
 
-    def __init__(self, path: str | FsPath) -> None:
+    def __init__(
+        self, path: str | FsPath, lock_timeout: float = 5.0, blocking_timeout: float = 60.0
+    ) -> None:
         self.path = str(path)
+        self.lock_timeout = lock_timeout  # async writers: seconds before StoreBusy
+        self.blocking_timeout = blocking_timeout  # sync writers off the event loop
+        self._busy_ms = BUSY_TIMEOUT_MS
         if self.path != ":memory:":
             FsPath(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._writer = self._connect()
@@ -145,7 +175,7 @@ class SqliteStore:
 
     def _connect(self, readonly: bool = False) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -215,7 +245,13 @@ class SqliteStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """A write transaction (nested calls become savepoints)."""
+        """A write transaction (nested calls become savepoints).
+
+        Sync callers: off an event loop (the CLI, the mailer's thread) this
+        waits for the write lock up to `blocking_timeout`; on an event loop
+        thread it waits at most `ON_LOOP_WAIT` seconds, since every request
+        of the worker waits with it, and then raises `StoreBusy`. Async code
+        writes with `atomic()`, which waits without blocking the loop."""
         with self._wlock:
             depth = self._depth
             if depth and not _in_tx.get():
@@ -224,47 +260,118 @@ class SqliteStore:
                 # these writes with that task's.
                 raise RuntimeError("a write transaction of another task is open: "
                                    "write with `async with store.atomic()` in async code")
-            self._writer.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT s{depth}")
-            self._depth += 1
-            token = _in_tx.set(True)
-            try:
-                yield
-            except BaseException:
-                if depth == 0:
-                    self._writer.execute("ROLLBACK")
-                    self._after_commit.clear()
-                    self._known_tables.clear()  # a CREATE TABLE may have been undone
-                else:
-                    self._writer.execute(f"ROLLBACK TO s{depth}")
-                    self._writer.execute(f"RELEASE s{depth}")
-                raise
+            if depth == 0:
+                wait = ON_LOOP_WAIT if _on_event_loop() else self.blocking_timeout
+                if not self._try_begin(wait):
+                    raise self._busy()
             else:
-                if depth == 0:
+                self._writer.execute(f"SAVEPOINT s{depth}")
+            with self._open(depth):
+                yield
+
+    @contextlib.contextmanager
+    def _open(self, depth: int) -> Iterator[None]:
+        """The body of a transaction whose BEGIN (or SAVEPOINT) has run:
+        commit or roll back at its end."""
+        self._depth += 1
+        token = _in_tx.set(True)
+        try:
+            yield
+        except BaseException:
+            if depth == 0:
+                self._rollback()
+            else:
+                self._writer.execute(f"ROLLBACK TO s{depth}")
+                self._writer.execute(f"RELEASE s{depth}")
+            raise
+        else:
+            if depth == 0:
+                try:
                     self._writer.execute("COMMIT")
-                else:
-                    self._writer.execute(f"RELEASE s{depth}")
-            finally:
-                self._depth -= 1
-                _in_tx.reset(token)
-                if depth == 0:
-                    self._bump()
+                except BaseException:
+                    self._rollback()  # never leave the writer inside a transaction
+                    raise
+            else:
+                self._writer.execute(f"RELEASE s{depth}")
+        finally:
+            self._depth -= 1
+            _in_tx.reset(token)
+            if depth == 0:
+                self._bump()
+
+    def _rollback(self) -> None:
+        if self._writer.in_transaction:
+            self._writer.execute("ROLLBACK")
+        self._after_commit.clear()
+        self._known_tables.clear()  # a CREATE TABLE may have been undone
+
+    def _try_begin(self, wait: float) -> bool:
+        """BEGIN IMMEDIATE (take SQLite's write lock), letting SQLite's busy
+        handler wait up to `wait` seconds; False if another connection still
+        holds the lock."""
+        ms = int(wait * 1000)
+        if ms != self._busy_ms:
+            self._writer.execute(f"PRAGMA busy_timeout = {ms}")
+            self._busy_ms = ms
+        try:
+            self._writer.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                return False
+            raise
+        return True
+
+    def _busy(self) -> StoreBusy:
+        return StoreBusy("The database is busy with another write; try again shortly",
+                         retry_after=RETRY_AFTER)
+
+    async def _begin(self, timeout: float) -> None:
+        """Take the write lock for `atomic()` without blocking the event
+        loop: try without waiting, sleep (asyncio) with a growing pause, and
+        give up with `StoreBusy` after `timeout` seconds. The threading lock
+        is taken the same way, so a transaction of another thread is waited
+        for without blocking this one's loop either."""
+        deadline = time.monotonic() + timeout
+        pause = FIRST_PAUSE
+        while True:
+            if self._wlock.acquire(blocking=False):
+                try:
+                    if self._try_begin(0):
+                        return  # the caller releases _wlock after the transaction
+                except BaseException:
+                    self._wlock.release()
+                    raise
+                self._wlock.release()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self._busy()
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, MAX_PAUSE)
 
     @contextlib.asynccontextmanager
-    async def atomic(self) -> AsyncIterator[None]:
-        """A write transaction for async code: one coroutine at a time."""
+    async def atomic(self, timeout: float | None = None) -> AsyncIterator[None]:
+        """A write transaction for async code: one coroutine at a time.
+
+        Waiting for the write lock (held by another process, or by another
+        thread of this one) never blocks the event loop; after `timeout`
+        seconds (default `lock_timeout`) it raises `StoreBusy` (503)."""
         if _in_tx.get():
             with self.transaction():
                 yield
             return
         # One asyncio lock per event loop (a lock belongs to one loop); the
-        # threading lock inside transaction() orders loops of other threads.
+        # threading lock orders loops of other threads.
         loop = asyncio.get_running_loop()
         alock = self._alocks.get(loop)
         if alock is None:
             alock = self._alocks[loop] = asyncio.Lock()
         async with alock:
-            with self.transaction():
-                yield
+            await self._begin(self.lock_timeout if timeout is None else timeout)
+            try:
+                with self._open(0):
+                    yield
+            finally:
+                self._wlock.release()
             pending, self._after_commit = self._after_commit, []
         for callback in pending:
             result = callback()

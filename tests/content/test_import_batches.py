@@ -1,0 +1,109 @@
+"""Bundle imports: checked whole first, stored in batches, safe to repeat."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import orjson
+import pytest
+
+from quire.bundle import export_bundle, import_bundle
+from quire.errors import ApiError
+from quire.events import Events
+
+
+def ident(n: int) -> str:
+    return f"{n:024x}"
+
+
+def bundle_of(count: int, bad: int | None = None) -> dict[str, Any]:
+    items = [{"_id": ident(i), "n": i, "_state": 1, "_created": 1, "_modified": 2} for i in range(count)]
+    if bad is not None:
+        items[bad]["n"] = "not a number"
+    return {
+        "quire": 1,
+        "models": [{"name": "posts", "type": "collection",
+                    "fields": [{"name": "n", "type": "number"}, {"name": "title", "type": "text", "i18n": True}]}],
+        "locales": [{"i18n": "de", "name": "Deutsch"}],
+        "roles": [{"name": "editor", "permissions": {"content/posts/read": True}}],
+        "items": {"posts": items},
+    }
+
+
+def stored_ids(quire: Any) -> list[str]:
+    return quire.store.collection("content/posts").ids() if quire.models.find("posts") else []
+
+
+@pytest.mark.anyio
+async def test_one_bad_item_in_a_late_batch_stores_nothing(quire: Any) -> None:
+    with pytest.raises(ApiError) as caught:
+        await import_bundle(quire, bundle_of(7, bad=6), batch=2)
+    assert caught.value.status == 400
+    assert caught.value.message.startswith(f"posts/{ident(6)}: ")
+    assert stored_ids(quire) == []
+    assert quire.models.find("posts") is None
+    assert quire.locales.codes() == []
+    assert "editor" not in [r["name"] for r in quire.auth.list_roles()]
+
+
+@pytest.mark.anyio
+async def test_items_are_checked_against_the_locales_the_bundle_brings(quire: Any) -> None:
+    bundle = bundle_of(1)
+    bundle["items"]["posts"][0]["title_de"] = "Hallo"
+    await import_bundle(quire, bundle)
+    assert quire.store.collection("content/posts").get(ident(0))["title_de"] == "Hallo"
+    bundle["items"]["posts"][0]["title_fr"] = "Salut"
+    with pytest.raises(ApiError, match="title_fr"):
+        await import_bundle(quire, bundle)
+
+
+@pytest.mark.anyio
+async def test_importing_the_same_bundle_twice_gives_the_same_data(quire: Any) -> None:
+    bundle = bundle_of(5)
+    first = await import_bundle(quire, bundle, batch=2)
+    exported = orjson.loads(b"".join(export_bundle(quire)))
+    second = await import_bundle(quire, orjson.loads(orjson.dumps(bundle)), batch=2)
+    again = orjson.loads(b"".join(export_bundle(quire)))
+    assert first == second and first["items"] == 5
+    assert again["items"] == exported["items"]
+    assert len(again["items"]["posts"]) == 5
+    assert again["roles"] == exported["roles"] and again["locales"] == exported["locales"]
+
+
+@pytest.mark.anyio
+async def test_items_commit_in_batches_with_their_events(quire: Any, events: Events) -> None:
+    db = str(quire.settings.db_path)
+    seen: list[tuple[str, str]] = []
+    between: list[int] = []
+
+    def before(item: dict[str, Any], **_: Any) -> None:
+        seen.append(("before", item["_id"]))
+
+    def after(item: dict[str, Any], **_: Any) -> None:
+        seen.append(("after", item["_id"]))
+        if item["_id"] == ident(0):
+            # The first batch has committed, the rest is not written yet, and
+            # another connection (another process) can write now.
+            other = sqlite3.connect(db, isolation_level=None, timeout=0)
+            try:
+                between.append(other.execute('SELECT COUNT(*) FROM "content/posts"').fetchone()[0])
+                other.execute("BEGIN IMMEDIATE")
+                other.execute("INSERT INTO _quire_meta (key, value) VALUES ('between', 'yes')")
+                other.execute("COMMIT")
+            finally:
+                other.close()
+
+    events.on("content.item.save.before", before)
+    events.on("content.item.save.after", after)
+    counts = await import_bundle(quire, bundle_of(5), batch=2)
+    assert counts["items"] == 5
+    assert between == [2]
+    assert quire.store.get_meta("between") == "yes"
+    ids = [ident(i) for i in range(5)]
+    assert seen == [
+        ("before", ids[0]), ("before", ids[1]), ("after", ids[0]), ("after", ids[1]),
+        ("before", ids[2]), ("before", ids[3]), ("after", ids[2]), ("after", ids[3]),
+        ("before", ids[4]), ("after", ids[4]),
+    ]
+    assert stored_ids(quire) == ids
