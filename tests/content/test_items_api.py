@@ -220,7 +220,7 @@ def test_empty_body_is_412_item_data_is_missing(posts: Api) -> None:
 def test_create_in_unknown_model_is_404(admin: Api) -> None:
     response = admin.post("/api/content/item/nothing", json={"data": {"title": "x"}})
     assert response.status_code == 404
-    assert response.json() == {"error": "Model nothing not found"}
+    assert response.json() == {"error": "Model <nothing> not found"}
 
 
 # -- delete -------------------------------------------------------------------
@@ -339,7 +339,7 @@ def test_empty_list_is_empty_array(posts: Api) -> None:
 def test_list_of_unknown_model_is_404(admin: Api) -> None:
     response = admin.get("/api/content/items/nothing")
     assert response.status_code == 404
-    assert response.json() == {"error": "Model nothing not found"}
+    assert response.json() == {"error": "Model <nothing> not found"}
 
 
 @pytest.mark.parametrize("param", ["limit", "skip", "populate"])

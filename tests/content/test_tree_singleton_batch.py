@@ -169,7 +169,7 @@ def test_tree_endpoint_on_collection_is_400(admin: Api) -> None:
 def test_tree_endpoint_on_unknown_model_is_404(admin: Api) -> None:
     response = admin.get("/api/content/tree/nothing")
     assert response.status_code == 404
-    assert response.json() == {"error": "Model nothing not found"}
+    assert response.json() == {"error": "Model <nothing> not found"}
 
 
 def test_pid_on_collection_item_is_400(admin: Api) -> None:

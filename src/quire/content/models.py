@@ -229,7 +229,7 @@ class ModelService:
     def get(self, name: str) -> Model:
         model = self._cache.get().get(name)
         if model is None:
-            raise NotFound(f"Model {name} not found")
+            raise NotFound(f"Model <{name}> not found")  # Cockpit's words, brackets included
         return model
 
     def hints(self, model: Model) -> Hints:
