@@ -323,6 +323,21 @@ def test_list_with_limit_only_is_a_bare_array(posts: Api) -> None:
     assert titles(body) == ["a", "b"]
 
 
+def test_limit_zero_means_no_limit_as_in_cockpit(posts: Api) -> None:
+    make_posts(posts, ["a", "b", "c"])
+    body = posts.get("/api/content/items/posts", params={"limit": 0}).json()
+    assert titles(body) == ["a", "b", "c"]
+
+
+def test_limit_zero_with_skip_answers_the_rest_in_the_envelope(posts: Api) -> None:
+    make_posts(posts, ["a", "b", "c", "d"])
+    body = posts.get("/api/content/items/posts", params={"limit": 0, "skip": 1}).json()
+    assert titles(body["data"]) == ["b", "c", "d"]
+    assert body["meta"] == {"total": 4}
+    body = posts.get("/api/content/items/posts", params={"limit": 0, "skip": 0}).json()
+    assert titles(body["data"]) == ["a", "b", "c", "d"]
+
+
 def test_list_with_skip_only_is_a_bare_array(posts: Api) -> None:
     make_posts(posts, ["a", "b", "c"])
     body = posts.get("/api/content/items/posts", params={"skip": 1}).json()

@@ -297,6 +297,14 @@ def test_batch_with_limit_and_skip_returns_envelope(catalog: Api) -> None:
     assert body["posts"]["data"][0]["title"] == "b"
 
 
+def test_batch_limit_zero_means_no_limit(catalog: Api) -> None:
+    body = batch(catalog, {"all": {"model": "posts", "sort": {"title": 1}, "limit": 0},
+                           "rest": {"model": "posts", "sort": {"title": 1}, "limit": 0, "skip": 1}}).json()
+    assert [d["title"] for d in body["all"]] == ["a", "b", "c"]
+    assert [d["title"] for d in body["rest"]["data"]] == ["b", "c"]
+    assert body["rest"]["meta"] == {"total": 3}
+
+
 def test_batch_applies_filter_and_fields(catalog: Api) -> None:
     body = batch(
         catalog, {"posts": {"filter": {"title": "a"}, "fields": {"title": 1, "_id": 0}}}

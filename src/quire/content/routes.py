@@ -92,7 +92,7 @@ async def list_items(request: Request) -> Response:
     opts = read_options(request, listing=True)
     persona = persona_of(request)
     view = None if persona is None else _view(model, opts, identity)
-    if opts.limit is None:
+    if not opts.paged:
         chunks = (_personalized(rows, persona, quire, view) for rows in content.list_stream(model, opts, identity))
         return StreamingResponse(_stream_array(chunks), media_type=JSON_TYPE)
     page = content.list_page(model, opts, identity)
@@ -156,9 +156,9 @@ def _batch_entry(quire: Quire, name: str, kind: str, options: dict[str, Any], id
     )
     if kind == "singleton":
         return quire.content.item(name, None, opts, identity)
-    if kind == "tree" and opts.limit is None:
+    if kind == "tree" and not opts.paged:
         return quire.content.tree(name, None, opts, identity)
-    if opts.limit is None:
+    if not opts.paged:
         rows = [r for chunk in quire.content.list_stream(name, opts, identity) for r in chunk]
         return [orjson.loads(r) for r in rows]
     page = quire.content.list_page(name, opts, identity)

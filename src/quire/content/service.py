@@ -50,6 +50,13 @@ class ReadOptions:
     def transforms(self) -> bool:
         return bool(self.fields or self.populate or self.locale)
 
+    @property
+    def paged(self) -> bool:
+        """Read as one page (`list_page`) rather than streamed: a limit was
+        given, or `limit=0` (no limit, as in Cockpit) with `skip`, which asks
+        for the `{data, meta}` envelope."""
+        return self.limit is not None and (self.limit > 0 or self.skip is not None)
+
 
 @dataclass
 class Page:
@@ -128,13 +135,14 @@ class ContentService:
     # -- reads ------------------------------------------------------------
 
     def list_page(self, name: str, opts: ReadOptions, identity: Identity) -> Page:
-        """A bounded list (limit given); `total` when skip was given too."""
+        """A list read at once (limit given; 0 means no limit); `total` when
+        skip was given too."""
         model = self.readable(name, identity)
         coll = self.collection(model)
         node = self.query(model, opts.filter, identity)
         sort = self._sort(opts.sort)
         projection = parse_fields(opts.fields)
-        rows = coll.find_raw(node, sort, opts.limit, opts.skip)
+        rows = coll.find_raw(node, sort, opts.limit or None, opts.skip)
         total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
         return Page(self.render(model, rows, opts, projection, identity), total)
 
