@@ -171,6 +171,8 @@ class ContentService:
         projection: Projection | None,
         identity: Identity,
     ) -> list[bytes]:
+        if not opts.transforms:  # every field: on the stored bytes (fill.py)
+            rows = model.filler.rows(rows)
         if not self._needs_work(model, opts, rows):
             return rows
         if not opts.transforms:  # only asset references: touch just the rows holding one
@@ -206,8 +208,12 @@ class ContentService:
         if opts.locale:
             codes = self.locales.codes()
             docs = [localize(d, model.localized, codes, opts.locale) for d in docs]
+        # every field before the projection, so that it picks the filled nulls like stored ones
+        docs = [model.filler.doc(d) for d in docs]
         if projection:
             docs = [reference.project(d, projection) for d in docs]
+            if model.type == "singleton":
+                docs = [_keep_model(d, model.name, projection) for d in docs]
         placed: list[tuple[str, dict[str, Any]]] = []
         if opts.populate:
             placed = self.populate(model.name, docs, opts.populate, opts.locale, identity)
@@ -301,7 +307,7 @@ class ContentService:
             out = {}
             for item_id, doc in found.items():
                 if doc.get("_state") == 1:
-                    out[item_id] = localize(doc, linked.localized, codes, locale) if locale else doc
+                    out[item_id] = linked.filler.doc(localize(doc, linked.localized, codes, locale) if locale else doc)
             return out
 
         def link_keys(model_name: str) -> list[str] | None:
@@ -455,7 +461,7 @@ class ContentService:
         await self.events.emit_after(
             "content.item.save.after", model=name, item=item, is_update=is_update, identity=identity
         )
-        return item
+        return model.filler.doc(item)  # answered with every field; stored as sent
 
     async def stored(self, name: str, item: dict[str, Any], is_update: bool, identity: Identity) -> None:
         """`content.item.saved`: the item as stored, inside the write's
@@ -534,6 +540,14 @@ def _asset_slots(fields: list[dict[str, Any]], container: dict[str, Any], slots:
             for sub in value if isinstance(value, list) else [value]:
                 if isinstance(sub, dict):
                     _asset_slots([{"i18n": False, **s} for s in subfields], sub, slots)
+
+
+def _keep_model(doc: dict[str, Any], name: str, projection: Projection) -> dict[str, Any]:
+    """A singleton's item keeps `_model` under an inclusion projection, as
+    in Cockpit (like `_id`, it goes only when excluded by name)."""
+    if projection.include and "_model" not in doc:
+        doc["_model"] = name
+    return doc
 
 
 def _invalid(errors: dict[str, str]) -> BadRequest:
