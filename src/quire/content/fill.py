@@ -3,61 +3,47 @@ for is answered as `null`, as Cockpit answers it, also for items stored
 before the field was added. This happens at read time only; nothing filled
 in is ever written back.
 
-Lists go out as the stored bytes, so the common case is decided on the bytes:
-
-- A field name is `[A-Za-z][A-Za-z0-9_]*`, so `"title":` cannot occur inside
-  a JSON string (a quote there is escaped, and the byte before the closing
-  quote would be a backslash, not `e`): where the bytes hold it, some object
-  of the item has the key `title`. Where they do not, the item certainly
-  lacks the field.
-- The key is at the top level unless the item holds nested objects. An item
-  whose only nested objects are stored asset references `{"_id":"<id>"}` and
-  content links `{"_model":"<m>","_id":"<id>"}` (counted with a pattern and
-  compared with the number of `{`; a `{` inside a string only makes the
-  count differ, never agree wrongly) holds field names at the top level only.
-- Anything else (sets, objects, tables, variants) is decoded to be sure, and
-  the answer for that row is kept by its whole bytes, so a page read again
-  does not decode it again.
-
-Missing fields are spliced in as `,"<name>":null` before the closing brace,
-in the model's field order; the stored key order is kept.
+Lists go out as the stored bytes, so rows are filled in on the bytes: the
+missing fields are spliced in as `,"<name>":null` before the closing brace
+(model order, after the stored keys, whose order is kept). Which top-level
+keys a row holds is learnt by decoding it: a search of the bytes for
+`"<name>":` cannot tell a top-level key from one inside an object, set or
+table field, and with a handful of fields it was slower than orjson anyway.
+The answer for a row is then kept, by the row's first bytes (its id) and
+checked against its whole bytes, so a page read again costs a lookup and a
+comparison per row rather than a decode.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
 
-# Stored asset references and content links (see fields.check_value): the
-# only nested objects that cannot hold a field name as a key.
-_CLOSED = re.compile(rb'\{"_id":"[0-9a-f]{24}"\}|\{"_model":"[A-Za-z][A-Za-z0-9_]*","_id":"[0-9a-f]{24}"\}')
-KEPT_BYTES = 4 * 1024 * 1024
+KEPT_BYTES = 8 * 1024 * 1024
+_HEAD = 40  # `{"_id":"<24 hex>"` and a little more: tells rows apart
 
 
-class _Decided:
-    """Rows that had to be decoded, with their answer, by the row's bytes:
-    the answer depends on nothing else (a changed definition is another
-    Filler). Emptied at once when they take more than KEPT_BYTES."""
+class _Kept:
+    """Rows decoded before, with their answer (the same bytes object when the
+    row held every field). An answer depends only on the row's bytes and the
+    Filler (a changed model definition makes a new one). Emptied at once when
+    the rows take more than KEPT_BYTES (cheaper than tracking age per row)."""
 
     def __init__(self) -> None:
         self.size = 0
-        self.rows: dict[bytes, tuple[Filler, bytes]] = {}
+        self.rows: dict[bytes, tuple[Filler, bytes, bytes]] = {}
 
-    def get(self, row: bytes, filler: Filler) -> bytes | None:
-        found = self.rows.get(row)
-        return found[1] if found is not None and found[0] is filler else None
-
-    def put(self, row: bytes, filler: Filler, out: bytes) -> None:
-        self.size += len(row) + (len(out) if out is not row else 0)
+    def put(self, filler: Filler, row: bytes, out: bytes) -> None:
+        size = len(row) + (len(out) if out is not row else 0)
+        self.size += size
         if self.size > KEPT_BYTES:
             self.rows.clear()
-            self.size = len(row) + (len(out) if out is not row else 0)
-        self.rows[row] = (filler, out)
+            self.size = size
+        self.rows[row[:_HEAD]] = (filler, row, out)
 
 
-_decided = _Decided()
+_kept = _Kept()
 
 
 class Filler:
@@ -78,35 +64,40 @@ class Filler:
             out[name] = None
         return out
 
-    def rows(self, rows: list[bytes]) -> list[bytes]:
-        """Stored rows with the missing fields spliced in; rows that hold
-        every field are the very same objects."""
+    def rows(self, rows: list[bytes], keep: bool = True) -> list[bytes]:
+        """Stored rows with the missing fields spliced in; a row that holds
+        every field is the very same object. `keep=False` (long streamed
+        lists) looks up kept answers but adds none, so one export does not
+        push out the rows of the pages that are read over and over."""
         if not self.names:
             return rows
-        return [self.row(row) for row in rows]
+        kept = _kept.rows
+        out = []
+        for row in rows:  # the lookup inline: this loop runs for every row of every list
+            found = kept.get(row[:_HEAD])
+            if found is not None and found[1] == row and found[0] is self:
+                out.append(found[2])
+            else:
+                out.append(self._decide(row, keep))
+        return out
 
-    def row(self, row: bytes) -> bytes:
-        missing = [key for name, key in self.keys if key not in row]
-        if len(missing) == len(self.keys) or _flat(row):
-            # no key at all cannot be nested; a flat row holds keys at the top level only
-            return _splice(row, missing) if missing else row
-        known = _decided.get(row, self)
-        if known is not None:
-            return known
+    def row(self, row: bytes, keep: bool = True) -> bytes:
+        found = _kept.rows.get(row[:_HEAD])
+        if found is not None and found[1] == row and found[0] is self:
+            return found[2]
+        return self._decide(row, keep)
+
+    def _decide(self, row: bytes, keep: bool) -> bytes:
         doc = orjson.loads(row)
-        absent = [key for name, key in self.keys if name not in doc]
-        out = _splice(row, absent) if absent else row
-        _decided.put(row, self, out)
+        missing = [key for name, key in self.keys if name not in doc]
+        out = _splice(row, missing) if missing else row
+        if keep:
+            _kept.put(self, row, out)
         return out
 
 
-def _flat(row: bytes) -> bool:
-    nested = row.count(b"{") - 1
-    return nested == 0 or nested == len(_CLOSED.findall(row))
-
-
 def _splice(row: bytes, keys: list[bytes]) -> bytes:
-    if row[-1:] != b"}" or len(row) < 3:  # not as orjson stores an item: decode
+    if row[-1:] != b"}" or len(row) < 3:  # not as orjson stores an item: encode again
         doc = orjson.loads(row)
         for key in keys:
             doc.setdefault(key[1:-2].decode(), None)

@@ -156,7 +156,7 @@ class ContentService:
 
         def chunks() -> Iterator[list[bytes]]:
             for rows in coll.stream_raw(node, sort, None, opts.skip):
-                yield self.render(model, rows, opts, projection, identity)
+                yield self.render(model, rows, opts, projection, identity, keep=False)
 
         return chunks()
 
@@ -170,10 +170,12 @@ class ContentService:
         opts: ReadOptions,
         projection: Projection | None,
         identity: Identity,
+        keep: bool = True,
     ) -> list[bytes]:
-        if not opts.transforms:  # every field: on the stored bytes (fill.py)
-            rows = model.filler.rows(rows)
-        if not self._needs_work(model, opts, rows):
+        needs_work = self._needs_work(model, opts, rows)  # on the rows just read: their bytes are in cache
+        if not opts.transforms:  # every field: on the stored bytes (fill.py); adds no asset marker
+            rows = model.filler.rows(rows, keep)
+        if not needs_work:
             return rows
         if not opts.transforms:  # only asset references: touch just the rows holding one
             codes = self.locales.codes()
@@ -323,7 +325,8 @@ class ContentService:
         raw = self.collection(model).get_raw(item_id, published_only=True) if is_id(item_id) else None
         if raw is None:
             raise NotFound("Item not found")
-        return self.render(model, [raw], ReadOptions(), None, identity)[0]
+        # not kept: reads by id spread over every item and would push out the rows of list pages
+        return self.render(model, [raw], ReadOptions(), None, identity, keep=False)[0]
 
     def item(self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity) -> dict[str, Any]:
         """By id; else a singleton's item; else the first item matching filter."""
