@@ -31,7 +31,9 @@ from quire.store.sqlite import Collection
 
 PUBLISHED = Cond(("_state",), "eq", 1)
 _HEX24 = re.compile(rb"[0-9a-f]{24}")
-READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model"}
+# Keys answers carry that a save ignores, so an item can be written back as
+# it was read (a tree item with its `_children` too).
+READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model", "_children"}
 STATES = (-1, 0, 1)
 _NOT_A_MODEL = "@"  # no model has this name, so every key is searched for links
 
@@ -388,11 +390,10 @@ class ContentService:
         for key, value in data.items():
             if key == "_id" or key in READ_ONLY:
                 continue
-            if key == "_state":
+            if key == "_state":  # the publish permission is checked by save, against the stored state
                 if value not in STATES or isinstance(value, bool):
                     errors[key] = "must be 1 (published), 0 (draft) or -1 (archived)"
                 else:
-                    identity.require(perm(model.name, "publish"))
                     clean[key] = value
                 continue
             if key in ("_pid", "_o"):
@@ -448,6 +449,9 @@ class ContentService:
                     raise NotFound("Item not found")
             else:
                 current = None
+            if "_state" in clean and (current is None or current.get("_state") != clean["_state"]):
+                # an update that sends the stored state back changes nothing that needs it
+                identity.require(perm(name, "publish"))
             if current is not None:
                 item = {**current, **clean, "_modified": now, "_mby": identity.actor}
             else:
