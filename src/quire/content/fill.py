@@ -22,6 +22,7 @@ import orjson
 
 KEPT_BYTES = 8 * 1024 * 1024
 _HEAD = 40  # `{"_id":"<24 hex>"` and a little more: tells rows apart
+_ENTRY = 200  # what an entry costs besides the rows' bytes (key, tuple, dict slot)
 
 
 class _Kept:
@@ -35,7 +36,7 @@ class _Kept:
         self.rows: dict[bytes, tuple[Filler, bytes, bytes]] = {}
 
     def put(self, filler: Filler, row: bytes, out: bytes) -> None:
-        size = len(row) + (len(out) if out is not row else 0)
+        size = _ENTRY + len(row) + (len(out) if out is not row else 0)
         self.size += size
         if self.size > KEPT_BYTES:
             self.rows.clear()

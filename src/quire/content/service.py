@@ -174,7 +174,7 @@ class ContentService:
         identity: Identity,
         keep: bool = True,
     ) -> list[bytes]:
-        needs_work = self._needs_work(model, opts, rows)  # on the rows just read: their bytes are in cache
+        needs_work = self._needs_work(model, opts, rows)  # on the rows just read, still in the CPU cache
         if not opts.transforms:  # every field: on the stored bytes (fill.py); adds no asset marker
             rows = model.filler.rows(rows, keep)
         if not needs_work:
