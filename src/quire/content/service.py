@@ -146,7 +146,8 @@ class ContentService:
         projection = parse_fields(opts.fields)
         rows = coll.find_raw(node, sort, opts.limit or None, opts.skip)
         total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
-        return Page(self.render(model, rows, opts, projection, identity), total)
+        # a whole list (limit=0) is not kept, like a streamed one
+        return Page(self.render(model, rows, opts, projection, identity, keep=bool(opts.limit)), total)
 
     def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Iterator[list[bytes]]:
         """An unbounded list, chunk by chunk from the database."""
