@@ -120,7 +120,7 @@ def test_json_nested_deeper_than_64_levels_is_400(seeded: Api) -> None:
 
 def test_unknown_model_item_and_route_are_404_json(seeded: Api) -> None:
     assert_error_shape(seeded.get("/api/content/items/nope"), {404})
-    assert seeded.get("/api/content/items/nope").json()["error"] == "Model nope not found"
+    assert seeded.get("/api/content/items/nope").json()["error"] == "Model <nope> not found"
     assert_error_shape(seeded.get("/api/content/item/posts/" + "f" * 24), {404})
     assert seeded.get("/api/content/item/posts/" + "f" * 24).json()["error"] == "Item not found"
     assert_error_shape(seeded.get("/api/content/item/posts/not-an-id"), {404})

@@ -220,7 +220,7 @@ def test_empty_body_is_412_item_data_is_missing(posts: Api) -> None:
 def test_create_in_unknown_model_is_404(admin: Api) -> None:
     response = admin.post("/api/content/item/nothing", json={"data": {"title": "x"}})
     assert response.status_code == 404
-    assert response.json() == {"error": "Model nothing not found"}
+    assert response.json() == {"error": "Model <nothing> not found"}
 
 
 # -- delete -------------------------------------------------------------------
@@ -323,6 +323,21 @@ def test_list_with_limit_only_is_a_bare_array(posts: Api) -> None:
     assert titles(body) == ["a", "b"]
 
 
+def test_limit_zero_means_no_limit_as_in_cockpit(posts: Api) -> None:
+    make_posts(posts, ["a", "b", "c"])
+    body = posts.get("/api/content/items/posts", params={"limit": 0}).json()
+    assert titles(body) == ["a", "b", "c"]
+
+
+def test_limit_zero_with_skip_answers_the_rest_in_the_envelope(posts: Api) -> None:
+    make_posts(posts, ["a", "b", "c", "d"])
+    body = posts.get("/api/content/items/posts", params={"limit": 0, "skip": 1}).json()
+    assert titles(body["data"]) == ["b", "c", "d"]
+    assert body["meta"] == {"total": 4}
+    body = posts.get("/api/content/items/posts", params={"limit": 0, "skip": 0}).json()
+    assert titles(body["data"]) == ["a", "b", "c", "d"]
+
+
 def test_list_with_skip_only_is_a_bare_array(posts: Api) -> None:
     make_posts(posts, ["a", "b", "c"])
     body = posts.get("/api/content/items/posts", params={"skip": 1}).json()
@@ -339,7 +354,7 @@ def test_empty_list_is_empty_array(posts: Api) -> None:
 def test_list_of_unknown_model_is_404(admin: Api) -> None:
     response = admin.get("/api/content/items/nothing")
     assert response.status_code == 404
-    assert response.json() == {"error": "Model nothing not found"}
+    assert response.json() == {"error": "Model <nothing> not found"}
 
 
 @pytest.mark.parametrize("param", ["limit", "skip", "populate"])

@@ -169,7 +169,7 @@ def test_tree_endpoint_on_collection_is_400(admin: Api) -> None:
 def test_tree_endpoint_on_unknown_model_is_404(admin: Api) -> None:
     response = admin.get("/api/content/tree/nothing")
     assert response.status_code == 404
-    assert response.json() == {"error": "Model nothing not found"}
+    assert response.json() == {"error": "Model <nothing> not found"}
 
 
 def test_pid_on_collection_item_is_400(admin: Api) -> None:
@@ -295,6 +295,14 @@ def test_batch_with_limit_and_skip_returns_envelope(catalog: Api) -> None:
         "meta": {"total": 3},
     }
     assert body["posts"]["data"][0]["title"] == "b"
+
+
+def test_batch_limit_zero_means_no_limit(catalog: Api) -> None:
+    body = batch(catalog, {"all": {"model": "posts", "sort": {"title": 1}, "limit": 0},
+                           "rest": {"model": "posts", "sort": {"title": 1}, "limit": 0, "skip": 1}}).json()
+    assert [d["title"] for d in body["all"]] == ["a", "b", "c"]
+    assert [d["title"] for d in body["rest"]["data"]] == ["b", "c"]
+    assert body["rest"]["meta"] == {"total": 3}
 
 
 def test_batch_applies_filter_and_fields(catalog: Api) -> None:

@@ -141,6 +141,14 @@ def test_envelope_total_counts_the_filtered_pages(de: Api, five: list[dict[str, 
     assert [p["_id"] for p in body["data"]] == [five[2]["_id"]]
 
 
+def test_limit_zero_means_no_limit(de: Api, five: list[dict[str, Any]]) -> None:
+    body = de.get("/api/pages/pages", params={"limit": 0}).json()
+    assert [p["_id"] for p in body] == [p["_id"] for p in five]
+    body = de.get("/api/pages/pages", params={"limit": 0, "skip": 3}).json()
+    assert [p["_id"] for p in body["data"]] == [five[3]["_id"], five[4]["_id"]]
+    assert body["meta"] == {"total": 5}
+
+
 def test_limit_or_skip_alone_answer_a_bare_array(de: Api, five: list[dict[str, Any]]) -> None:
     body = de.get("/api/pages/pages", params={"limit": 2}).json()
     assert [p["_id"] for p in body] == [five[0]["_id"], five[1]["_id"]]

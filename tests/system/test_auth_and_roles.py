@@ -43,6 +43,7 @@ def test_healthcheck_answers_without_key(anon: Api) -> None:
     response = anon.get("/api/system/healthcheck")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
+    assert response.headers["cache-control"] == "no-store"  # a proxy must not answer for a dead server
 
 
 # -- key transport ------------------------------------------------------------
@@ -402,7 +403,7 @@ def test_model_put_with_name_mismatch_is_400(admin: Api) -> None:
 def test_model_get_unknown_is_404(admin: Api) -> None:
     response = admin.get("/api/system/models/nothing")
     assert response.status_code == 404
-    assert response.json() == {"error": "Model nothing not found"}
+    assert response.json() == {"error": "Model <nothing> not found"}
 
 
 def test_model_delete_removes_model_and_its_items(posts: Api) -> None:
@@ -411,7 +412,7 @@ def test_model_delete_removes_model_and_its_items(posts: Api) -> None:
     assert response.json() == {"success": True}
     gone = posts.get("/api/content/items/posts")
     assert gone.status_code == 404
-    assert gone.json() == {"error": "Model posts not found"}
+    assert gone.json() == {"error": "Model <posts> not found"}
     put_model(posts, "posts", type="collection", fields=[{"name": "title", "type": "text"}])
     assert posts.get("/api/content/items/posts").json() == []
 
@@ -419,7 +420,7 @@ def test_model_delete_removes_model_and_its_items(posts: Api) -> None:
 def test_model_delete_unknown_is_404(admin: Api) -> None:
     response = admin.delete("/api/system/models/nothing")
     assert response.status_code == 404
-    assert response.json() == {"error": "Model nothing not found"}
+    assert response.json() == {"error": "Model <nothing> not found"}
 
 
 def test_model_put_needs_manage_permission(posts: Api) -> None:

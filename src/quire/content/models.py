@@ -10,6 +10,7 @@ from typing import Any
 
 from quire.cache import SystemCache, bump_system_version
 from quire.content.fields import FIELD_NAME, HINTS, FieldError, validate_definition_field
+from quire.content.fill import Filler
 from quire.errors import BadRequest, NotFound
 from quire.store import Collection, SqliteStore
 from quire.store.sqlcompile import Hints, json_path
@@ -44,10 +45,20 @@ class Model:
     _has_assets: bool | None = field(default=None, repr=False, compare=False)
     _splice: list[bytes] | bool | None = field(default=None, repr=False, compare=False)
     _asset_fields: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    _filler: Filler | None = field(default=None, repr=False, compare=False)
 
     @property
     def by_name(self) -> dict[str, dict[str, Any]]:
         return {f["name"]: f for f in self.fields}
+
+    @property
+    def filler(self) -> Filler:
+        """Fills the fields an item holds no value for with null in answers
+        (the model's field names; localized variants like `title_de` are not
+        added)."""
+        if self._filler is None:
+            self._filler = Filler([f["name"] for f in self.fields])
+        return self._filler
 
     def asset_markers(self, locales: list[str]) -> list[bytes] | None:
         """Byte strings of which one occurs in a stored item that holds an
@@ -229,7 +240,7 @@ class ModelService:
     def get(self, name: str) -> Model:
         model = self._cache.get().get(name)
         if model is None:
-            raise NotFound(f"Model {name} not found")
+            raise NotFound(f"Model <{name}> not found")  # Cockpit's words, brackets included
         return model
 
     def hints(self, model: Model) -> Hints:

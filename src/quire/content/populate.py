@@ -54,8 +54,8 @@ def populate(
 ) -> list[tuple[str, dict[str, Any]]]:
     """Replace links in `docs` (items of `model`) in place, `depth` hops deep.
     `fetch(model, ids)` answers the readable, published items by id (one
-    query); a link it does not answer becomes None. Answers the items put in,
-    with their model names."""
+    query); a link it does not answer becomes None. A resolved item carries
+    `_model`. Answers the items put in, with their model names."""
     level: list[tuple[str, dict[str, Any]]] = [(model, d) for d in docs]
     placed: list[tuple[str, dict[str, Any]]] = []
     keys_of: dict[str, list[str] | None] = {}
@@ -77,7 +77,8 @@ def populate(
             link = container[key]
             item = found[link["_model"]].get(link["_id"])
             if item is not None:
-                item = dict(item)  # one copy per place, so deeper hops stay independent
+                # one copy per place, so deeper hops stay independent; it says its model, as in Cockpit
+                item = {**item, "_model": link["_model"]}
                 level.append((link["_model"], item))
             container[key] = item
         placed += level

@@ -92,7 +92,7 @@ async def list_items(request: Request) -> Response:
     opts = read_options(request, listing=True)
     persona = persona_of(request)
     view = None if persona is None else _view(model, opts, identity)
-    if opts.limit is None:
+    if not opts.paged:
         stream = content.list_stream(model, opts, identity)
         # The query runs and its first rows are read before the status is
         # sent, so that a failing query still answers with its own status
@@ -162,9 +162,9 @@ def _batch_entry(quire: Quire, name: str, kind: str, options: dict[str, Any], id
     )
     if kind == "singleton":
         return quire.content.item(name, None, opts, identity)
-    if kind == "tree" and opts.limit is None:
+    if kind == "tree" and not opts.paged:
         return quire.content.tree(name, None, opts, identity)
-    if opts.limit is None:
+    if not opts.paged:
         rows = [r for chunk in quire.content.list_stream(name, opts, identity) for r in chunk]
         return [orjson.loads(r) for r in rows]
     page = quire.content.list_page(name, opts, identity)

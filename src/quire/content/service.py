@@ -31,7 +31,9 @@ from quire.store.sqlite import Collection
 
 PUBLISHED = Cond(("_state",), "eq", 1)
 _HEX24 = re.compile(rb"[0-9a-f]{24}")
-READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model"}
+# Keys answers carry that a save ignores, so an item can be written back as
+# it was read (a tree item with its `_children` too).
+READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model", "_children"}
 STATES = (-1, 0, 1)
 _NOT_A_MODEL = "@"  # no model has this name, so every key is searched for links
 
@@ -49,6 +51,13 @@ class ReadOptions:
     @property
     def transforms(self) -> bool:
         return bool(self.fields or self.populate or self.locale)
+
+    @property
+    def paged(self) -> bool:
+        """Read as one page (`list_page`) rather than streamed: a limit was
+        given, or `limit=0` (no limit, as in Cockpit) with `skip`, which asks
+        for the `{data, meta}` envelope."""
+        return self.limit is not None and (self.limit > 0 or self.skip is not None)
 
 
 @dataclass
@@ -128,15 +137,17 @@ class ContentService:
     # -- reads ------------------------------------------------------------
 
     def list_page(self, name: str, opts: ReadOptions, identity: Identity) -> Page:
-        """A bounded list (limit given); `total` when skip was given too."""
+        """A list read at once (limit given; 0 means no limit); `total` when
+        skip was given too."""
         model = self.readable(name, identity)
         coll = self.collection(model)
         node = self.query(model, opts.filter, identity)
         sort = self._sort(opts.sort)
         projection = parse_fields(opts.fields)
-        rows = coll.find_raw(node, sort, opts.limit, opts.skip)
+        rows = coll.find_raw(node, sort, opts.limit or None, opts.skip)
         total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
-        return Page(self.render(model, rows, opts, projection, identity), total)
+        # a whole list (limit=0) is not kept, like a streamed one
+        return Page(self.render(model, rows, opts, projection, identity, keep=bool(opts.limit)), total)
 
     def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Iterator[list[bytes]]:
         """An unbounded list, chunk by chunk from the database."""
@@ -148,7 +159,7 @@ class ContentService:
 
         def chunks() -> Iterator[list[bytes]]:
             for rows in coll.stream_raw(node, sort, None, opts.skip):
-                yield self.render(model, rows, opts, projection, identity)
+                yield self.render(model, rows, opts, projection, identity, keep=False)
 
         return chunks()
 
@@ -162,8 +173,12 @@ class ContentService:
         opts: ReadOptions,
         projection: Projection | None,
         identity: Identity,
+        keep: bool = True,
     ) -> list[bytes]:
-        if not self._needs_work(model, opts, rows):
+        needs_work = self._needs_work(model, opts, rows)  # on the rows just read, still in the CPU cache
+        if not opts.transforms:  # every field: on the stored bytes (fill.py); adds no asset marker
+            rows = model.filler.rows(rows, keep)
+        if not needs_work:
             return rows
         if not opts.transforms:  # only asset references: touch just the rows holding one
             codes = self.locales.codes()
@@ -198,8 +213,12 @@ class ContentService:
         if opts.locale:
             codes = self.locales.codes()
             docs = [localize(d, model.localized, codes, opts.locale) for d in docs]
+        # every field before the projection, so that it picks the filled nulls like stored ones
+        docs = [model.filler.doc(d) for d in docs]
         if projection:
             docs = [reference.project(d, projection) for d in docs]
+            if model.type == "singleton":
+                docs = [_keep_model(d, model.name, projection) for d in docs]
         placed: list[tuple[str, dict[str, Any]]] = []
         if opts.populate:
             placed = self.populate(model.name, docs, opts.populate, opts.locale, identity)
@@ -293,7 +312,7 @@ class ContentService:
             out = {}
             for item_id, doc in found.items():
                 if doc.get("_state") == 1:
-                    out[item_id] = localize(doc, linked.localized, codes, locale) if locale else doc
+                    out[item_id] = linked.filler.doc(localize(doc, linked.localized, codes, locale) if locale else doc)
             return out
 
         def link_keys(model_name: str) -> list[str] | None:
@@ -309,7 +328,8 @@ class ContentService:
         raw = self.collection(model).get_raw(item_id, published_only=True) if is_id(item_id) else None
         if raw is None:
             raise NotFound("Item not found")
-        return self.render(model, [raw], ReadOptions(), None, identity)[0]
+        # not kept: reads by id spread over every item and would push out the rows of list pages
+        return self.render(model, [raw], ReadOptions(), None, identity, keep=False)[0]
 
     def item(self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity) -> dict[str, Any]:
         """By id; else a singleton's item; else the first item matching filter."""
@@ -376,11 +396,10 @@ class ContentService:
         for key, value in data.items():
             if key == "_id" or key in READ_ONLY:
                 continue
-            if key == "_state":
+            if key == "_state":  # the publish permission is checked by save, against the stored state
                 if value not in STATES or isinstance(value, bool):
                     errors[key] = "must be 1 (published), 0 (draft) or -1 (archived)"
                 else:
-                    identity.require(perm(model.name, "publish"))
                     clean[key] = value
                 continue
             if key in ("_pid", "_o"):
@@ -436,6 +455,9 @@ class ContentService:
                     raise NotFound("Item not found")
             else:
                 current = None
+            if "_state" in clean and (current is None or current.get("_state") != clean["_state"]):
+                # an update that sends the stored state back changes nothing that needs it
+                identity.require(perm(name, "publish"))
             if current is not None:
                 item = {**current, **clean, "_modified": now, "_mby": identity.actor}
             else:
@@ -452,7 +474,7 @@ class ContentService:
         await self.events.emit_after(
             "content.item.save.after", model=name, item=item, is_update=is_update, identity=identity
         )
-        return item
+        return model.filler.doc(item)  # answered with every field; stored as sent
 
     async def stored(self, name: str, item: dict[str, Any], is_update: bool, identity: Identity) -> None:
         """`content.item.saved`: the item as stored, inside the write's
@@ -531,6 +553,14 @@ def _asset_slots(fields: list[dict[str, Any]], container: dict[str, Any], slots:
             for sub in value if isinstance(value, list) else [value]:
                 if isinstance(sub, dict):
                     _asset_slots([{"i18n": False, **s} for s in subfields], sub, slots)
+
+
+def _keep_model(doc: dict[str, Any], name: str, projection: Projection) -> dict[str, Any]:
+    """A singleton's item keeps `_model` under an inclusion projection, as
+    in Cockpit (like `_id`, it goes only when excluded by name)."""
+    if projection.include and "_model" not in doc:
+        doc["_model"] = name
+    return doc
 
 
 def _invalid(errors: dict[str, str]) -> BadRequest:

@@ -129,7 +129,7 @@ class PagesService:
         sort = parse_sort(rewrite_locale_keys(opts.sort)) if opts.sort is not None else []
         projection = parse_fields(opts.fields)
         coll = self.collection()
-        docs = coll.find(node, sort, opts.limit, opts.skip)
+        docs = coll.find(node, sort, opts.limit or None, opts.skip)  # limit=0: no limit, as for content
         total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
         return self.answer(docs, opts, identity, projection), total
 

@@ -19,7 +19,8 @@ async def _body(request: Request) -> object:
 
 async def healthcheck(request: Request) -> Response:
     quire_of(request).store.get_meta("system_version")  # the database answers
-    return json_response({"status": "ok"})
+    # a cached "ok" would hide a server that went down since
+    return json_response({"status": "ok"}, headers={"Cache-Control": "no-store"})
 
 
 async def list_models(request: Request) -> Response:
