@@ -26,6 +26,7 @@ MAX_INT = 2**63 - 1
 
 OBJECT: dict[str, Any] = {"type": "object"}
 OBJECTS: dict[str, Any] = {"type": "array", "items": OBJECT}
+ITEM = {"$ref": "#/components/schemas/Item"}
 SUCCESS = {"$ref": "#/components/schemas/Success"}
 # The body of most writes: {"data": {...}}; without the object, 412.
 DATA_BODY = {"type": "object", "required": ["data"], "properties": {"data": OBJECT}}
@@ -190,13 +191,13 @@ def document() -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/api/content/item/{model}": {
             "get": op("Get the item of a singleton, or the first item matching filter",
-                      [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, *PERSONA], READ_ERRORS, schema=OBJECT),
+                      [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, *PERSONA], READ_ERRORS, schema=ITEM),
             "post": op("Create an item, or update one partially when data._id is given",
-                       [MODEL], WRITE_ERRORS, body=DATA_BODY, ok="The whole stored item", schema=OBJECT),
+                       [MODEL], WRITE_ERRORS, body=DATA_BODY, ok="The whole stored item", schema=ITEM),
         },
         "/api/content/item/{model}/{id}": {
             "get": op("Get one published item by id", [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE, *PERSONA],
-                      READ_ERRORS, schema=OBJECT),
+                      READ_ERRORS, schema=ITEM),
             "delete": op("Delete an item (a tree node with its subtree)", [MODEL, ITEM_ID],
                          (401, 403, 404, 405), ok='{"success": true}', schema=SUCCESS),
         },
@@ -255,7 +256,7 @@ def document() -> dict[str, Any]:
             "post": _upload_op(),
         },
         "/api/assets/{id}": {
-            "get": op("Get an asset object", [ASSET_ID], (403, 404), tag="assets", schema=OBJECT),
+            "get": op("Get an asset object", [ASSET_ID], (403, 404), tag="assets", schema=ITEM),
             "post": op("Update an asset's title, description, tags, altText, folder or focal point fp",
                        [ASSET_ID], (400, 403, 404, 412, 413), body=DATA_BODY, tag="assets", schema=OBJECT),
             "delete": op("Delete an asset, its file and its generated images", [ASSET_ID],
@@ -311,9 +312,11 @@ def document() -> dict[str, Any]:
                 },
                 "Success": {"type": "object", "required": ["success"],
                             "properties": {"success": {"const": True}}},
-                "List": {"oneOf": [OBJECTS, {
+                # a stored record: content item, page, asset, submission (`fields` may leave out _id)
+                "Item": {"type": "object", "properties": {"_id": {"type": "string"}}},
+                "List": {"oneOf": [{"type": "array", "items": ITEM}, {
                     "type": "object", "required": ["data", "meta"],
-                    "properties": {"data": OBJECTS, "meta": {
+                    "properties": {"data": {"type": "array", "items": ITEM}, "meta": {
                         "type": "object", "required": ["total"],
                         "properties": {"total": {"type": "integer", "minimum": 0}}}},
                 }]},
