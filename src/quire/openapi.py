@@ -15,32 +15,68 @@ from quire.http import json_response
 ERROR = {"$ref": "#/components/schemas/Error"}
 JSON_PARAM_NOTE = " Strict JSON, relaxed JSON5 (`{title:'x'}`) or the bracket form (`name[key]=v`)."
 
+# What the server enforces on names and ids (the services' own checks).
+ID_PATTERN = "^[0-9a-f]{24}$"
+MODEL_PATTERN = "^[A-Za-z][A-Za-z0-9_]*$"
+ROLE_PATTERN = "^[a-zA-Z0-9_-]+$"
+NAME64_PATTERN = "^[A-Za-z][A-Za-z0-9_-]{0,63}$"  # menus and search indexes
+LOCALE_PATTERN = "^[a-zA-Z]{2,3}(?:[_-][a-zA-Z0-9]{2,8})*$"
+# The largest limit and skip the store takes (SQLite counts in signed 64 bits).
+MAX_INT = 2**63 - 1
 
-def param(name: str, where: str, kind: str, description: str, required: bool = False) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "integer", "minimum": 0} if kind == "int" else {"type": "string"}
+OBJECT: dict[str, Any] = {"type": "object"}
+OBJECTS: dict[str, Any] = {"type": "array", "items": OBJECT}
+ITEM = {"$ref": "#/components/schemas/Item"}
+SUCCESS = {"$ref": "#/components/schemas/Success"}
+# The body of most writes: {"data": {...}}; without the object, 412.
+DATA_BODY = {"type": "object", "required": ["data"], "properties": {"data": OBJECT}}
+LIST = {"$ref": "#/components/schemas/List"}
+NO_SECURITY: list[dict[str, list[str]]] = []
+# A key in the api-key header, the api_key query parameter or as a bearer
+# token; or none: the public role's permissions decide what is allowed.
+KEY_SECURITY: list[dict[str, list[str]]] = [{"apiKey": []}, {"apiKeyQuery": []}, {"bearer": []}, {}]
+
+
+def param(name: str, where: str, kind: str, description: str, required: bool = False,
+          **constraints: Any) -> dict[str, Any]:
+    """One parameter. `kind`: string, int (at least 0) or json (sent as a JSON
+    text; `constraints` then describe the decoded value). Other `constraints`
+    (pattern, maximum, enum, ...) go into the schema."""
+    out: dict[str, Any] = {"name": name, "in": where, "required": required or where == "path",
+                           "description": description}
     if kind == "json":
-        description += JSON_PARAM_NOTE
-    return {"name": name, "in": where, "required": required or where == "path",
-            "description": description, "schema": schema}
+        out["description"] += JSON_PARAM_NOTE
+        out["content"] = {"application/json": {"schema": constraints or {}}}
+        return out
+    schema: dict[str, Any] = {"type": "integer", "minimum": 0} if kind == "int" else {"type": "string"}
+    schema.update(constraints)
+    out["schema"] = schema
+    return out
 
 
-MODEL = param("model", "path", "string", "Model name")
-ITEM_ID = param("id", "path", "string", "Item id (24 hex characters)")
+FILTER_SCHEMA: dict[str, Any] = {"type": "object"}
+SORT_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": {"enum": [1, -1]}}
+FIELDS_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": {"enum": [0, 1, True, False]}}
+
+MODEL = param("model", "path", "string", "Model name", pattern=MODEL_PATTERN)
+ITEM_ID = param("id", "path", "string", "Item id (24 hex characters)", pattern=ID_PATTERN)
 LOCALE = param("locale", "query", "string", "Answer localized fields in this locale (fallback: default)")
-FILTER = param("filter", "query", "json", "MongoDB-style filter; `field:locale` and `@link.field` extensions")
-SORT = param("sort", "query", "json", "Sort spec such as {\"_created\": -1}")
-FIELDS = param("fields", "query", "json", "MongoDB projection such as {\"title\": 1}")
-LIMIT = param("limit", "query", "int", "Maximum number of items")
-SKIP = param("skip", "query", "int", "Items to skip; with limit the answer is {data, meta: {total}}")
-POPULATE = param("populate", "query", "int", "Resolve linked items this many hops deep (max 5)")
-KEY_PARAM = param("api_key", "query", "string", "API key (alternative to the api-key header)")
+FILTER = param("filter", "query", "json", "MongoDB-style filter; `field:locale` and `@link.field` extensions",
+               **FILTER_SCHEMA)
+SORT = param("sort", "query", "json", "Sort spec such as {\"_created\": -1}", **SORT_SCHEMA)
+FIELDS = param("fields", "query", "json", "MongoDB projection such as {\"title\": 1}", **FIELDS_SCHEMA)
+LIMIT = param("limit", "query", "int", "Maximum number of items", maximum=MAX_INT)
+SKIP = param("skip", "query", "int", "Items to skip; with limit the answer is {data, meta: {total}}",
+             maximum=MAX_INT)
+POPULATE = param("populate", "query", "int", "Resolve linked items this many hops deep (at most 5; more counts as 5)")
 NAME = param("name", "path", "string", "Name")
 PERSONA = [
     param("persona", "query", "string", "Audience tags, comma-separated: variant containers answer the chosen "
           "variant's data (header X-Persona-Audience)"),
     param("tz_offset", "query", "string", "Client offset for schedules: minutes east of UTC or ±HH:MM "
           "(header X-Persona-TZ-Offset)"),
-    param("persona_vars", "query", "json", "Variables for {{ placeholders }} (header X-Persona-Vars)"),
+    param("persona_vars", "query", "json", "Variables for {{ placeholders }} (header X-Persona-Vars)",
+          type="object"),
 ]
 
 
@@ -65,31 +101,36 @@ def error_responses(*codes: int) -> dict[str, Any]:
     }
 
 
-def op(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], body: bool = False,
-        ok: str = "OK", tag: str = "content", security: bool = True) -> dict[str, Any]:
+def op(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], body: bool | dict[str, Any] = False,
+        ok: str = "OK", tag: str = "content", security: bool = True,
+        schema: dict[str, Any] | None = None, media: str = "application/json") -> dict[str, Any]:
+    """One operation: its 200 answers `schema` as `media` (any JSON when not
+    given); `errors` are the other statuses. Every operation that takes a key
+    may answer 401 (an unknown key); one with a JSON body 400 and 413.
+    `body`: True for any JSON object, or the body's schema."""
+    codes = set(errors) | {500} | ({401} if security else set()) | ({400, 413} if body else set())
     operation: dict[str, Any] = {
         "summary": summary,
         "tags": [tag],
-        "parameters": params + ([KEY_PARAM] if security else []),
-        "responses": {"200": {"description": ok, "content": {"application/json": {"schema": {}}}},
-                      **error_responses(*errors, 500)},
+        "parameters": params,
+        "responses": {"200": {"description": ok, "content": {media: {"schema": schema or {}}}},
+                      **error_responses(*sorted(codes))},
+        "security": KEY_SECURITY if security else NO_SECURITY,
     }
     if body:
         operation["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": {"type": "object"}}},
+            "content": {"application/json": {"schema": body if isinstance(body, dict) else OBJECT}},
         }
-    if not security:
-        operation["security"] = []
     return operation
 
 
-ASSET_ID = param("id", "path", "string", "Asset id")
+ASSET_ID = param("id", "path", "string", "Asset id", pattern=ID_PATTERN)
 
 
 def _upload_op() -> dict[str, Any]:
     operation = op("Upload one or more files (multipart parts named files); answers the created asset objects",
-             [], (400, 401, 403, 413, 415), tag="assets")
+                   [], (400, 403, 413, 415), tag="assets", schema=OBJECTS)
     operation["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
         "type": "object",
         "properties": {
@@ -103,8 +144,8 @@ def _upload_op() -> dict[str, Any]:
 
 
 def _image_op(preset_in_path: bool = False) -> dict[str, Any]:
-    def p(name: str, kind: str, text: str) -> dict[str, Any]:
-        return param(name, "query", kind, text)
+    def p(name: str, kind: str, text: str, **constraints: Any) -> dict[str, Any]:
+        return param(name, "query", kind, text, **constraints)
 
     preset = (param("preset", "path", "string", "Name of an image preset ([assets.presets]); "
                     "parameters given in the query win over the preset's") if preset_in_path else
@@ -114,19 +155,34 @@ def _image_op(preset_in_path: bool = False) -> dict[str, Any]:
     operation = op(summary, [
         ASSET_ID,
         preset,
-        p("m", "string", "Mode: thumbnail (default; crop to exactly w x h, focal point aware), bestFit, resize, fitToWidth, fitToHeight"),
-        p("w", "int", "Width (at most the configured maximum, default 4096)"),
-        p("h", "int", "Height"),
-        p("q", "int", "Quality 1-100 (default 80)"),
-        p("mime", "string", "auto (webp when accepted, else the source format), gif, jpeg, png, webp, bmp, avif"),
-        p("re", "int", "1: answer 307 to the generated image"),
+        p("m", "string", "Mode: thumbnail (default; crop to exactly w x h, focal point aware), bestFit, resize, "
+          "fitToWidth, fitToHeight", enum=["thumbnail", "bestFit", "resize", "fitToWidth", "fitToHeight"]),
+        p("w", "int", "Width (at most the configured maximum, default 4096); w or h is required", minimum=1),
+        p("h", "int", "Height", minimum=1),
+        p("q", "int", "Quality (default 80)", minimum=1, maximum=100),
+        p("mime", "string", "auto (webp when accepted, else the source format), gif, jpeg, png, webp, bmp, avif",
+          enum=["auto", "gif", "jpeg", "png", "webp", "bmp", "avif"]),
+        p("re", "string", "1: answer 307 to the generated image", enum=["0", "1"]),
         p("t", "string", "Any text; only changes the cache key"),
-        p("o", "int", "0 (default): the image's absolute URL as text/plain; 1: the image bytes"),
-        p("b64", "int", "1: the image as a data: URI (text/plain); wins over o and re"),
+        p("o", "string", "0 (default): the image's absolute URL as text/plain; 1: the image bytes",
+          enum=["0", "1"]),
+        p("b64", "string", "1: the image as a data: URI (text/plain); wins over o and re", enum=["0", "1"]),
     ], (400, 401, 403, 404, 429, 503), tag="assets",
         ok="URL as text/plain, or the image (o=1), or a data: URI (b64=1), or 307 (re=1)")
+    operation["responses"]["200"]["content"] = {
+        "text/plain": {"schema": {"type": "string", "format": "uri"}},
+        "image/*": {"schema": {"type": "string", "format": "binary"}},
+    }
     operation["responses"]["304"] = {"description": "Not modified (If-None-Match)"}
     operation["responses"]["307"] = {"description": "Redirect to the image (re=1), or to the original of a non-image"}
+    return operation
+
+
+def _file_op(summary: str, path_text: str) -> dict[str, Any]:
+    operation = op(summary, [param("path", "path", "string", path_text)], (404,), tag="assets",
+                   security=False, ok="The file")
+    operation["responses"]["200"]["content"] = {"*/*": {"schema": {"type": "string", "format": "binary"}}}
+    operation["responses"]["304"] = {"description": "Not modified (If-None-Match)"}
     return operation
 
 
@@ -136,99 +192,108 @@ MANAGE = (400, 401, 403, 404, 413)
 
 
 def document() -> dict[str, Any]:
+    def system(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], **kw: Any) -> dict[str, Any]:
+        return op(summary, params, errors, tag="system", **kw)
+
+    role = param("name", "path", "string", "Role name", pattern=ROLE_PATTERN)
+    model_name = param("name", "path", "string", "Model name", pattern=MODEL_PATTERN)
     paths: dict[str, Any] = {
         "/api/content/item/{model}": {
             "get": op("Get the item of a singleton, or the first item matching filter",
-                       [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, *PERSONA], READ_ERRORS),
+                      [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, *PERSONA], READ_ERRORS, schema=ITEM),
             "post": op("Create an item, or update one partially when data._id is given",
-                        [MODEL], WRITE_ERRORS, body=True, ok="The whole stored item"),
+                       [MODEL], WRITE_ERRORS, body=DATA_BODY, ok="The whole stored item", schema=ITEM),
         },
         "/api/content/item/{model}/{id}": {
             "get": op("Get one published item by id", [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE, *PERSONA],
-                      READ_ERRORS),
+                      READ_ERRORS, schema=ITEM),
             "delete": op("Delete an item (a tree node with its subtree)", [MODEL, ITEM_ID],
-                          (401, 403, 404, 405), ok='{"success": true}'),
+                         (401, 403, 404, 405), ok='{"success": true}', schema=SUCCESS),
         },
         "/api/content/items/{model}": {
             "get": op("List published items: an array, or {data, meta: {total}} with limit and skip",
-                       [MODEL, LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, POPULATE, *PERSONA], READ_ERRORS),
+                      [MODEL, LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, POPULATE, *PERSONA], READ_ERRORS,
+                      schema=LIST),
         },
         "/api/content/items": {
             "get": op("Batch: several lists in one request, keyed by alias",
-                       [param("models", "query", "json", "Object keyed by alias: {model?, filter, sort, fields, limit, skip, populate, locale}", True),
-                        *PERSONA],
-                       (400, 401, 412)),
+                      [param("models", "query", "json", "Object keyed by alias: {model?, filter, sort, fields, "
+                             "limit, skip, populate, locale}", True, type="object"),
+                       *PERSONA],
+                      (400, 401, 412), schema=OBJECT),
         },
         "/api/content/tree/{model}": {
             "get": op("Items of a tree model, nested under _children",
-                       [MODEL, param("parent", "query", "string", "Answer the subtree under this item"),
-                        LOCALE, FILTER, FIELDS, POPULATE, *PERSONA], READ_ERRORS),
+                      [MODEL, param("parent", "query", "string", "Answer the subtree under this item"),
+                       LOCALE, FILTER, FIELDS, POPULATE, *PERSONA], READ_ERRORS, schema=OBJECTS),
         },
         "/api/system/healthcheck": {
-            "get": op("Health check (no key needed)", [], (), tag="system", security=False, ok='{"status": "ok"}'),
+            "get": system("Health check (no key needed)", [], (), security=False, ok='{"status": "ok"}',
+                          schema={"type": "object", "required": ["status"],
+                                  "properties": {"status": {"const": "ok"}}}),
         },
-        "/api/system/models": {"get": op("List model definitions", [], (401, 403), tag="system")},
+        "/api/system/models": {"get": system("List model definitions", [], (403,), schema=OBJECTS)},
         "/api/system/models/{name}": {
-            "get": op("Get a model definition", [NAME], (401, 403, 404), tag="system"),
-            "put": op("Create or replace a model definition", [NAME], MANAGE, body=True, tag="system"),
-            "delete": op("Delete a model and all its items", [NAME], (401, 403, 404), tag="system"),
+            "get": system("Get a model definition", [model_name], (403, 404), schema=OBJECT),
+            "put": system("Create or replace a model definition", [model_name], MANAGE, body=True, schema=OBJECT),
+            "delete": system("Delete a model and all its items", [model_name], (403, 404), schema=SUCCESS),
         },
-        "/api/system/roles": {"get": op("List roles", [], (401, 403), tag="system")},
+        "/api/system/roles": {"get": system("List roles", [], (403,), schema=OBJECTS)},
         "/api/system/roles/{name}": {
-            "get": op("Get a role", [NAME], (401, 403, 404), tag="system"),
-            "put": op("Create or replace a role's permissions", [NAME], MANAGE, body=True, tag="system"),
-            "delete": op("Delete a role", [NAME], (400, 401, 403, 404), tag="system"),
+            "get": system("Get a role", [role], (403, 404), schema=OBJECT),
+            "put": system("Create or replace a role's permissions {permissions: {name: bool}}", [role], MANAGE,
+                          body=True, schema=OBJECT),
+            "delete": system("Delete a role", [role], (400, 403, 404), schema=SUCCESS),
         },
         "/api/system/keys": {
-            "get": op("List API keys (never the keys themselves)", [], (401, 403), tag="system"),
-            "post": op("Create an API key; the answer is the only time the key is shown",
-                        [], MANAGE, body=True, tag="system"),
+            "get": system("List API keys (never the keys themselves)", [], (403,), schema=OBJECTS),
+            "post": system("Create an API key {name, role}; the answer is the only time the key is shown",
+                           [], MANAGE, body=True, schema=OBJECT),
         },
         "/api/system/keys/{id}": {
-            "delete": op("Revoke an API key", [param("id", "path", "string", "Key id")],
-                          (401, 403, 404), tag="system"),
+            "delete": system("Revoke an API key", [param("id", "path", "string", "Key id", pattern=ID_PATTERN)],
+                             (403, 404), schema=SUCCESS),
         },
         "/api/system/locales": {
-            "get": op("List locales (default first)", [], (401, 403), tag="system"),
-            "put": op("Replace the list of locales", [], MANAGE, body=True, tag="system"),
+            "get": system("List locales (default first)", [], (403,), schema=OBJECTS),
+            "put": system("Replace the list of locales [{i18n, name}]", [], MANAGE,
+                          body={"type": "array", "items": OBJECT}, schema=OBJECTS),
         },
         "/api/assets": {
             "get": op("List assets: an array, or {data, meta: {total}} with limit and skip",
-                       [FILTER, SORT, FIELDS, LIMIT, SKIP], (400, 401, 403), tag="assets"),
+                      [FILTER, SORT, FIELDS, LIMIT, SKIP], (400, 403), tag="assets", schema=LIST),
             "post": _upload_op(),
         },
         "/api/assets/{id}": {
-            "get": op("Get an asset object", [ASSET_ID], (401, 403, 404), tag="assets"),
+            "get": op("Get an asset object", [ASSET_ID], (403, 404), tag="assets", schema=ITEM),
             "post": op("Update an asset's title, description, tags, altText, folder or focal point fp",
-                        [ASSET_ID], (400, 401, 403, 404, 412, 413), body=True, tag="assets"),
+                       [ASSET_ID], (400, 403, 404, 412, 413), body=DATA_BODY, tag="assets", schema=OBJECT),
             "delete": op("Delete an asset, its file and its generated images", [ASSET_ID],
-                          (401, 403, 404), tag="assets", ok='{"success": true}'),
+                         (403, 404), tag="assets", ok='{"success": true}', schema=SUCCESS),
         },
         "/api/assets/folders": {
             "get": op("List folders (all, or the children of ?parent=)",
-                       [param("parent", "query", "string", "Only the folders directly under this one")],
-                       (401, 403), tag="assets"),
+                      [param("parent", "query", "string", "Only the folders directly under this one")],
+                      (403,), tag="assets", schema=OBJECTS),
             "post": op("Create a folder {data: {name, parent}}, or rename/move one with data._id",
-                        [], (400, 401, 403, 404, 412, 413), body=True, tag="assets"),
+                       [], (400, 403, 404, 412, 413), body=DATA_BODY, tag="assets", schema=OBJECT),
         },
         "/api/assets/folders/{id}": {
             "delete": op("Delete a folder and its subfolders; their assets move to the root",
-                          [param("id", "path", "string", "Folder id")], (401, 403, 404), tag="assets"),
+                         [param("id", "path", "string", "Folder id", pattern=ID_PATTERN)], (403, 404),
+                         tag="assets", ok='{"success": true, "moved": <assets moved to the root>}',
+                         schema=SUCCESS),
         },
         "/api/assets/image/{id}": {"get": _image_op()},
         "/api/assets/image/{id}/{preset}": {"get": _image_op(preset_in_path=True)},
         "/storage/uploads/{path}": {
-            "get": op("An uploaded file (public, immutable, ETag/304)",
-                       [param("path", "path", "string", "YYYY/MM/DD/name_unique.ext")], (404,),
-                       tag="assets", security=False, ok="The file"),
+            "get": _file_op("An uploaded file (public, immutable, ETag/304)", "YYYY/MM/DD/name_unique.ext"),
         },
         "/storage/thumbs/{path}": {
-            "get": op("A generated image (public, immutable, ETag/304)",
-                       [param("path", "path", "string", "<asset id>/<key>.<ext>")], (404,),
-                       tag="assets", security=False, ok="The image"),
+            "get": _file_op("A generated image (public, immutable, ETag/304)", "<asset id>/<key>.<ext>"),
         },
         "/api/openapi.json": {
-            "get": op("This document", [], (), tag="system", security=False),
+            "get": system("This document", [], (), security=False, schema=OBJECT),
         },
     }
     from quire.inbox import openapi as inbox_paths
@@ -254,14 +319,30 @@ def document() -> dict[str, Any]:
                     "required": ["error"],
                     "properties": {"error": {"type": "string"},
                                    "fields": {"type": "array", "items": {"type": "string"}}},
-                }
+                },
+                "Success": {"type": "object", "required": ["success"],
+                            "properties": {"success": {"const": True}}},
+                # a stored record: content item, page, asset, submission (`fields` may leave out _id)
+                "Item": {"type": "object", "properties": {"_id": {"type": "string"}}},
+                "List": {"oneOf": [{"type": "array", "items": ITEM}, {
+                    "type": "object", "required": ["data", "meta"],
+                    "properties": {"data": {"type": "array", "items": ITEM}, "meta": {
+                        "type": "object", "required": ["total"],
+                        "properties": {"total": {"type": "integer", "minimum": 0}}}},
+                }]},
             },
             "securitySchemes": {
-                "apiKey": {"type": "apiKey", "in": "header", "name": "api-key"},
-                "bearer": {"type": "http", "scheme": "bearer"},
+                "apiKey": {"type": "apiKey", "in": "header", "name": "api-key",
+                           "description": "An API key; its role's permissions apply"},
+                "apiKeyQuery": {"type": "apiKey", "in": "query", "name": "api_key",
+                                "description": "The same key as a query parameter (it wins over the header)"},
+                "bearer": {"type": "http", "scheme": "bearer",
+                           "description": "The same key as Authorization: Bearer <key>"},
             },
         },
-        "security": [{"apiKey": []}, {"bearer": []}, {}],
+        # Without a key the public role's permissions apply; operations that
+        # take no key at all say `security: []`.
+        "security": KEY_SECURITY,
     }
 
 

@@ -309,7 +309,8 @@ def test_unknown_attachments_are_404(admin: Api, client: TestClient, form: dict[
     record = ok(submit(client, form["token"], files={"data[f]": ("a.png", png(), "image/png")}))
     rid = record["_id"]
     for path in (f"{rid}/attachments/f/1", f"{rid}/attachments/f/-1", f"{rid}/attachments/f/x",
-                 f"{rid}/attachments/g/0", f"{'0' * 24}/attachments/f/0", "nope/attachments/f/0"):
+                 f"{rid}/attachments/g/0", f"{'0' * 24}/attachments/f/0", "nope/attachments/f/0",
+                 f"{rid}/attachments/f/%C2%B2", f"{rid}/attachments/f/%D9%A0"):  # "²" and "٠" are digits to str.isdigit
         response = admin.get(f"/api/inbox/submissions/{path}")
         assert response.status_code == 404, path
         assert "error" in response.json()

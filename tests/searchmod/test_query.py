@@ -4,6 +4,7 @@ pagination with exact totals, `fields`, `filter`, and every error."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -430,6 +431,14 @@ def test_filter_combines_with_prefix_and_typo_matches(admin: Api, shop: dict[str
     assert ids(search(admin, "posts", "bxakq tea", filter='{"n": 7}')) == []  # 5 letters: one edit only
     assert ids(search(admin, "posts", "tea blaak", filter='{"n": 7}')) == [shop["b"]]
     assert ids(search(admin, "posts", "tea blaak", filter='{"n": 3}')) == []
+
+
+@pytest.mark.parametrize("field", ["a{b", "{cols}", "x}"])
+def test_braces_in_a_filtered_field_name_are_plain_text(admin: Api, shop: dict[str, str], field: str) -> None:
+    """The filter's SQL holds the field name; it was once run through
+    str.format, so a brace gave a 500 and `{cols}` was even replaced."""
+    assert search(admin, "posts", "tea", filter=json.dumps({field: None}))["total"] == 3
+    assert search(admin, "posts", "tea", filter=json.dumps({field: 1}))["total"] == 0
 
 
 @pytest.mark.parametrize(("spec", "needle"), [

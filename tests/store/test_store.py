@@ -235,3 +235,17 @@ async def test_a_sync_write_never_joins_another_tasks_open_transaction(store: Sq
         tg.start_soon(task_b)
     assert "async with store.atomic()" in outcome["sync"]
     assert sorted(coll.ids()) == ["b-atomic"]  # A rolled back alone; B's atomic write stands
+
+
+@pytest.mark.parametrize("spec", [
+    {"tags.²": "a"}, {"tags.².x": "a"}, {"tags.٠": {"$exists": False}}, {"tags.²": {"$elemMatch": {"x": 1}}},
+])
+def test_only_ascii_digits_index_an_array(store: SqliteStore, spec: dict[str, Any]) -> None:
+    """"²" and "٠" are digits to str.isdigit but no array position (as in
+    MongoDB): a field name, and never a 500 from int()."""
+    coll = store.collection("things")
+    coll.insert({"_id": "t", "tags": ["a", "b"], "x": [{"²": "a"}]})
+    node = parse_filter(spec)
+    expected = [doc["_id"] for doc in [coll.get("t")] if reference.matches(node, doc)]
+    assert coll.ids(node) == expected
+    assert expected == (["t"] if "$exists" in str(spec) else [])

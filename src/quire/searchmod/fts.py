@@ -283,16 +283,20 @@ class FtsEngine:
         keyed = " UNION ALL ".join(f"SELECT rid, {p.tier * TIER} + sc FROM ({sql})"
                                    for p, (sql, _) in zip(parts, scored, strict=True))
         params = [x for _, ps in scored for x in ps]
-        base = (f"WITH hits(rid, k) AS MATERIALIZED ({keyed}), best AS (SELECT rid, MIN(k) AS k FROM hits GROUP BY rid) "
-                f"SELECT {{cols}} FROM best JOIN {table(name)} AS d ON d.rowid = best.rid WHERE d.locale = ? AND {where}")
+        head = f"WITH hits(rid, k) AS MATERIALIZED ({keyed}), best AS (SELECT rid, MIN(k) AS k FROM hits GROUP BY rid) "
+        tail = f" FROM best JOIN {table(name)} AS d ON d.rowid = best.rid WHERE d.locale = ? AND {where}"
+
+        def select(cols: str) -> str:  # joined, not str.format: the filter's SQL may hold braces
+            return head + "SELECT " + cols + tail
+
         args = [*params, locale, *where_params]
-        total = int(self.store.execute_read(base.format(cols="count(*)"), args).fetchone()[0])
-        rows = self.store.execute_read(base.format(cols="best.rid, best.k") + " ORDER BY best.k, best.rid LIMIT ? OFFSET ?",
+        total = int(self.store.execute_read(select("count(*)"), args).fetchone()[0])
+        rows = self.store.execute_read(select("best.rid, best.k") + " ORDER BY best.k, best.rid LIMIT ? OFFSET ?",
                                        [*args, limit, offset]).fetchall()
         floor = None
         if rows and rows[-1][1] >= TIER / 2:  # typo hits on this page: every exact one is scored below
             floor = _floor(k for (k,) in self.store.execute_read(
-                base.format(cols="best.k") + " AND best.k < ?", [*args, TIER / 2]))
+                select("best.k") + " AND best.k < ?", [*args, TIER / 2]))
         return self._hits(name, [(r[0], r[1]) for r in rows], floor), total
 
     def _hits(self, name: str, page: list[tuple[int, float]], floor: float | None = None) -> list[Hit]:

@@ -44,7 +44,7 @@ def traverse(value: Any, path: Path) -> Iterator[Any]:
     if isinstance(value, dict):
         yield from traverse(value[head], rest) if head in value else iter((MISSING,))
     elif isinstance(value, list):
-        if head.isdigit():
+        if head.isascii() and head.isdigit():  # "²" is no position, as in MongoDB
             index = int(head)
             if index < len(value):
                 found = value[index]

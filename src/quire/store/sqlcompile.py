@@ -176,7 +176,7 @@ class Compiler:
         parts = [self.candidates(src, rest, leaf, _child(jp, head))]
         if jp == ROOT:  # a root (the document or an object element) is an object
             return parts[0]
-        if head.isdigit():
+        if head.isascii() and head.isdigit():  # "²" is no position, as in MongoDB
             parts.append(self.candidates(src, rest, leaf, _index(jp, head), positional=not rest))
         e = self.alias()
         inner = self.candidates(f"{e}.value", path, leaf)
@@ -199,7 +199,7 @@ class Compiler:
             return f"({on_object})"
         parts = [f"({t}='object' AND {on_object})", f"{t} NOT IN ('object','array')"]
         on_array = []
-        if head.isdigit() and rest:
+        if head.isascii() and head.isdigit() and rest:
             idx = _index(jp, head)
             on_array.append(
                 f"(json_type({src}, {idx}) IN ('object','array') AND {self.missing(src, idx, rest)})"
