@@ -121,11 +121,11 @@ def fill(template: str, value: str) -> str:
 
 def conditions(n: int, shape: str = "$and") -> str:
     """A filter of `n` conditions in one logical operator."""
-    return json.dumps({shape: [{"n": i} for i in range(n)]})
+    return json.dumps({shape: [{"n": i} for i in range(n)]}, separators=(",", ":"))
 
 
 def sort_keys(n: int) -> str:
-    return json.dumps({f"f{i}": 1 for i in range(n)})
+    return json.dumps({f"f{i}": 1 for i in range(n)}, separators=(",", ":"))
 
 
 def wrapped(name: str, spec: str) -> list[tuple[str, str]]:
@@ -155,7 +155,7 @@ def fixed_cases() -> list[tuple[str, str]]:
                   ("filter[title]", raw), ("persona_vars[a]", raw), ("api_key", raw)]
     many = MAX_CONDITIONS * 2
     cases += wrapped("filter", conditions(many))
-    cases += wrapped("filter", json.dumps({"n": {"$in": list(range(many))}}))
+    cases += wrapped("filter", json.dumps({"n": {"$in": list(range(many))}}, separators=(",", ":")))
     cases += wrapped("filter", sort_keys(many))  # many fields, each a condition
     cases += [("sort", sort_keys(2000))]
     return cases
@@ -177,7 +177,7 @@ numbers = st.one_of(
 )
 bad_chars = st.one_of(st.integers(0xD800, 0xDFFF).map(lambda c: f"\\u{c:04x}"), st.just("\\u0000"))
 texts = st.tuples(st.text("abc.", max_size=3), bad_chars, st.text("xyz", max_size=3)).map("".join)
-many = st.integers(MAX_CONDITIONS + 1, MAX_CONDITIONS * 4)
+many = st.integers(MAX_CONDITIONS + 1, MAX_CONDITIONS * 2)  # URLs stay under the server's 64 KB
 
 
 @st.composite
@@ -196,7 +196,7 @@ def hostile(draw: st.DrawFn) -> tuple[str, str]:
         n = draw(many)
         spec = conditions(n, draw(st.sampled_from(["$or", "$nor"])))
         return draw(st.sampled_from(wrapped("filter", spec)))
-    n = draw(st.integers(MAX_SORT_KEYS + 1, 3000))
+    n = draw(st.integers(MAX_SORT_KEYS + 1, 2000))
     return "sort", sort_keys(n)
 
 
