@@ -272,3 +272,9 @@ def test_storage_paths_with_a_nul_are_400(site: Site) -> None:
         response = site.anon.get(path)
         assert response.status_code == 400, (path, response.text)
         assert response.json() == {"error": "The path cannot contain NUL characters"}
+
+
+@pytest.mark.parametrize("header", ['{"a": "\\ud800"}', "{a: NaN}", '{"a\\u0000": 1}', '{"a": 9223372036854775808}'])
+def test_the_persona_vars_header_meets_the_same_checks(site: Site, header: str) -> None:
+    response = site.anon.get("/api/content/items/posts", headers={"x-persona-vars": header, "x-persona-audience": "m"})
+    assert response.status_code == 400 and response.json()["error"].startswith("<X-Persona-Vars> contains")
