@@ -105,6 +105,8 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
             *search_routes.routes, *openapi.routes, *admin_routes.routes, *sso_routes.routes,
         ],
         cors_origins=settings.get("api", "cors_origins"),
+        cors_headers=settings.get("api", "cors_headers"),
+        cors_methods=settings.get("api", "cors_methods"),
         access_log_enabled=not settings.get("server", "quiet"),
         on_startup=quire.start,
         on_shutdown=quire.close,

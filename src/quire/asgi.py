@@ -19,16 +19,16 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from quire.config import CORS_HEADERS, CORS_METHODS
 from quire.errors import ApiError
 from quire.http import json_response
+from quire.store.values import bad_text
 
 log = logging.getLogger("quire")
 access_log = logging.getLogger("quire.access")
 
 Handler = Callable[[Request], Awaitable[Response]]
 _PARAM = re.compile(r"{([a-zA-Z_][a-zA-Z0-9_]*)(:path)?}")
-CORS_HEADERS = "api-key, authorization, content-type, x-persona-audience, x-persona-tz-offset, x-persona-vars"
-CORS_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 # The admin's pages, its event stream and single sign-on are for this site's
 # own pages only: no CORS headers there.
 NO_CORS_PREFIXES = ("/auth/", "/admin/", "/sso/", "/system/events", "/system/api")
@@ -67,6 +67,8 @@ class App:
         *,
         cors_origins: list[str],
         access_log_enabled: bool,
+        cors_headers: list[str] | None = None,
+        cors_methods: list[str] | None = None,
         on_startup: Callable[[], None] | None = None,
         on_shutdown: Callable[[], None] | None = None,
     ) -> None:
@@ -76,6 +78,10 @@ class App:
         self._dynamic = [r for r in routes if "{" in r.path]
         self._any_origin = "*" in cors_origins
         self._origins = set(cors_origins)
+        headers = CORS_HEADERS if cors_headers is None else cors_headers
+        self._any_header = "*" in headers
+        self._allow_headers = ", ".join(h.lower() for h in headers)
+        self._allow_methods = ", ".join(m.upper() for m in (CORS_METHODS if cors_methods is None else cors_methods))
         self._log = access_log_enabled
         self._on_startup = on_startup
         self._on_shutdown = on_shutdown
@@ -144,6 +150,9 @@ class App:
             await self._preflight(cors, scope, receive, send)
             return
         response = await self._respond(scope, receive)
+        # Browsers must not read any answer as another type than it says
+        # (a JSON error shown as HTML, an upload as script).
+        response.headers.setdefault("x-content-type-options", "nosniff")
         if cors is not None:
             response.headers["access-control-allow-origin"] = cors
             vary = response.headers.get("vary")
@@ -163,6 +172,10 @@ class App:
             raise
 
     async def _respond(self, scope: Scope, receive: Receive) -> Response:
+        if bad_text(scope["path"]):
+            # a NUL (or a lone surrogate, which no UTF-8 URL decodes to): no
+            # file or id holds one; refused here once for every route
+            return json_response({"error": "The path cannot contain NUL characters"}, 400)
         target, params = self._match(scope["path"])
         try:
             if target is None:
@@ -188,13 +201,21 @@ class App:
         if cors is None:
             response = json_response({"error": "Disallowed CORS origin"}, 400)
         else:
+            allow_headers = self._allow_headers
+            vary = "Origin"
+            if self._any_header:
+                # `*` in the answer would not cover Authorization, and not
+                # any header on a request with credentials: name what was asked.
+                allow_headers = _header(scope, b"access-control-request-headers") or ""
+                vary = "Origin, Access-Control-Request-Headers"
             response = Response(status_code=204, headers={
                 "access-control-allow-origin": cors,
-                "access-control-allow-methods": CORS_METHODS,
-                "access-control-allow-headers": CORS_HEADERS,
+                "access-control-allow-methods": self._allow_methods,
+                "access-control-allow-headers": allow_headers,
                 "access-control-max-age": "600",
-                "vary": "Origin",
+                "vary": vary,
             })
+        response.headers.setdefault("x-content-type-options", "nosniff")
         await response(scope, receive, send)
 
 

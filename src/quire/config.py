@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from email.utils import parseaddr
@@ -21,6 +22,15 @@ from quire.errors import ConfigError
 from quire.forwarded import MAX_PROXY_HOPS
 
 log = logging.getLogger("quire.config")
+
+# The CORS defaults; kept here, not in asgi.py, so settings import no web code.
+CORS_HEADERS = [
+    "accept", "accept-language", "api-key", "authorization", "cache-control", "content-language",
+    "content-type", "if-match", "if-modified-since", "if-none-match", "pragma", "x-persona-audience",
+    "x-persona-tz-offset", "x-persona-vars", "x-requested-with",
+]
+CORS_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_TOKEN = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an HTTP header or method name
 
 # section -> key -> default. The default's type is the setting's type.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -36,6 +46,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "max_body_bytes": 10 * 1024 * 1024,
         "max_json_depth": 64,
         "cors_origins": ["*"],
+        "cors_headers": list(CORS_HEADERS),
+        "cors_methods": list(CORS_METHODS),
         "max_populate_depth": 5,
     },
     "store": {
@@ -346,5 +358,9 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
         if sso[key] and not sso[key].startswith(("http://", "https://")):
             raise ConfigError(f"setting 'sso.{key}' must start with http:// or https://")
     image_presets.check(values["assets"]["presets"], values["assets"]["max_output_size"])
+    for key in ("cors_headers", "cors_methods"):
+        bad = [v for v in values["api"][key] if not _TOKEN.fullmatch(v)]
+        if bad:
+            raise ConfigError(f"setting 'api.{key}' has names that are not HTTP tokens: {', '.join(map(repr, bad))}")
     if values["smtp"]["ssl"] and values["smtp"]["starttls"]:
         raise ConfigError("settings 'smtp.ssl' and 'smtp.starttls' exclude each other: ssl is TLS from the start")

@@ -9,17 +9,19 @@ from urllib.parse import parse_qsl
 
 import json5
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from quire import forwarded
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
+from quire.store.values import INT64_MAX, unsafe
 
 if TYPE_CHECKING:
     from quire.app import Quire
 
 JSON_TYPE = "application/json; charset=utf-8"
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
 
 
 def quire_of(request: Request) -> Quire:
@@ -36,15 +38,27 @@ def raw_json_response(body: bytes, status: int = 200) -> Response:
 
 
 def parse_json_text(text: str, name: str) -> Any:
-    """Strict JSON first (fast), then the relaxed JSON5 form (`{title:'x'}`)."""
+    """Strict JSON first (fast), then the relaxed JSON5 form (`{title:'x'}`).
+    What either lets through that no query or store can use (NaN, Infinity,
+    integers beyond 64 bits, NUL, lone surrogates) is refused here, once, for
+    every parameter and header that carries JSON."""
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        pass
-    try:
-        return json5.loads(text)
-    except (ValueError, TypeError, RecursionError):
-        raise BadRequest(f"<{name}> is not valid json") from None
+        try:
+            value = json5.loads(text)
+        except (ValueError, TypeError, RecursionError):
+            raise BadRequest(f"<{name}> is not valid json") from None
+    return checked(value, name)
+
+
+def checked(value: Any, name: str) -> Any:
+    """`value`, or a 400 naming the parameter when it holds a value no query
+    can use (see `values.unsafe`)."""
+    problem = unsafe(value)
+    if problem:
+        raise BadRequest(f"<{name}> {problem}")
+    return value
 
 
 def json_param(request: Request, name: str) -> Any:
@@ -66,7 +80,7 @@ def json_param(request: Request, name: str) -> Any:
             raise BadRequest(f"<{name}> is not valid json")
         result = result if result is not None else {}
         _assign(result, parts, _bracket_value(value), name)
-    return result
+    return checked(result, name)
 
 
 def _assign(target: dict[str, Any], parts: list[str], value: Any, name: str) -> None:
@@ -102,15 +116,22 @@ def _looks_numeric(text: str) -> bool:
 
 
 def int_param(request: Request, name: str, minimum: int = 0) -> int | None:
+    """An integer parameter: ASCII digits with an optional `-` (no `+`,
+    spaces, `_` or other scripts' digits, which Python's int() would take),
+    at least `minimum` and at most 2^63-1, the largest SQLite holds."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
-    try:
+    if not _INTEGER.fullmatch(raw):
+        if not re.fullmatch(r"-?[0-9]+", raw):
+            raise BadRequest(f"<{name}> must be an integer")
+        value = -1 - INT64_MAX if raw.startswith("-") else INT64_MAX + 1  # too many digits
+    else:
         value = int(raw)
-    except ValueError:
-        raise BadRequest(f"<{name}> must be an integer") from None
     if value < minimum:
         raise BadRequest(f"<{name}> must be at least {minimum}")
+    if value > INT64_MAX:
+        raise BadRequest(f"<{name}> must be at most {INT64_MAX}")
     return value
 
 
@@ -140,11 +161,15 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise BadRequest("Invalid Content-Length") from None
     chunks = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # nobody reads this answer; it keeps a short body out of the 500s in the log
+        raise BadRequest("The connection closed before the whole body arrived") from None
     return b"".join(chunks)
 
 

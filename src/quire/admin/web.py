@@ -126,4 +126,6 @@ def safe_next(target: Any) -> str:
 
 
 def redirect(url: str) -> RedirectResponse:
-    return RedirectResponse(url, status_code=303, headers={"cache-control": "no-store"})
+    """A 303 with the headers of the admin's pages: a redirect is a page of
+    the admin too (it may set or clear the session cookie)."""
+    return RedirectResponse(url, status_code=303, headers=SECURITY_HEADERS)

@@ -7,6 +7,7 @@ parser does not know is a `BadRequest` naming the operator or field.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,11 @@ FIELD_OPERATORS = COMPARISONS | {
 }
 LOGICAL = {"$and", "$or", "$nor"}
 MAX_DEPTH = 32
+# SQLite refuses an expression nested more than 1,000 levels, and a chain of
+# N conditions joined by AND/OR nests N levels; 500 leaves room for the
+# terms one condition compiles to. Each value of $in, $nin and $all counts.
+MAX_CONDITIONS = 500
+MAX_SORT_KEYS = 32  # MongoDB's limit for the keys of one sort
 
 
 class Node:
@@ -84,7 +90,27 @@ def parse_filter(spec: Any) -> Node:
         return And([])
     if not isinstance(spec, dict):
         raise BadRequest("filter must be an object")
-    return _parse_doc(spec, 0)
+    node = _parse_doc(spec, 0)
+    if _conditions(node) > MAX_CONDITIONS:
+        raise BadRequest(f"filter has more than {MAX_CONDITIONS} conditions")
+    return node
+
+
+def _conditions(node: Node | Cond) -> int:
+    """How many conditions a filter holds, counted as MAX_CONDITIONS counts them."""
+    if isinstance(node, And | Or | Nor):
+        return sum(_conditions(c) for c in node.children)
+    assert isinstance(node, Cond)
+    if node.op in ("in", "nin", "all"):
+        return max(1, len(node.value))
+    if node.op == "not":
+        return sum(_conditions(c) for c in node.value)
+    if node.op == "elemMatch":
+        spec: ElemMatch = node.value
+        if spec.query is not None:
+            return 1 + _conditions(spec.query)
+        return 1 + sum(_conditions(c) for c in spec.ops or [])
+    return 1
 
 
 def _parse_doc(spec: dict[str, Any], depth: int) -> Node:
@@ -115,6 +141,8 @@ def _parse_logical(key: str, value: Any, depth: int) -> Node:
 
 
 def _parse_path(key: str) -> Path:
+    if values.bad_text(key):
+        raise BadRequest("Invalid field path: it contains a NUL character or a lone surrogate")
     parts = tuple(key.split("."))
     if any(not p or p.startswith("$") for p in parts):
         raise BadRequest(f"Invalid field path '{key}'")
@@ -161,7 +189,7 @@ def _parse_op(path: Path, op: str, arg: Any, ops: dict[str, Any], depth: int) ->
             _check_value(item)
         return Cond(path, name, arg)
     if op == "$size":
-        if isinstance(arg, bool) or not isinstance(arg, int | float) or arg != int(arg) or arg < 0:
+        if _integral(arg) is None or arg != int(arg) or arg < 0:
             raise BadRequest("$size needs a non-negative integer")
         return Cond(path, "size", int(arg))
     if op == "$exists":
@@ -204,13 +232,23 @@ def _parse_type(arg: Any) -> frozenset[int]:
     return frozenset(codes)
 
 
+def _integral(arg: Any) -> int | None:
+    """A 64-bit integer from a JSON number (fractions cut off, as MongoDB
+    does for $mod); None for anything else, NaN, Infinity or out of range."""
+    if isinstance(arg, bool) or not isinstance(arg, int | float):
+        return None
+    if isinstance(arg, float) and not math.isfinite(arg):
+        return None
+    whole = int(arg)
+    return whole if values.INT64_MIN <= whole <= values.INT64_MAX else None
+
+
 def _parse_mod(arg: Any) -> tuple[int, int]:
-    ok = isinstance(arg, list) and len(arg) == 2 and all(
-        isinstance(x, int | float) and not isinstance(x, bool) for x in arg
-    )
-    if not ok:
+    if not isinstance(arg, list) or len(arg) != 2:
         raise BadRequest("$mod needs [divisor, remainder]")
-    divisor, remainder = int(arg[0]), int(arg[1])
+    divisor, remainder = _integral(arg[0]), _integral(arg[1])
+    if divisor is None or remainder is None:
+        raise BadRequest("$mod needs [divisor, remainder], integers between -2^63 and 2^63-1")
     if divisor == 0:
         raise BadRequest("$mod divisor cannot be 0")
     return divisor, remainder
@@ -220,6 +258,8 @@ def compile_regex(pattern: Any, options: Any) -> Regex:
     """Compile with RE2: linear time, so no pattern can backtrack forever."""
     if not isinstance(pattern, str) or not isinstance(options, str):
         raise BadRequest("$regex and $options must be strings")
+    if values.bad_text(pattern):
+        raise BadRequest("Invalid $regex: it contains a NUL character or a lone surrogate")
     bad = set(options) - set("ims")
     if bad:
         raise BadRequest(f"Unsupported $options {''.join(sorted(bad))!r} (use i, m, s)")
@@ -238,8 +278,13 @@ def compile_regex(pattern: Any, options: Any) -> Regex:
 
 
 def _check_value(value: Any) -> None:
-    """Query values must be JSON values (they always are when parsed from JSON)."""
+    """Query values must be JSON values SQLite can compare: finite numbers,
+    64-bit integers, text without NUL or lone surrogates. Parameters are
+    checked when parsed (`http.py`); filters from elsewhere are checked here."""
     values.rank(value)
+    problem = values.unsafe(value)
+    if problem:
+        raise BadRequest(f"filter value {problem}")
 
 
 # ---------------------------------------------------------------- sort / fields
@@ -250,6 +295,8 @@ def parse_sort(spec: Any) -> list[tuple[Path, int]]:
         return []
     if not isinstance(spec, dict):
         raise BadRequest("sort must be an object")
+    if len(spec) > MAX_SORT_KEYS:
+        raise BadRequest(f"sort has more than {MAX_SORT_KEYS} keys")
     out = []
     for key, direction in spec.items():
         if direction in (1, -1) and not isinstance(direction, bool):

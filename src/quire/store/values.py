@@ -10,6 +10,8 @@ values of the query value's own class ("type bracketing").
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 NULL, NUMBER, STRING, OBJECT, ARRAY, BOOL = 1, 2, 3, 4, 5, 8
@@ -21,6 +23,8 @@ TYPE_ALIASES = {
 }
 TYPE_CODES = set(TYPE_ALIASES.values()) | {19}  # 19 = decimal; never stored by JSON
 _INT32 = 2**31
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_BAD_TEXT = re.compile(r"[\x00\ud800-\udfff]")
 
 
 class _BelowNull:
@@ -49,6 +53,43 @@ def rank(value: Any) -> int:
     if isinstance(value, list):
         return ARRAY
     raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def bad_text(text: str) -> bool:
+    """Text that SQLite, the file system and RE2 cannot take: a NUL
+    character or a lone surrogate (`"\\ud800"` is valid JSON5 and JSON escape
+    syntax, but no Unicode text)."""
+    return _BAD_TEXT.search(text) is not None
+
+
+def unsafe(value: Any) -> str | None:
+    """Why a JSON value from a request cannot be queried or stored, or None:
+    a number that is not finite (JSON5's NaN, Infinity) or an integer outside
+    the 64-bit range SQLite holds, or text (a key or a string) with a NUL
+    character or a lone surrogate. Walks without recursion: values can nest
+    as deep as the JSON parser allows."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if bad_text(node):
+                return "contains a NUL character or a lone surrogate"
+        elif isinstance(node, bool) or node is None:
+            continue
+        elif isinstance(node, int):
+            if not INT64_MIN <= node <= INT64_MAX:
+                return "contains an integer outside -2^63 .. 2^63-1"
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                return "contains a number that is not finite (NaN or Infinity)"
+        elif isinstance(node, dict):
+            for key in node:
+                if isinstance(key, str) and bad_text(key):
+                    return "contains a NUL character or a lone surrogate"
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
 
 
 def compare(a: Any, b: Any) -> int:
