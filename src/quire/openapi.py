@@ -155,6 +155,14 @@ def document() -> dict[str, Any]:
                        [MODEL, param("parent", "query", "string", "Answer the subtree under this item"),
                         LOCALE, FILTER, FIELDS, POPULATE, *PERSONA], READ_ERRORS),
         },
+        "/api/content/aggregate/{model}": {
+            "get": op("Run a MongoDB aggregation pipeline over published items; answers the array of result documents",
+                       [MODEL, LOCALE,
+                        param("pipeline", "query", "string",
+                              "JSON (or JSON5) array of stages: $match $project $addFields $set $group $sort $skip "
+                              "$limit $unwind $count $lookup")],
+                       (*READ_ERRORS, 412)),
+        },
         "/api/system/healthcheck": {
             "get": op("Health check (no key needed)", [], (), tag="system", security=False, ok='{"status": "ok"}'),
         },

@@ -117,12 +117,11 @@ def settle(pipeline: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         if name == "$sort":
             stage = {"$sort": {**arg, "_id": 1}}  # ties by _id
             ordered = unique_id
-        elif name in ("$skip", "$limit") or (name == "$group" and _order_dependent(arg)):
-            if not ordered:
-                if not unique_id:
-                    continue
-                out.append({"$sort": {"_id": 1}})
-                ordered = True
+        elif not ordered and (name in ("$skip", "$limit") or (name == "$group" and _order_dependent(arg))):
+            if not unique_id:
+                continue
+            out.append({"$sort": {"_id": 1}})
+            ordered = True
         if name == "$group":
             ordered, unique_id = False, True
         elif name == "$unwind":

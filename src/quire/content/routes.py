@@ -12,6 +12,7 @@ from starlette.responses import Response, StreamingResponse
 from quire.asgi import route
 from quire.auth.request import identify
 from quire.auth.service import Identity
+from quire.content.aggregate import run_aggregate
 from quire.content.service import ReadOptions
 from quire.errors import BadRequest, PreconditionFailed
 from quire.http import (
@@ -175,10 +176,21 @@ def _opt_int(options: dict[str, Any], key: str) -> int | None:
     return value
 
 
+async def aggregate_items(request: Request) -> Response:
+    identity = identify(request)
+    params = request.query_params
+    body = run_aggregate(
+        quire_of(request).content, request.path_params["model"], params.get("pipeline"),
+        params.get("locale") or None, identity,
+    )
+    return raw_json_response(body)
+
+
 routes = [
     route("/api/content/item/{model}", get=get_item, post=save_item),
     route("/api/content/item/{model}/{id}", get=get_item, delete=delete_item),
     route("/api/content/items/{model}", get=list_items),
     route("/api/content/items", get=batch),
     route("/api/content/tree/{model}", get=get_tree),
+    route("/api/content/aggregate/{model}", get=aggregate_items),
 ]

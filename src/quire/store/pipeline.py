@@ -352,8 +352,8 @@ def _heads(node: Node) -> set[str]:
 class Budget:
     """Counts documents and values held by stages that see everything."""
 
-    def __init__(self, limit: int = MAX_HELD) -> None:
-        self.limit = limit
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = MAX_HELD if limit is None else limit
         self.held = 0
 
     def take(self, count: int) -> None:
