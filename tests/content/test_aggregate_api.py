@@ -283,6 +283,8 @@ def test_leading_match_sort_skip_limit_run_in_sql(shop: Api, monkeypatch: pytest
     assert body == [{"title": "Alpha"}]
     assert calls == [([(("price",), -1)], 5, 1)]
     calls.clear()
+    assert ok(shop, "books", [{"$match": {"genre": "sf"}}, {"$skip": 1}, {"$count": "n"}]) == [{"n": 1}]
+    assert calls == []  # a SQL count, no row read
     # with a locale, a stage on a localized field runs after localizing, in Python
     ok(shop, "books", [{"$sort": {"title": 1}}, {"$limit": 1}], locale="de")
     assert calls == [([], None, None)]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from quire.errors import BadRequest
 from quire.store import SqliteStore
-from quire.store.pipeline import Lookup, aggregate, parse_pipeline
+from quire.store.pipeline import Lookup, aggregate, parse_pipeline, split
 from quire.store.query import Cond
 from quire.store.values import SortKey
 
@@ -223,7 +223,7 @@ def fetcher(store: SqliteStore, names: dict[str, str]) -> Any:
 def run_quire(store: SqliteStore, name: str, names: dict[str, str], pipeline: list[Any], in_sql: bool) -> Any:
     try:
         stages = parse_pipeline(pipeline)
-        return list(aggregate(store.collection(name), stages, fetcher(store, names), in_sql=lambda h: in_sql))
+        return list(aggregate(store.collection(name), stages, fetcher(store, names), push=in_sql))
     except BadRequest as exc:
         return BadRequest, exc.message
 
@@ -347,3 +347,20 @@ def test_expressions_evaluate_as_in_mongomock(store: SqliteStore, docs: list[dic
         assert ours == expected, f"{pipeline} on {docs}"
     finally:
         store.drop_collection(name)
+
+
+def test_split_composes_skip_and_limit_like_the_stages() -> None:
+    stages = parse_pipeline([{"$match": {"a": 1}}, {"$match": {"b": 2}}, {"$sort": {"a": -1}}, {"$limit": 5},
+                             {"$skip": 2}, {"$limit": 10}, {"$skip": 1}, {"$project": {"a": 1}}, {"$limit": 1}])
+    prefix, rest = split(stages, lambda heads: True)
+    assert len(prefix.nodes) == 2
+    assert prefix.sort == [(("a",), -1)]
+    assert (prefix.skip, prefix.limit) == (3, 2)  # rows 3 and 4 of the sorted ones
+    assert [type(s).__name__ for s in rest] == ["Project", "Limit"]
+
+
+def test_split_stops_at_a_stage_sql_cannot_see() -> None:
+    stages = parse_pipeline([{"$match": {"a": 1}}, {"$match": {"title": "x"}}, {"$limit": 1}])
+    prefix, rest = split(stages, lambda heads: "title" not in heads)
+    assert len(prefix.nodes) == 1
+    assert [type(s).__name__ for s in rest] == ["Match", "Limit"]

@@ -3,9 +3,10 @@
 A pipeline is parsed whole before anything runs, so an unknown stage or
 operator is a 400 naming it and never a half-done answer. Its leading
 `$match` stages, then a `$sort`, then `$skip`/`$limit` stages form the
-`Prefix`, which the collection runs in SQL like a list; the stages after
-it run here, in Python, over the streamed rows, with the reference
-evaluator's semantics (`match.py`, `values.py`) for matching and order.
+`Prefix`, which the collection runs in SQL like a list (a `$count` right
+after it is a SQL count); the stages after it run here, in Python, over
+the streamed rows, with the reference evaluator's semantics (`match.py`,
+`values.py`) for matching and order.
 
 Work is bounded: at most MAX_STAGES stages; at most MAX_HELD documents and
 values held at once by the stages that must see everything ($sort, $group
@@ -566,14 +567,20 @@ def aggregate(
     in_sql: Callable[[set[str]], bool] = lambda heads: True,
     prepare: Callable[[dict[str, Any]], dict[str, Any]] = lambda doc: doc,
     budget: Budget | None = None,
+    push: bool = True,
 ) -> Iterator[dict[str, Any]]:
     """Run `stages` over a collection: the prefix as one SQL query (with
-    `base` ANDed into its filter), each row then `prepare`d, the rest here."""
-    prefix, rest = split(stages, in_sql)
+    `base` ANDed into its filter), each row then `prepare`d, the rest here.
+    `push=False` runs every stage here (the tests' reference)."""
+    prefix, rest = split(stages, in_sql) if push else (Prefix(), stages)
     nodes = ([base] if base is not None else []) + prefix.nodes
     node = nodes[0] if len(nodes) == 1 else And(nodes)
     if prefix.limit == 0:
         return run(rest, iter(()), fetch, budget)
+    if rest and isinstance(rest[0], CountStage):  # counted in SQL, no row is read
+        total = max(coll.count(node) - prefix.skip, 0)
+        total = total if prefix.limit is None else min(total, prefix.limit)
+        return run(rest[1:], iter([{rest[0].name: total}] if total else []), fetch, budget)
     chunks = coll.stream_raw(node, prefix.sort, prefix.limit, prefix.skip or None)
     docs = (prepare(orjson.loads(row)) for chunk in chunks for row in chunk)
     return run(rest, docs, fetch, budget)
