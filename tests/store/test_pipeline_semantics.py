@@ -95,6 +95,8 @@ stages = st.one_of(
     st.lists(st.sampled_from(KEYS), min_size=1, max_size=2, unique=True).map(lambda ks: {"$project": {k: 1 for k in ks}}),
     st.builds(lambda ks, i: {"$project": {**{k: 0 for k in ks}, **({"_id": 0} if i else {})}},
               st.lists(st.sampled_from(KEYS), min_size=1, max_size=2, unique=True), st.booleans()),
+    st.builds(lambda p, v: {"$addFields": {p: {"$literal": v}}}, paths, scalars),
+    st.builds(lambda k, v: {"$project": {"a": 1, k: {"$literal": v}}}, st.sampled_from(["p", "q"]), scalars),
     st.builds(group_stage, group_ids,
               st.lists(st.tuples(st.sampled_from([*accumulator_kinds, "$count"]), refs | st.just(1)), max_size=3)),
     st.builds(lambda p, keep: {"$unwind": {"path": f"${p}", "preserveNullAndEmptyArrays": keep}}
@@ -168,6 +170,11 @@ def mongomock_deviates(pipeline: list[dict[str, Any]], docs: list[Any]) -> bool:
       whole; MongoDB sorts by their smallest (largest, descending) element.
     - a field path through an array (`$a.c` of `{"a": [null]}`): MongoDB
       answers the array of the elements' values (`[]`), mongomock null.
+    - `$addFields` on a dotted path through an array (`a.b` of
+      `{"a": [1, {"c": 1}]}`): MongoDB sets the field in every element,
+      mongomock replaces the array by an object.
+    - the `$first`/`$last` accumulators skip documents missing the field in
+      mongomock; MongoDB takes the first/last document and answers null.
     - `$match` equality with null on a dotted path: mongomock does not
       match a field missing under a non-object parent (`a.a` of
       `{"a": null}`), MongoDB does (the filter tests pin this against
@@ -176,9 +183,15 @@ def mongomock_deviates(pipeline: list[dict[str, Any]], docs: list[Any]) -> bool:
     text = repr(pipeline)
     if "'$count': {}" in text:
         return True
+    for kind in ("$first", "$last"):
+        for head in KEYS:
+            if f"'{kind}': '${head}" in text and any(isinstance(d, dict) and head not in d for d in docs):
+                return True
     array_heads = {k for d in docs if isinstance(d, dict) for k, v in d.items() if _holds_array(v)}
     for head in array_heads:
         if f"'${head}." in text:  # a field path through an array
+            return True
+        if any(key.startswith(f"{head}.") for stage in pipeline for key in stage.get("$addFields", {})):
             return True
         if any(head == key.split(".")[0] for stage in pipeline for key in stage.get("$sort", {})):
             return True
@@ -307,6 +320,25 @@ def _array_literal(expr: Any) -> bool:
     return False
 
 
+COMPARISONS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
+
+
+def _boolean_as_value(expr: Any, as_value: bool = False) -> bool:
+    """Whether a comparison's boolean result is used as a value (compared,
+    added, concatenated): mongomock takes `true` for 1 there."""
+    if isinstance(expr, list):
+        return any(_boolean_as_value(e, True) for e in expr)
+    if not isinstance(expr, dict) or len(expr) != 1:
+        return False
+    op, arg = next(iter(expr.items()))
+    if op in COMPARISONS and as_value:
+        return True
+    if op == "$cond":
+        parts = [arg["if"], arg["then"], arg["else"]] if isinstance(arg, dict) else arg
+        return _boolean_as_value(parts[0]) or any(_boolean_as_value(p, True) for p in parts[1:])
+    return any(_boolean_as_value(a, True) for a in (arg if isinstance(arg, list) else [arg]))
+
+
 def expression_deviates(error: str) -> bool:
     """Type errors MongoDB raises where mongomock converts or computes on:
     `$concat` and `$toLower`/`$toUpper` apply `str()` to any value, `$add`
@@ -330,8 +362,8 @@ def test_expressions_evaluate_as_in_mongomock(store: SqliteStore, docs: list[dic
         coll.insert({"_id": f"{i:024x}", **d})
     try:
         ours = run_quire(store, name, {}, pipeline, True)
-        if _array_literal(expr):
-            return  # mongomock leaves array literals unevaluated (`["$a"]` stays as text)
+        if _array_literal(expr) or _boolean_as_value(expr):
+            return  # mongomock leaves array literals unevaluated; takes true for 1
         try:
             mongo = mongomock.MongoClient().db["main"]
             mongo.insert_many([{"_id": f"{i:024x}", **d} for i, d in enumerate(docs)])
