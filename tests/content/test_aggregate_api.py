@@ -328,3 +328,8 @@ def test_huge_integers_become_doubles_not_a_500(shop: Api) -> None:
     body = ok(shop, "books", [{"$limit": 1}, {"$project": {"_id": 0, "x": {"$multiply": [
         9223372036854775807, 9223372036854775807]}}}])
     assert body == [{"x": pytest.approx(8.507059173023462e37)}]
+
+
+def test_json5_integers_past_64_bits_are_doubles(shop: Api) -> None:
+    body = ok(shop, "books", "[{$limit: 1}, {$project: {_id: 0, x: {$literal: 100000000000000000000000000000}}}]")
+    assert body == [{"x": 1e29}]

@@ -228,7 +228,7 @@ counter = iter(range(10**9))
 
 def fetcher(store: SqliteStore, names: dict[str, str]) -> Any:
     def fetch(stage: Lookup, keys: list[Any]) -> list[dict[str, Any]]:
-        return store.collection(names[stage.source]).find(Cond(stage.foreign, "in", keys))
+        return store.collection(names.get(stage.source, "nothing")).find(Cond(stage.foreign, "in", keys))
 
     return fetch
 
@@ -396,3 +396,41 @@ def test_split_stops_at_a_stage_sql_cannot_see() -> None:
     prefix, rest = split(stages, lambda heads: "title" not in heads)
     assert len(prefix.nodes) == 1
     assert [type(s).__name__ for s in rest] == ["Match", "Limit"]
+
+
+# -- hostile input: a 400 or an answer, never another exception --------------------
+
+NAMES = ["$match", "$sort", "$skip", "$limit", "$project", "$addFields", "$set", "$group", "$unwind", "$count",
+         "$lookup", "$out", "$add", "$concat", "$size", "$cond", "$ifNull", "$sum", "$push", "$first", "$literal",
+         "$eq", "$in", "$toLower", "$divide", "$$ROOT", "$$REMOVE", "$a", "$a.b", "a", "a.b", "_id", "", "path",
+         "preserveNullAndEmptyArrays", "includeArrayIndex", "from", "localField", "foreignField", "as", "if", "then"]
+junk = st.recursive(
+    st.one_of(scalars, st.booleans(), st.sampled_from(NAMES), st.integers(-2**63, 2**63 - 1), st.floats()),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(NAMES), inner, max_size=3)),
+    max_leaves=12,
+)
+
+
+STAGE_NAMES = ["$match", "$sort", "$skip", "$limit", "$project", "$addFields", "$group", "$unwind", "$count", "$lookup"]
+hostile_stages = st.one_of(
+    stages,
+    st.builds(lambda n, v: {n: v}, st.sampled_from(STAGE_NAMES), junk),
+    st.builds(lambda k, v: {"$addFields": {k: v}}, st.sampled_from(["a", "b.c"]), junk),
+    st.builds(lambda i, v: {"$group": {"_id": i, "g": {"$push": v}}}, junk, junk),
+    st.builds(lambda n, v: {n: v}, st.sampled_from(NAMES), junk),
+)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(docs=st.lists(documents, max_size=4), pipeline=st.lists(hostile_stages, max_size=4))
+def test_any_pipeline_answers_or_is_a_400(store: SqliteStore, docs: list[dict[str, Any]], pipeline: Any) -> None:
+    name = f"h{next(counter)}"
+    coll = store.collection(name)
+    for i, d in enumerate(docs):
+        coll.insert({"_id": f"{i:024x}", **d})
+    try:
+        answer = run_quire(store, name, {"a": name, "a.b": name, "": name}, pipeline, True)
+        if not isinstance(answer, tuple):
+            orjson.dumps(answer)
+    finally:
+        store.drop_collection(name)

@@ -21,6 +21,7 @@ from quire.content.locales import localize, rewrite_locale_keys
 from quire.content.models import Model
 from quire.content.service import PUBLISHED, ContentService
 from quire.errors import BadRequest, PreconditionFailed
+from quire.store.expressions import number
 from quire.store.pipeline import MAX_HELD, Budget, Lookup, aggregate, parse_pipeline
 from quire.store.query import And, Cond
 
@@ -40,9 +41,21 @@ def parse_pipeline_text(text: str | None) -> Any:
     except orjson.JSONDecodeError:
         pass
     try:
-        return json5.loads(text)
+        return _doubles_for_huge_ints(json5.loads(text))
     except (ValueError, TypeError, RecursionError):
         raise BadRequest("Pipeline is not valid json") from None
+
+
+def _doubles_for_huge_ints(value: Any) -> Any:
+    """JSON5 reads any integer; past 64 bits it becomes a double, as strict
+    JSON reads it, so no answer or query parameter overflows."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return number(value)
+    if isinstance(value, list):
+        return [_doubles_for_huge_ints(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _doubles_for_huge_ints(v) for k, v in value.items()}
+    return value
 
 
 def run_aggregate(
