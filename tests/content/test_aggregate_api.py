@@ -333,3 +333,11 @@ def test_huge_integers_become_doubles_not_a_500(shop: Api) -> None:
 def test_json5_integers_past_64_bits_are_doubles(shop: Api) -> None:
     body = ok(shop, "books", "[{$limit: 1}, {$project: {_id: 0, x: {$literal: 100000000000000000000000000000}}}]")
     assert body == [{"x": 1e29}]
+
+
+def test_lookup_joining_too_much_is_400(shop: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_pipeline, "MAX_HELD", 1)
+    response = agg(shop, "books", [
+        {"$lookup": {"from": "books", "localField": "genre", "foreignField": "genre", "as": "same"}}])
+    assert response.status_code == 400
+    assert "more than 1" in response.json()["error"]

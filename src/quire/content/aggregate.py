@@ -22,7 +22,7 @@ from quire.content.models import Model
 from quire.content.service import PUBLISHED, ContentService
 from quire.errors import BadRequest, PreconditionFailed
 from quire.store.expressions import number
-from quire.store.pipeline import MAX_HELD, Budget, Lookup, aggregate, parse_pipeline
+from quire.store.pipeline import Budget, Lookup, aggregate, parse_pipeline
 from quire.store.query import And, Cond
 
 MAX_ANSWER_BYTES = 64 << 20
@@ -88,10 +88,12 @@ def run_aggregate(
         target = joined[stage.source]
         coll = content.collection(target)
         if stage.foreign[0] not in stored_keys(target) and len(keys) <= MAX_LOOKUP_KEYS:
-            found = coll.find(And([PUBLISHED, Cond(stage.foreign, "in", keys)]))
+            found = coll.find(And([PUBLISHED, Cond(stage.foreign, "in", keys)]), limit=budget.limit + 1)
+            if len(found) > budget.limit:
+                budget.take(len(found))  # refused: one batch would join too much
         else:
             if stage.source not in cached:
-                found = coll.find(PUBLISHED, limit=MAX_HELD + 1)
+                found = coll.find(PUBLISHED, limit=budget.limit + 1)
                 budget.take(len(found))
                 cached[stage.source] = found
             found = cached[stage.source]
