@@ -321,21 +321,23 @@ def split(stages: list[Stage], in_sql: Callable[[set[str]], bool]) -> tuple[Pref
     `in_sql` accepts (by top-level field name), and the stages after it."""
     prefix = Prefix()
     i = 0
-    while i < len(stages) and isinstance(stages[i], Match) and in_sql(_heads(stages[i].node)):  # type: ignore[attr-defined]
-        prefix.nodes.append(stages[i].node)  # type: ignore[attr-defined]
+    for stage in stages:
+        if not (isinstance(stage, Match) and in_sql(_heads(stage.node))):
+            break
+        prefix.nodes.append(stage.node)
         i += 1
-    stage = stages[i] if i < len(stages) else None
-    if isinstance(stage, Sort) and in_sql({path[0] for path, _ in stage.keys}):
-        prefix.sort = stage.keys
+    head = stages[i] if i < len(stages) else None
+    if isinstance(head, Sort) and in_sql({path[0] for path, _ in head.keys}):
+        prefix.sort = head.keys
         i += 1
-    while i < len(stages) and isinstance(stages[i], Skip | Limit):
-        stage = stages[i]
+    for stage in stages[i:]:
         if isinstance(stage, Skip):
             prefix.skip += stage.count
             prefix.limit = None if prefix.limit is None else max(prefix.limit - stage.count, 0)
-        else:
-            assert isinstance(stage, Limit)
+        elif isinstance(stage, Limit):
             prefix.limit = stage.count if prefix.limit is None else min(prefix.limit, stage.count)
+        else:
+            break
         i += 1
     return prefix, stages[i:]
 
