@@ -341,3 +341,8 @@ def test_lookup_joining_too_much_is_400(shop: Api, monkeypatch: pytest.MonkeyPat
         {"$lookup": {"from": "books", "localField": "genre", "foreignField": "genre", "as": "same"}}])
     assert response.status_code == 400
     assert "more than 1" in response.json()["error"]
+
+
+def test_project_keeps_the_documents_field_order(shop: Api) -> None:
+    body = ok(shop, "books", [{"$limit": 1}, {"$project": {"price": 1, "title": 1, "n": {"$literal": 1}}}])
+    assert list(body[0]) == ["_id", "title", "price", "n"]

@@ -462,8 +462,12 @@ def project(stage: Project, doc: dict[str, Any]) -> dict[str, Any]:
     out = {}
     if stage.id_included and "_id" in doc:
         out["_id"] = doc["_id"]
+    by_head: dict[str, list[Path]] = {}
     for path in stage.paths:
-        match._copy_path(doc, out, path)
+        by_head.setdefault(path[0], []).append(path)
+    for key in doc:  # included fields keep the document's order, as in MongoDB
+        for path in by_head.get(key, ()):
+            match._copy_path(doc, out, path)
     for path, expr in stage.computed:
         value = expr(doc)
         if value is not MISSING:
