@@ -10,6 +10,7 @@ import pytest
 
 from quire.content import aggregate as content_aggregate
 from quire.store import pipeline as store_pipeline
+from quire.store import stages as store_stages
 from quire.store.sqlite import Collection
 from tests.conftest import Api, create_item, put_model, role_key
 
@@ -291,9 +292,9 @@ def test_leading_match_sort_skip_limit_run_in_sql(shop: Api, monkeypatch: pytest
 
 
 def test_too_long_pipeline_is_400(shop: Api) -> None:
-    response = agg(shop, "books", [{"$match": {}}] * (store_pipeline.MAX_STAGES + 1))
+    response = agg(shop, "books", [{"$match": {}}] * (store_stages.MAX_STAGES + 1))
     assert response.status_code == 400
-    assert str(store_pipeline.MAX_STAGES) in response.json()["error"]
+    assert str(store_stages.MAX_STAGES) in response.json()["error"]
 
 
 def test_aggregate_holding_too_much_is_400(shop: Api, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from quire.errors import BadRequest
 from quire.store import SqliteStore
-from quire.store.pipeline import Lookup, aggregate, parse_pipeline, split
+from quire.store.pipeline import aggregate, split
 from quire.store.query import Cond
+from quire.store.stages import Lookup, parse_pipeline
 from quire.store.values import SortKey
 
 mongomock = pytest.importorskip("mongomock")

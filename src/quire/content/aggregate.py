@@ -22,8 +22,9 @@ from quire.content.models import Model
 from quire.content.service import PUBLISHED, ContentService
 from quire.errors import BadRequest, PreconditionFailed
 from quire.store.expressions import number
-from quire.store.pipeline import Budget, Lookup, aggregate, parse_pipeline
+from quire.store.pipeline import Budget, aggregate
 from quire.store.query import And, Cond
+from quire.store.stages import Lookup, parse_pipeline
 
 MAX_ANSWER_BYTES = 64 << 20
 # Past this many distinct local values a $lookup batch reads the joined
