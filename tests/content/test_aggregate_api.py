@@ -347,3 +347,20 @@ def test_lookup_joining_too_much_is_400(shop: Api, monkeypatch: pytest.MonkeyPat
 def test_project_keeps_the_documents_field_order(shop: Api) -> None:
     body = ok(shop, "books", [{"$limit": 1}, {"$project": {"price": 1, "title": 1, "n": {"$literal": 1}}}])
     assert list(body[0]) == ["_id", "title", "price", "n"]
+
+
+def test_lookup_with_more_distinct_values_than_one_query_takes(admin: Api) -> None:
+    put_model(admin, "words", type="collection", fields=[{"name": "w", "type": "text"}])
+    put_model(admin, "bags", type="collection", fields=[{"name": "ws", "type": "tags"}])
+    words = [f"w{i}" for i in range(120)]
+    for w in words:
+        create_item(admin, "words", {"w": w})
+    create_item(admin, "bags", {"ws": words})
+    # one document with 120 distinct local values: the joined model is read whole
+    body = ok(admin, "bags", [{"$lookup": {"from": "words", "localField": "ws", "foreignField": "w", "as": "found"}},
+                              {"$project": {"_id": 0, "n": {"$size": "$found"}}}])
+    assert body == [{"n": 120}]
+    # 120 documents, each one value, against an array field: queries of 100 values
+    body = ok(admin, "words", [{"$lookup": {"from": "bags", "localField": "w", "foreignField": "ws", "as": "in"}},
+                               {"$group": {"_id": None, "n": {"$sum": {"$size": "$in"}}}}])
+    assert body == [{"_id": None, "n": 120}]
