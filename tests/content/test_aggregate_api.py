@@ -364,3 +364,11 @@ def test_lookup_with_more_distinct_values_than_one_query_takes(admin: Api) -> No
     body = ok(admin, "words", [{"$lookup": {"from": "bags", "localField": "w", "foreignField": "ws", "as": "in"}},
                                {"$group": {"_id": None, "n": {"$sum": {"$size": "$in"}}}}])
     assert body == [{"_id": None, "n": 120}]
+
+
+@pytest.mark.parametrize(("param", "stage"), [("filter", "$match"), ("sort", "$sort"), ("fields", "$project"),
+                                              ("limit", "$limit"), ("skip", "$skip"), ("populate", "$lookup")])
+def test_list_parameters_are_refused_naming_the_stage_to_use(shop: Api, param: str, stage: str) -> None:
+    response = shop.get("/api/content/aggregate/books", params={"pipeline": "[]", param: "1"})
+    assert response.status_code == 400
+    assert response.json() == {"error": f"<{param}> is not a parameter of aggregate; use a {stage} stage"}

@@ -176,9 +176,18 @@ def _opt_int(options: dict[str, Any], key: str) -> int | None:
     return value
 
 
+# List parameters an aggregation takes as stages instead: refused, not
+# silently ignored, so a request written for a list does not half-work.
+_AGGREGATE_INSTEAD = {"filter": "$match", "sort": "$sort", "fields": "$project", "limit": "$limit",
+                      "skip": "$skip", "populate": "$lookup"}
+
+
 async def aggregate_items(request: Request) -> Response:
     identity = identify(request)
     params = request.query_params
+    for name, stage in _AGGREGATE_INSTEAD.items():
+        if name in params or any(k.startswith(name + "[") for k in params):
+            raise BadRequest(f"<{name}> is not a parameter of aggregate; use a {stage} stage")
     body = run_aggregate(
         quire_of(request).content, request.path_params["model"], params.get("pipeline"),
         params.get("locale") or None, identity,
