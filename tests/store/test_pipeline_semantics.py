@@ -100,8 +100,9 @@ stages = st.one_of(
     st.builds(lambda k, v: {"$project": {"a": 1, k: {"$literal": v}}}, st.sampled_from(["p", "q"]), scalars),
     st.builds(group_stage, group_ids,
               st.lists(st.tuples(st.sampled_from([*accumulator_kinds, "$count"]), refs | st.just(1)), max_size=3)),
-    st.builds(lambda p, keep: {"$unwind": {"path": f"${p}", "preserveNullAndEmptyArrays": keep}}
-              if keep else {"$unwind": f"${p}"}, st.sampled_from(KEYS), st.booleans()),
+    st.builds(lambda p, keep, index: {"$unwind": {"path": f"${p}", "preserveNullAndEmptyArrays": keep,
+                                                  **({"includeArrayIndex": "i"} if index else {})}}
+              if keep or index else {"$unwind": f"${p}"}, paths, st.booleans(), st.booleans()),
     st.just({"$count": "n"}),
     st.builds(lambda lf, ff: {"$lookup": {"from": "other", "localField": lf, "foreignField": ff, "as": "j"}},
               paths, paths),
@@ -174,6 +175,9 @@ def mongomock_deviates(pipeline: list[dict[str, Any]], docs: list[Any]) -> bool:
     - `$addFields` on a dotted path through an array (`a.b` of
       `{"a": [1, {"c": 1}]}`): MongoDB sets the field in every element,
       mongomock replaces the array by an object.
+    - `$unwind` keeping a document without elements
+      (`preserveNullAndEmptyArrays`) gives it a null `includeArrayIndex`
+      field in MongoDB; mongomock leaves the field out.
     - the `$first`/`$last` accumulators skip documents missing the field in
       mongomock; MongoDB takes the first/last document and answers null.
     - `$match` equality with null on a dotted path: mongomock does not
@@ -184,6 +188,10 @@ def mongomock_deviates(pipeline: list[dict[str, Any]], docs: list[Any]) -> bool:
     text = repr(pipeline)
     if "'$count': {}" in text:
         return True
+    for stage in pipeline:
+        spec = stage.get("$unwind")
+        if isinstance(spec, dict) and "includeArrayIndex" in spec and spec["preserveNullAndEmptyArrays"]:
+            return True
     for kind in ("$first", "$last"):
         for head in KEYS:
             if f"'{kind}': '${head}" in text and any(isinstance(d, dict) and head not in d for d in docs):
@@ -435,3 +443,38 @@ def test_any_pipeline_answers_or_is_a_400(store: SqliteStore, docs: list[dict[st
             orjson.dumps(answer)
     finally:
         store.drop_collection(name)
+
+
+# -- where mongomock cannot be the judge: MongoDB's documented behaviour, pinned ---------
+
+
+def run_alone(pipeline: list[Any], docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from quire.store.pipeline import run
+
+    return list(run(parse_pipeline(pipeline), iter(docs), lambda stage, keys: []))
+
+
+def test_add_fields_with_an_object_merges_into_an_embedded_document() -> None:
+    docs = [{"_id": 1, "specs": {"doors": 4}}, {"_id": 2, "specs": [{"doors": 2}, 7]}, {"_id": 3}]
+    assert run_alone([{"$addFields": {"specs": {"fuel": "unleaded"}}}], docs) == [
+        {"_id": 1, "specs": {"doors": 4, "fuel": "unleaded"}},
+        {"_id": 2, "specs": [{"doors": 2, "fuel": "unleaded"}, {"fuel": "unleaded"}]},
+        {"_id": 3, "specs": {"fuel": "unleaded"}},
+    ]
+
+
+def test_add_fields_remove_and_missing_values_drop_the_field() -> None:
+    docs = [{"_id": 1, "a": 1, "b": 2}]
+    assert run_alone([{"$addFields": {"a": "$$REMOVE", "b": "$nothing", "c": "$$ROOT.a"}}], docs) == [
+        {"_id": 1, "c": 1}]
+
+
+def test_project_computed_dotted_field_builds_the_embedded_document() -> None:
+    assert run_alone([{"$project": {"b.q": {"$literal": 1}, "_id": 0}}], [{"_id": 1}]) == [{"b": {"q": 1}}]
+
+
+def test_expression_comparisons_put_missing_below_null() -> None:
+    docs = [{"_id": 1, "n": None}]
+    assert run_alone([{"$project": {"_id": 0, "eq": {"$eq": ["$gone", None]}, "lt": {"$lt": ["$gone", None]},
+                                    "null": {"$eq": ["$n", None]}}}], docs) == [
+        {"eq": False, "lt": True, "null": True}]

@@ -80,12 +80,15 @@ def _present(value: Any) -> Any:
 
 
 def _parse_reference(spec: str) -> Expr:
-    if spec in ("$$ROOT", "$$CURRENT"):
-        return lambda doc: doc
-    if spec == "$$REMOVE":
-        return lambda doc: MISSING
     if spec.startswith("$$"):
-        raise BadRequest(f"Unknown pipeline variable {spec.split('.')[0]}")
+        variable, dot, rest = spec.partition(".")
+        if variable == "$$REMOVE" and not dot:
+            return lambda doc: MISSING
+        if variable not in ("$$ROOT", "$$CURRENT"):
+            raise BadRequest(f"Unknown pipeline variable {variable}")
+        if not dot:
+            return lambda doc: doc
+        spec = "$" + rest  # $$ROOT.a is $a: no stage here rebinds the current document
     path = parse_path(spec[1:], spec)
     return lambda doc: get_path(doc, path)
 
