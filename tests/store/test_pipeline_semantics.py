@@ -478,3 +478,14 @@ def test_expression_comparisons_put_missing_below_null() -> None:
     assert run_alone([{"$project": {"_id": 0, "eq": {"$eq": ["$gone", None]}, "lt": {"$lt": ["$gone", None]},
                                     "null": {"$eq": ["$n", None]}}}], docs) == [
         {"eq": False, "lt": True, "null": True}]
+
+
+def test_lookup_missing_or_empty_local_value_matches_null_and_missing_foreign_fields() -> None:
+    from quire.store.pipeline import run
+
+    foreign = [{"_id": "x", "k": None}, {"_id": "y"}, {"_id": "z", "k": 1}]
+    stages = parse_pipeline([{"$lookup": {"from": "f", "localField": "k", "foreignField": "k", "as": "j"}},
+                             {"$project": {"ids": "$j._id"}}])
+    out = list(run(stages, iter([{"_id": 1}, {"_id": 2, "k": []}, {"_id": 3, "k": [1, None]}]),
+                   lambda stage, keys: foreign))
+    assert out == [{"_id": 1, "ids": ["x", "y"]}, {"_id": 2, "ids": ["x", "y"]}, {"_id": 3, "ids": ["x", "y", "z"]}]
