@@ -1,7 +1,7 @@
 """`GET /content/aggregate/{model}`: a MongoDB aggregation pipeline over the
 published items of a collection, with the read rules of lists.
 
-The pipeline's leading `$match`/`$sort`/`$skip`/`$limit` stages run in SQL
+The pipeline's leading `$match`, `$sort`, `$skip` and `$limit` stages run in SQL
 (see `store/pipeline.py`); with `locale`, a stage touching a localized field
 runs in Python instead, after the items were localized, so that `title`
 means the localized title everywhere in the pipeline. `$lookup` joins

@@ -1,7 +1,7 @@
 """MongoDB aggregation pipelines: the SQL prefix and the evaluation.
 
-Stages are parsed in `stages.py`. A pipeline's leading `$match` stages,
-then a `$sort`, then `$skip`/`$limit` stages form the `Prefix`, which the
+Stages are parsed in `stages.py`. A pipeline's leading `$match` stages
+and one `$sort`, then `$skip`/`$limit` stages form the `Prefix`, which the
 collection runs in SQL like a list (a `$count` right after it is a SQL
 count); the stages after it run here, in Python, over the streamed rows,
 with the reference evaluator's semantics (`match.py`, `values.py`) for
@@ -61,18 +61,18 @@ class Prefix:
 
 
 def split(stages: list[Stage], in_sql: Callable[[set[str]], bool]) -> tuple[Prefix, list[Stage]]:
-    """The longest `$match* $sort? ($skip|$limit)*` head whose fields
-    `in_sql` accepts (by top-level field name), and the stages after it."""
+    """The longest head of `$match` stages and one `$sort` (in any order),
+    then `$skip`/`$limit` stages, whose fields `in_sql` accepts (by
+    top-level field name); and the stages after it."""
     prefix = Prefix()
     i = 0
-    for stage in stages:
-        if not (isinstance(stage, Match) and in_sql(_heads(stage.node))):
+    for stage in stages:  # a filter and an order commute: $match and one $sort, in any order
+        if isinstance(stage, Match) and in_sql(_heads(stage.node)):
+            prefix.nodes.append(stage.node)
+        elif isinstance(stage, Sort) and not prefix.sort and in_sql({path[0] for path, _ in stage.keys}):
+            prefix.sort = stage.keys
+        else:
             break
-        prefix.nodes.append(stage.node)
-        i += 1
-    head = stages[i] if i < len(stages) else None
-    if isinstance(head, Sort) and in_sql({path[0] for path, _ in head.keys}):
-        prefix.sort = head.keys
         i += 1
     for stage in stages[i:]:
         if isinstance(stage, Skip):
