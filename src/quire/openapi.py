@@ -227,6 +227,14 @@ def document() -> dict[str, Any]:
                       [MODEL, param("parent", "query", "string", "Answer the subtree under this item"),
                        LOCALE, FILTER, FIELDS, POPULATE, *PERSONA], READ_ERRORS, schema=OBJECTS),
         },
+        "/api/content/aggregate/{model}": {
+            "get": op("Run a MongoDB aggregation pipeline over published items; answers the array of result documents",
+                       [MODEL, LOCALE,
+                        param("pipeline", "query", "string",
+                              "JSON (or JSON5) array of stages: $match $project $addFields $set $group $sort $skip "
+                              "$limit $unwind $count $lookup")],
+                       (*READ_ERRORS, 412)),
+        },
         "/api/system/healthcheck": {
             "get": system("Health check (no key needed)", [], (), security=False, ok='{"status": "ok"}',
                           schema={"type": "object", "required": ["status"],

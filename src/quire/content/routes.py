@@ -12,6 +12,7 @@ from starlette.responses import Response, StreamingResponse
 from quire.asgi import route
 from quire.auth.request import identify
 from quire.auth.service import Identity
+from quire.content.aggregate import run_aggregate
 from quire.content.service import ReadOptions
 from quire.errors import BadRequest, PreconditionFailed
 from quire.http import (
@@ -181,10 +182,30 @@ def _opt_int(options: dict[str, Any], key: str) -> int | None:
     return value
 
 
+# List parameters an aggregation takes as stages instead: refused, not
+# silently ignored, so a request written for a list does not half-work.
+_AGGREGATE_INSTEAD = {"filter": "$match", "sort": "$sort", "fields": "$project", "limit": "$limit",
+                      "skip": "$skip", "populate": "$lookup"}
+
+
+async def aggregate_items(request: Request) -> Response:
+    identity = identify(request)
+    params = request.query_params
+    for name, stage in _AGGREGATE_INSTEAD.items():
+        if name in params or any(k.startswith(name + "[") for k in params):
+            raise BadRequest(f"<{name}> is not a parameter of aggregate; use a {stage} stage")
+    body = run_aggregate(
+        quire_of(request).content, request.path_params["model"], params.get("pipeline"),
+        params.get("locale") or None, identity,
+    )
+    return raw_json_response(body)
+
+
 routes = [
     route("/api/content/item/{model}", get=get_item, post=save_item),
     route("/api/content/item/{model}/{id}", get=get_item, delete=delete_item),
     route("/api/content/items/{model}", get=list_items),
     route("/api/content/items", get=batch),
     route("/api/content/tree/{model}", get=get_tree),
+    route("/api/content/aggregate/{model}", get=aggregate_items),
 ]
