@@ -177,7 +177,7 @@ def test_lookup_needs_read_permission_on_the_joined_model(shop: Api) -> None:
 def test_lookup_of_an_unknown_model_is_404(shop: Api) -> None:
     response = agg(shop, "books", [{"$lookup": {"from": "nope", "localField": "a", "foreignField": "b", "as": "c"}}])
     assert response.status_code == 404
-    assert response.json() == {"error": "Model nope not found"}
+    assert response.json() == {"error": "Model <nope> not found"}
 
 
 def test_lookup_pipeline_form_is_400_naming_it(shop: Api) -> None:
@@ -254,7 +254,7 @@ def test_aggregate_type_error_is_400_naming_the_operator(shop: Api) -> None:
 def test_aggregate_unknown_model_is_404(shop: Api) -> None:
     response = agg(shop, "nope", [])
     assert response.status_code == 404
-    assert response.json() == {"error": "Model nope not found"}
+    assert response.json() == {"error": "Model <nope> not found"}
 
 
 def test_aggregate_needs_read_permission(shop: Api, anon: Api) -> None:
