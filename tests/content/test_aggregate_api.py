@@ -331,9 +331,27 @@ def test_huge_integers_become_doubles_not_a_500(shop: Api) -> None:
     assert body == [{"x": pytest.approx(8.507059173023462e37)}]
 
 
-def test_json5_integers_past_64_bits_are_doubles(shop: Api) -> None:
-    body = ok(shop, "books", "[{$limit: 1}, {$project: {_id: 0, x: {$literal: 100000000000000000000000000000}}}]")
-    assert body == [{"x": 1e29}]
+@pytest.mark.parametrize("pipeline", [
+    "[{$limit: 1}, {$project: {_id: 0, x: {$literal: 100000000000000000000000000000}}}]",
+    '[{"$skip": 9223372036854775808}]',
+    "[{$skip: 9223372036854775808}]",
+    '[{"$limit": 1e300}]',
+    '[{"$match": {"title\\u0000": 1}}]',
+    '[{"$addFields": {"x": NaN}}]',
+])
+def test_values_no_query_can_use_are_400_as_in_every_json_parameter(shop: Api, pipeline: str) -> None:
+    response = agg(shop, "books", pipeline)
+    assert response.status_code == 400
+    assert "error" in response.json()
+
+
+def test_skips_adding_up_past_64_bits_stay_in_range(shop: Api) -> None:
+    assert ok(shop, "books", [{"$skip": 9223372036854775807}, {"$skip": 9223372036854775807}]) == []
+
+
+def test_a_result_that_cannot_be_json_is_a_400_that_says_so(shop: Api) -> None:
+    response = agg(shop, "books", '[{"$limit": 1}, {"$project": {"_id": 0, "x": {"$concat": ["\\ud83d", "a"]}}}]')
+    assert response.status_code == 400
 
 
 def test_lookup_joining_too_much_is_400(shop: Api, monkeypatch: pytest.MonkeyPatch) -> None:

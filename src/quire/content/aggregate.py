@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import json5
 import orjson
 
 from quire.auth.service import Identity
@@ -21,7 +20,6 @@ from quire.content.locales import localize, rewrite_locale_keys
 from quire.content.models import Model
 from quire.content.service import PUBLISHED, ContentService
 from quire.errors import BadRequest, PreconditionFailed
-from quire.store.expressions import number
 from quire.store.pipeline import Budget, aggregate
 from quire.store.query import And, Cond
 from quire.store.stages import Lookup, parse_pipeline
@@ -33,40 +31,14 @@ MAX_ANSWER_BYTES = 64 << 20
 MAX_LOOKUP_KEYS = 100
 
 
-def parse_pipeline_text(text: str | None) -> Any:
-    """The `pipeline` parameter: strict JSON, then JSON5; none is `[]`."""
-    if text is None:
-        return []
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return _doubles_for_huge_ints(json5.loads(text))
-    except (ValueError, TypeError, RecursionError):
-        raise BadRequest("Pipeline is not valid json") from None
-
-
-def _doubles_for_huge_ints(value: Any) -> Any:
-    """JSON5 reads any integer; past 64 bits it becomes a double, as strict
-    JSON reads it, so no answer or query parameter overflows."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return number(value)
-    if isinstance(value, list):
-        return [_doubles_for_huge_ints(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _doubles_for_huge_ints(v) for k, v in value.items()}
-    return value
-
-
 def run_aggregate(
-    content: ContentService, name: str, text: str | None, locale: str | None, identity: Identity
+    content: ContentService, name: str, pipeline: Any, locale: str | None, identity: Identity
 ) -> bytes:
     """The answer of an aggregation as a JSON array."""
     model = content.readable(name, identity)
     if model.type == "singleton":
         raise PreconditionFailed(f"Aggregate method not allowed for {name}")
-    stages = parse_pipeline(parse_pipeline_text(text), rewrite_locale_keys)
+    stages = parse_pipeline(pipeline, rewrite_locale_keys)
     joined = {s.source: content.readable(s.source, identity) for s in stages if isinstance(s, Lookup)}
     codes = content.locales.codes()
     budget = Budget()
@@ -108,8 +80,10 @@ def run_aggregate(
     )
     try:
         return _answer(docs)
-    except (RecursionError, orjson.JSONEncodeError):  # values built stage upon stage
+    except RecursionError:  # values built stage upon stage
         raise BadRequest("Aggregation values nest too deeply") from None
+    except orjson.JSONEncodeError as exc:  # e.g. $concat joining halves of a surrogate pair
+        raise BadRequest(f"Aggregation result cannot be written as JSON: {exc}") from None
 
 
 def _answer(docs: Any) -> bytes:

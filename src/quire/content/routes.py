@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -20,6 +21,7 @@ from quire.http import (
     int_param,
     json_param,
     json_response,
+    parse_json_text,
     quire_of,
     raw_json_response,
     read_data,
@@ -194,11 +196,27 @@ async def aggregate_items(request: Request) -> Response:
     for name, stage in _AGGREGATE_INSTEAD.items():
         if name in params or any(k.startswith(name + "[") for k in params):
             raise BadRequest(f"<{name}> is not a parameter of aggregate; use a {stage} stage")
-    body = run_aggregate(
-        quire_of(request).content, request.path_params["model"], params.get("pipeline"),
+    pipeline = _pipeline_param(params.get("pipeline"))
+    # A pipeline may hold up to MAX_HELD documents in Python: off the event
+    # loop, so other requests of this worker go on meanwhile.
+    body = await anyio.to_thread.run_sync(
+        run_aggregate, quire_of(request).content, request.path_params["model"], pipeline,
         params.get("locale") or None, identity,
     )
     return raw_json_response(body)
+
+
+def _pipeline_param(text: str | None) -> Any:
+    """The `pipeline` parameter: JSON or JSON5 as every JSON parameter (and
+    refused for the same values); none is `[]`."""
+    if text is None:
+        return []
+    try:
+        return parse_json_text(text, "pipeline")
+    except BadRequest as exc:
+        if exc.message == "<pipeline> is not valid json":
+            raise BadRequest("Pipeline is not valid json") from None  # Cockpit's message
+        raise
 
 
 routes = [

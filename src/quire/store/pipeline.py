@@ -39,6 +39,7 @@ from quire.store.stages import (
     Stage,
     Unwind,
 )
+from quire.store.values import INT64_MAX
 
 if TYPE_CHECKING:
     from quire.store.sqlite import Collection
@@ -76,7 +77,7 @@ def split(stages: list[Stage], in_sql: Callable[[set[str]], bool]) -> tuple[Pref
         i += 1
     for stage in stages[i:]:
         if isinstance(stage, Skip):
-            prefix.skip += stage.count
+            prefix.skip = min(prefix.skip + stage.count, INT64_MAX)  # SQLite's OFFSET is 64-bit
             prefix.limit = None if prefix.limit is None else max(prefix.limit - stage.count, 0)
         elif isinstance(stage, Limit):
             prefix.limit = stage.count if prefix.limit is None else min(prefix.limit, stage.count)
