@@ -94,3 +94,13 @@ def test_answers_declare_their_content_types(anon: Api) -> None:
     assert types("/api/content/items/{model}") == {"application/json"}
     listing = paths["/api/content/items/{model}"]["get"]["responses"]["200"]["content"]["application/json"]
     assert listing["schema"] == {"$ref": "#/components/schemas/List"}
+
+
+def test_the_document_is_built_once_per_process(anon: Api, monkeypatch: Any) -> None:
+    from quire import openapi
+
+    first = anon.get("/api/openapi.json").content
+    calls: list[int] = []
+    monkeypatch.setattr(openapi, "document", lambda: calls.append(1) or {})
+    assert anon.get("/api/openapi.json").content == first
+    assert calls == []

@@ -3,14 +3,16 @@ its parameters and its errors. A test checks it lists every route."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
 from quire import __version__
 from quire.asgi import route
-from quire.http import json_response
+from quire.http import raw_json_response
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 JSON_PARAM_NOTE = " Strict JSON, relaxed JSON5 (`{title:'x'}`) or the bracket form (`name[key]=v`)."
@@ -354,8 +356,15 @@ def document() -> dict[str, Any]:
     }
 
 
+@functools.cache
+def _document_bytes() -> bytes:
+    """The document never changes while the process runs: built and encoded
+    once (about 100 KB; it is public, so this is also cheaper to be asked for)."""
+    return orjson.dumps(document())
+
+
 async def openapi_json(request: Request) -> Response:
-    return json_response(document())
+    return raw_json_response(_document_bytes())
 
 
 routes = [route("/api/openapi.json", get=openapi_json)]
