@@ -107,6 +107,25 @@ async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> 
             await quire.l10n.put(project["name"], project, IMPORTER)
             counts["translation projects"] += 1
     size = batch or quire.settings.get("store", "import_batch_items")
+    try:
+        await _import_items(quire, items, size, counts)
+    except ApiError as exc:
+        # A hook's refusal or a lock not had in time stops the import between
+        # checked items: say what is stored, so the operator knows a re-run is
+        # what finishes it.
+        total = sum(len(docs) for docs in items.values())
+        exc.message += (f" (the import stopped after {counts['items']} of {total} items; the "
+                        "settings and those items are stored; running the same import again is safe)")
+        exc.args = (exc.message,)
+        raise
+    return counts
+
+
+async def _import_items(quire: Quire, items: dict[str, list[dict[str, Any]]], size: int,
+                        counts: dict[str, int]) -> None:
+    """Items in transactions of `size` (or BATCH_SECONDS of work); counts
+    only what committed."""
+    store = quire.store
     for name, docs in items.items():
         model = quire.models.get(name)
         coll = quire.content.collection(model)
@@ -114,16 +133,17 @@ async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> 
         while start < len(docs):
             async with store.atomic(timeout=store.blocking_timeout):
                 ends = time.monotonic() + BATCH_SECONDS
+                done = 0
                 for item in docs[start : start + size]:
                     await _import_item(quire, name, coll, item)
-                    start += 1
-                    counts["items"] += 1
+                    done += 1
                     if time.monotonic() > ends:
                         break  # long enough holding the lock: commit here
+            start += done
+            counts["items"] += done
             # Writers of other processes poll for the lock (see
             # SqliteStore.atomic); a short gap lets them in.
             await asyncio.sleep(BATCH_GAP)
-    return counts
 
 
 def _as_list(bundle: dict[str, Any], key: str) -> list[Any]:

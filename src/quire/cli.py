@@ -295,9 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", parents=[common], help="load a bundle written by export",
                          description="Import a bundle (models, locales, roles, pages, items, ...). "
                                      "The whole bundle is checked first: nothing is stored if any part "
-                                     "is bad. Items are committed in batches, so the server keeps "
-                                     "answering writes; items are matched by id, so running the same "
-                                     "import again is safe.")
+                                     "is bad. Items are then committed in batches, so the server keeps "
+                                     "answering writes; a hook refusing an item stops the import there "
+                                     "(the error says how many items are stored). Items are matched by "
+                                     "id, so running the same import again is safe and finishes it.")
     imp.add_argument("file", help="bundle file, or - for stdin")
     imp.set_defaults(func=cmd_import)
 

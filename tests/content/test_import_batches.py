@@ -107,3 +107,23 @@ async def test_items_commit_in_batches_with_their_events(quire: Any, events: Eve
         ("before", ids[4]), ("after", ids[4]),
     ]
     assert stored_ids(quire) == ids
+
+
+@pytest.mark.anyio
+async def test_a_hook_refusing_mid_way_says_what_is_stored_and_a_rerun_finishes(quire: Any, events: Events) -> None:
+    from quire.events import Reject
+
+    def refuse_the_fourth(item: dict[str, Any], **_: Any) -> None:
+        if item["_id"] == ident(3):
+            raise Reject("not this one")
+
+    events.on("content.item.save.before", refuse_the_fourth)
+    with pytest.raises(ApiError) as caught:
+        await import_bundle(quire, bundle_of(5), batch=2)
+    assert caught.value.status == 412
+    assert "stopped after 2 of 5 items" in caught.value.message
+    assert "running the same import again is safe" in caught.value.message
+    assert stored_ids(quire) == [ident(0), ident(1)]  # the refused batch rolled back whole
+    events.off("content.item.save.before", refuse_the_fourth)
+    assert (await import_bundle(quire, bundle_of(5), batch=2))["items"] == 5
+    assert stored_ids(quire) == [ident(i) for i in range(5)]
