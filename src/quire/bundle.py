@@ -181,15 +181,51 @@ def _check_items(quire: Quire, bundle: dict[str, Any], models: dict[str, Model])
         for doc in docs:
             if not isinstance(doc, dict) or not isinstance(doc.get("_id"), str):
                 raise BadRequest(f"every item of {name} needs an _id")
-            fields = {k: v for k, v in doc.items() if not k.startswith("_")}
+            # _state, _pid and _o are checked as an API write checks them
+            fields = {k: v for k, v in doc.items() if not k.startswith("_") or k in ("_state", "_pid", "_o")}
             try:
                 item = quire.content.check_data(model, fields, IMPORTER, codes=codes)
+                _check_stamps(doc)
             except ApiError as exc:
                 exc.message = f"{name}/{doc['_id']}: {exc.message}"
                 raise
             item.update({k: doc[k] for k in KEPT_SYSTEM if k in doc})
             ready.append(item)
     return out
+
+
+def _check_stamps(doc: dict[str, Any]) -> None:
+    """Times are whole seconds, authors are key or user ids (or null)."""
+    errors: dict[str, str] = {}
+    for key in ("_created", "_modified"):
+        if key in doc and (isinstance(doc[key], bool) or not isinstance(doc[key], int)):
+            errors[key] = "must be a time in whole seconds since 1970"
+    for key in ("_cby", "_mby"):
+        if key in doc and doc[key] is not None and not isinstance(doc[key], str):
+            errors[key] = "must be a string or null"
+    if errors:
+        raise BadRequest("Invalid item data: " + "; ".join(f"{k} {v}" for k, v in errors.items()),
+                         fields=sorted(errors))
+
+
+def _fill_system(model: Model, coll: Any, item: dict[str, Any], current: dict[str, Any] | None) -> None:
+    """System fields a bundle leaves out (one written by hand, for seeding)
+    are kept from the stored item or set as an API create sets them: reads
+    ask for `_state` 1 and sort by `_created`, so an item without them would
+    be stored but never shown. Running the import again changes nothing."""
+    now = int(time.time())
+    defaults: dict[str, Any] = {"_state": 1, "_created": now, "_modified": now,
+                                "_cby": IMPORTER.actor, "_mby": IMPORTER.actor}
+    if model.type == "singleton":
+        defaults["_model"] = model.name
+    if model.type == "tree":
+        defaults["_pid"] = None
+    for key, value in defaults.items():
+        if key not in item:
+            item[key] = current[key] if current is not None and key in current else value
+    if model.type == "tree" and "_o" not in item:
+        # after its siblings, as a new node of the API
+        item["_o"] = current["_o"] if current is not None and "_o" in current else coll.count({"_pid": item["_pid"]})
 
 
 async def _import_form(quire: Quire, doc: dict[str, Any]) -> int:
@@ -203,7 +239,9 @@ async def _import_form(quire: Quire, doc: dict[str, Any]) -> int:
 
 async def _import_item(quire: Quire, name: str, coll: Any, item: dict[str, Any]) -> None:
     """Store one checked item with its events (inside the caller's batch)."""
-    is_update = coll.get(item["_id"]) is not None
+    current = coll.get(item["_id"])
+    is_update = current is not None
+    _fill_system(quire.models.get(name), coll, item, current)
     with refusals_as_412(f"{name}/{item['_id']}: "):
         await quire.events.emit("content.item.save.before", model=name, item=item,
                                 is_update=is_update, identity=IMPORTER)
