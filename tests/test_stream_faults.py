@@ -44,7 +44,7 @@ def _connections(pid: int, port: int) -> int:
 def _slow_list(base: str, key: str, results: list[tuple[str, int, int]], lock: threading.Lock) -> None:
     """GET every item, reading the body slowly; record how it ended."""
     url = urllib.parse.urlsplit(base)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=60)
     outcome, status, size = "whole", 0, 0
     try:
         conn.request("GET", "/api/content/items/item", headers={"api-key": key})
