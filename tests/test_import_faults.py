@@ -271,3 +271,29 @@ def test_an_import_killed_half_way_leaves_whole_batches_and_runs_again(
     assert set(after) == set(ids) | {write.body["_id"]}
     assert [i for i in _stored_ids(data) if i != write.body["_id"]] == ids
     assert _documents(base, key) == len(ids) + 1
+
+
+def test_writes_refused_during_an_import_are_503_and_not_stored(tmp_path: Path) -> None:
+    # An API write that waits only 50 ms for the lock meets import batches
+    # (up to a quarter of a second each) often: it must answer 503 with
+    # Retry-After and leave nothing behind.
+    data = tmp_path / "data"
+    bundle = tmp_path / "bundle.json"
+    ids = _bundle(bundle, 20_000)
+    with quire_server(data, env={"QUIRE_SERVER_QUIET": "1", "QUIRE_STORE_LOCK_TIMEOUT_MS": "50"}) as (base, key, _):
+        _prepare(base, key)
+        with Load(base, key, writers=3, readers=1) as load:
+            run = _import(data, bundle)
+            out, err = run.communicate(timeout=180)
+        assert run.returncode == 0, err
+        load.check()
+        refused = [a for a in load.writes if a.status == 503]
+        print(f"{len(load.writes)} API writes, {len(refused)} refused with 503")
+        assert refused, "no write met the import's lock"
+        answer = _call(base, key, "GET", "/api/content/items/item?fields=" + urllib.parse.quote('{"title":1}'),
+                       timeout=60)
+        # each write had a title of its own: those stored are the acknowledged ones
+        written = [item["title"] for item in answer.body if item["title"].startswith("api ")]
+        acknowledged = [a.body["title"] for a in load.writes if a.status == 200]
+        assert sorted(written) == sorted(acknowledged)
+        assert len(answer.body) == len(ids) + len(acknowledged)
