@@ -297,3 +297,31 @@ def test_writes_refused_during_an_import_are_503_and_not_stored(tmp_path: Path) 
         acknowledged = [a.body["title"] for a in load.writes if a.status == 200]
         assert sorted(written) == sorted(acknowledged)
         assert len(answer.body) == len(ids) + len(acknowledged)
+
+
+def test_an_interrupted_import_says_what_it_stored(tmp_path: Path) -> None:
+    # Ctrl-C half-way: exit 130, and a line that says how many items are
+    # stored and that running the import again completes it.
+    data = tmp_path / "data"
+    bundle = tmp_path / "bundle.json"
+    ids = _bundle(bundle, 20_000)
+    subprocess.run([sys.executable, "-m", "quire", "init", "--data", str(data)], check=True, capture_output=True)
+    run = _import(data, bundle)
+    deadline = time.monotonic() + 120
+    while not _stored_ids_or_none(data):
+        assert run.poll() is None and time.monotonic() < deadline, "the import ended before it could be stopped"
+        time.sleep(0.01)
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=60)
+    stored = len(_stored_ids(data))
+    assert run.returncode == 130, err
+    assert 0 < stored < len(ids)
+    assert f"interrupted: {stored} of {len(ids)} items are stored; run the same import again to complete it" in err
+    assert out == ""
+
+
+def _stored_ids_or_none(data: Path) -> list[str] | None:
+    try:
+        return _stored_ids(data)
+    except sqlite3.Error:  # not created yet
+        return None

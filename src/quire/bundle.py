@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -34,6 +35,14 @@ IMPORTER = Identity("admin", key_id="import")
 # long; BATCH_GAP is the pause between batches in which they get the lock.
 BATCH_SECONDS = 0.25
 BATCH_GAP = 0.025
+
+
+@dataclass
+class Progress:
+    """How far an import got: items of the bundle, and items committed."""
+
+    items: int = 0
+    stored: int = 0
 
 
 def export_bundle(quire: Quire) -> Iterator[bytes]:
@@ -62,7 +71,9 @@ def export_bundle(quire: Quire) -> Iterator[bytes]:
     yield b"}}"
 
 
-async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> dict[str, int]:
+async def import_bundle(
+    quire: Quire, bundle: Any, batch: int | None = None, progress: Progress | None = None
+) -> dict[str, int]:
     """Load a bundle: check all of it first, then store it.
 
     A bad part anywhere (an item that fails its model's checks included)
@@ -70,7 +81,8 @@ async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> 
     pages, menus, forms and translation projects are stored in one
     transaction; items follow in transactions of `batch` items, so that a
     long import lets other writers in between batches. Items are matched by
-    `_id`: running the same import again changes nothing."""
+    `_id`: running the same import again changes nothing. `progress`, if
+    given, follows the committed items, for a caller whose import stops."""
     if not isinstance(bundle, dict) or bundle.get("quire") != FORMAT:
         raise BadRequest('Not a Quire bundle (expected {"quire": 1, ...})')
     models = _check_models(bundle.get("models"))
@@ -80,6 +92,8 @@ async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> 
     _check_list(bundle, "pages", "page")
     forms = [_check_form(form) for form in _as_list(bundle, "forms")]
     items = _check_items(quire, bundle, models)
+    progress = progress or Progress()
+    progress.items = sum(len(docs) for docs in items.values())
     counts = {"models": 0, "locales": 0, "roles": 0, "items": 0, "pages": 0, "menus": 0,
               "translation projects": 0, "forms": 0}
     store = quire.store
@@ -120,6 +134,7 @@ async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> 
                     counts["items"] += 1
                     if time.monotonic() > ends:
                         break  # long enough holding the lock: commit here
+            progress.stored = counts["items"]
             # Writers of other processes poll for the lock (see
             # SqliteStore.atomic); a short gap lets them in.
             await asyncio.sleep(BATCH_GAP)

@@ -201,7 +201,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from quire.bundle import import_bundle
+    from quire.bundle import Progress, import_bundle
+    from quire.errors import ApiError
 
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
@@ -214,12 +215,27 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"error: {args.file} is not valid JSON: {exc}", file=sys.stderr)
         return 1
     quire = _quire(args)
+    progress = Progress()
     try:
-        counts = asyncio.run(import_bundle(quire, bundle))
+        counts = asyncio.run(import_bundle(quire, bundle, progress=progress))
+    except ApiError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        _stopped(progress, "the import stopped")
+        return 1
+    except KeyboardInterrupt:
+        _stopped(progress, "interrupted")
+        return 130
     finally:
         quire.close()
     print("Imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
     return 0
+
+
+def _stopped(progress: Any, why: str) -> None:
+    """Items are committed in batches: say how many are in, when some are."""
+    if progress.stored:
+        print(f"{why}: {progress.stored} of {progress.items} items are stored; "
+              "run the same import again to complete it", file=sys.stderr)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
