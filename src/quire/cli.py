@@ -105,16 +105,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
         created, key = asyncio.run(install_demo(quire))
         token = contact_token(quire)
         password = rotate_admin_password(quire)
+        host, port = quire.settings.get("server", "host"), quire.settings.get("server", "port")
     finally:
         quire.close()
+    # `quire serve` with these settings listens there (a wildcard address on
+    # this machine's loopback too)
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
     print("Demo data created." if created else "Demo data already present.")
-    print(f"Serve it with: quire serve --data {args.data}   (then: curl <url>/api/content/items/posts)")
+    print(f"Serve it with: quire serve --data {args.data}   (then: curl {url}/api/content/items/posts)")
     if token:
-        print(f"Contact form token: {token}   (POST <url>/api/inbox/submit/{token}, no key needed)")
+        print(f"Contact form token: {token}   (POST {url}/api/inbox/submit/{token}, no key needed)")
+    print(f"Admin interface: open {url}/ and log in as user {DEMO_USER}, password {password}   (new on every run)")
+    # the key stays the last line: KEY=$(quire demo | tail -1)
     print("Admin API key (new on every run; the previous demo key was revoked):")
     print(key)
-    print(f"Admin interface: open <url>/ (http://127.0.0.1:8080/ with `make run`) and log in as "
-          f"user {DEMO_USER}, password {password}   (new on every run)")
     return 0
 
 
