@@ -325,3 +325,25 @@ def _stored_ids_or_none(data: Path) -> list[str] | None:
         return _stored_ids(data)
     except sqlite3.Error:  # not created yet
         return None
+
+
+def test_an_import_a_hook_stops_half_way_says_what_it_stored(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    bundle = tmp_path / "bundle.json"
+    ids = _bundle(bundle, 5000)
+    (data / "hooks").mkdir(parents=True)
+    (data / "hooks" / "stop.py").write_text(
+        "from quire.events import Reject\n\n"
+        "def register(events):\n"
+        "    def stop(model, item, **_):\n"
+        "        if item.get('n') == 4500:\n"
+        "            raise Reject('no more')\n"
+        "    events.on('content.item.save.before', stop)\n")
+    run = subprocess.run([sys.executable, "-m", "quire", "import", "--data", str(data), str(bundle)],
+                         capture_output=True, text=True, timeout=120)
+    stored = _stored_ids(data)
+    assert run.returncode == 1
+    assert stored == ids[: len(stored)] and 0 < len(stored) <= 4500
+    assert run.stderr.splitlines() == [
+        f"error: item/{ids[4500]}: no more",
+        f"the import stopped: {len(stored)} of 5000 items are stored; run the same import again to complete it"]
