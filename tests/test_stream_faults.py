@@ -117,3 +117,46 @@ def test_a_worker_killed_while_streaming_long_lists_leaves_the_server_serving(tm
         for _ in range(4):  # both workers, most likely
             assert sorted(_all_ids(base, key)) == sorted(ids)
         os.kill(main, 0)
+
+
+def _database_files(pid: int, data: Path) -> int:
+    """Open connections of process `pid` to the database: each has the WAL
+    file open (SQLite may keep the database file's own handle of a closed
+    connection while others hold locks on it)."""
+    db = str(data / "quire.db-wal")
+    count = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            count += os.readlink(fd) == db
+        except OSError:
+            continue
+    return count
+
+
+def test_lists_whose_clients_go_away_half_way_leave_no_connection_open(tmp_path: Path) -> None:
+    data = (tmp_path / "data").resolve()
+    bundle = tmp_path / "bundle.json"
+    ids = _bundle(bundle, 20_000)
+    subprocess.run([sys.executable, "-m", "quire", "import", "--data", str(data), str(bundle)],
+                   check=True, capture_output=True, timeout=180)
+    with quire_server(data, env={"QUIRE_SERVER_QUIET": "1"}) as (base, key, _log):
+        workers = _workers(_server_pid(data))
+        assert _call(base, key, "GET", "/api/content/items/item?limit=1").status == 200
+        baseline = {pid: _database_files(pid, data) for pid in workers}
+        port = int(urllib.parse.urlsplit(base).port or 0)
+        for _ in range(6):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("GET", "/api/content/items/item", headers={"api-key": key})
+            response = conn.getresponse()
+            assert response.status == 200
+            response.read1(65536)
+            conn.close()  # gone half-way through a list of several megabytes
+        # Each list's private database connection is closed.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            now = {pid: _database_files(pid, data) for pid in workers}
+            if now == baseline:
+                break
+            time.sleep(0.1)
+        assert now == baseline, (baseline, now)
+        assert sorted(_all_ids(base, key)) == sorted(ids)
