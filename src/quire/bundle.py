@@ -127,6 +127,10 @@ async def import_bundle(
         start = 0
         while start < len(docs):
             async with store.atomic(timeout=store.blocking_timeout):
+                # First of the batch's after-commit callbacks: it runs right at
+                # the commit, before the events' awaits, where a Ctrl-C may
+                # land (the count is read when it runs: the batch's end).
+                store.after_commit(lambda: setattr(progress, "stored", counts["items"]))
                 ends = time.monotonic() + BATCH_SECONDS
                 for item in docs[start : start + size]:
                     await _import_item(quire, name, coll, item)
@@ -134,7 +138,6 @@ async def import_bundle(
                     counts["items"] += 1
                     if time.monotonic() > ends:
                         break  # long enough holding the lock: commit here
-            progress.stored = counts["items"]
             # Writers of other processes poll for the lock (see
             # SqliteStore.atomic); a short gap lets them in.
             await asyncio.sleep(BATCH_GAP)
