@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,7 +138,7 @@ class ContentService:
         total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
         return Page(self.render(model, rows, opts, projection, identity), total)
 
-    def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Iterator[list[bytes]]:
+    def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Generator[list[bytes], None, None]:
         """An unbounded list, chunk by chunk from the database."""
         model = self.readable(name, identity)
         coll = self.collection(model)
@@ -146,7 +146,7 @@ class ContentService:
         sort = self._sort(opts.sort)
         projection = parse_fields(opts.fields)
 
-        def chunks() -> Iterator[list[bytes]]:
+        def chunks() -> Generator[list[bytes], None, None]:
             for rows in coll.stream_raw(node, sort, None, opts.skip):
                 yield self.render(model, rows, opts, projection, identity)
 
