@@ -24,7 +24,7 @@ dev: $(VENV)/.dev
 
 ## make run: set up, create the demo data dir (once) and serve it
 run: $(BIN)/quire
-	$(BIN)/quire demo --data $(DATA)
+	QUIRE_SERVER_HOST=$(HOST) QUIRE_SERVER_PORT=$(PORT) $(BIN)/quire demo --data $(DATA)
 	$(BIN)/quire serve --data $(DATA) --host $(HOST) --port $(PORT)
 
 tests/oidc/node_modules/.installed: tests/oidc/package-lock.json

@@ -112,6 +112,23 @@ def test_demo_prints_the_admin_login_and_it_works(tmp_path: Path) -> None:
     assert again != password  # new on every run
 
 
+def test_demo_prints_the_key_on_its_last_line_and_the_admin_url_of_the_settings(tmp_path: Path) -> None:
+    # docs/cli.md: KEY=$(quire demo --data ./demo | tail -1)
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "quire.toml").write_text('[server]\nport = 18080\n')
+    out = quire("demo", "--data", str(data)).stdout
+    key = out.strip().splitlines()[-1]
+    assert key.startswith("qk_") and " " not in key
+    app = build_app(load_settings(str(data), env={"QUIRE_SERVER_QUIET": "1"}))
+    try:
+        assert TestClient(app).get("/api/system/models", headers={"api-key": key}).status_code == 200
+    finally:
+        app.state.quire.close()
+    assert "http://127.0.0.1:18080/" in out
+    assert ":8080" not in out
+
+
 def test_export_then_import_moves_a_project(tmp_path: Path) -> None:
     source, target = str(tmp_path / "a"), str(tmp_path / "b")
     quire("demo", "--data", source)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -34,6 +35,14 @@ IMPORTER = Identity("admin", key_id="import")
 # long; BATCH_GAP is the pause between batches in which they get the lock.
 BATCH_SECONDS = 0.25
 BATCH_GAP = 0.025
+
+
+@dataclass
+class Progress:
+    """How far an import got: items of the bundle, and items committed."""
+
+    items: int = 0
+    stored: int = 0
 
 
 def export_bundle(quire: Quire) -> Iterator[bytes]:
@@ -62,7 +71,9 @@ def export_bundle(quire: Quire) -> Iterator[bytes]:
     yield b"}}"
 
 
-async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> dict[str, int]:
+async def import_bundle(
+    quire: Quire, bundle: Any, batch: int | None = None, progress: Progress | None = None
+) -> dict[str, int]:
     """Load a bundle: check all of it first, then store it.
 
     A bad part anywhere (an item that fails its model's checks included)
@@ -70,7 +81,8 @@ async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> 
     pages, menus, forms and translation projects are stored in one
     transaction; items follow in transactions of `batch` items, so that a
     long import lets other writers in between batches. Items are matched by
-    `_id`: running the same import again changes nothing."""
+    `_id`: running the same import again changes nothing. `progress`, if
+    given, follows the committed items, for a caller whose import stops."""
     if not isinstance(bundle, dict) or bundle.get("quire") != FORMAT:
         raise BadRequest('Not a Quire bundle (expected {"quire": 1, ...})')
     models = _check_models(bundle.get("models"))
@@ -80,6 +92,8 @@ async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> 
     _check_list(bundle, "pages", "page")
     forms = [_check_form(form) for form in _as_list(bundle, "forms")]
     items = _check_items(quire, bundle, models)
+    progress = progress or Progress()
+    progress.items = sum(len(docs) for docs in items.values())
     counts = {"models": 0, "locales": 0, "roles": 0, "items": 0, "pages": 0, "menus": 0,
               "translation projects": 0, "forms": 0}
     store = quire.store
@@ -107,24 +121,14 @@ async def import_bundle(quire: Quire, bundle: Any, batch: int | None = None) -> 
             await quire.l10n.put(project["name"], project, IMPORTER)
             counts["translation projects"] += 1
     size = batch or quire.settings.get("store", "import_batch_items")
-    try:
-        await _import_items(quire, items, size, counts)
-    except ApiError as exc:
-        # A hook's refusal or a lock not had in time stops the import between
-        # checked items: say what is stored, so the operator knows a re-run is
-        # what finishes it.
-        total = sum(len(docs) for docs in items.values())
-        exc.message += (f" (the import stopped after {counts['items']} of {total} items; the "
-                        "settings and those items are stored; running the same import again is safe)")
-        exc.args = (exc.message,)
-        raise
+    await _import_items(quire, items, size, counts, progress)
     return counts
 
 
 async def _import_items(quire: Quire, items: dict[str, list[dict[str, Any]]], size: int,
-                        counts: dict[str, int]) -> None:
-    """Items in transactions of `size` (or BATCH_SECONDS of work); counts
-    only what committed."""
+                        counts: dict[str, int], progress: Progress) -> None:
+    """Items in transactions of `size` (or BATCH_SECONDS of work);
+    `progress.stored` follows the commits."""
     store = quire.store
     for name, docs in items.items():
         model = quire.models.get(name)
@@ -132,15 +136,17 @@ async def _import_items(quire: Quire, items: dict[str, list[dict[str, Any]]], si
         start = 0
         while start < len(docs):
             async with store.atomic(timeout=store.blocking_timeout):
+                # First of the batch's after-commit callbacks: it runs right at
+                # the commit, before the events' awaits, where a Ctrl-C may
+                # land (the count is read when it runs: the batch's end).
+                store.after_commit(lambda: setattr(progress, "stored", counts["items"]))
                 ends = time.monotonic() + BATCH_SECONDS
-                done = 0
                 for item in docs[start : start + size]:
                     await _import_item(quire, name, coll, item)
-                    done += 1
+                    start += 1
+                    counts["items"] += 1
                     if time.monotonic() > ends:
                         break  # long enough holding the lock: commit here
-            start += done
-            counts["items"] += done
             # Writers of other processes poll for the lock (see
             # SqliteStore.atomic); a short gap lets them in.
             await asyncio.sleep(BATCH_GAP)
@@ -201,15 +207,51 @@ def _check_items(quire: Quire, bundle: dict[str, Any], models: dict[str, Model])
         for doc in docs:
             if not isinstance(doc, dict) or not isinstance(doc.get("_id"), str):
                 raise BadRequest(f"every item of {name} needs an _id")
-            fields = {k: v for k, v in doc.items() if not k.startswith("_")}
+            # _state, _pid and _o are checked as an API write checks them
+            fields = {k: v for k, v in doc.items() if not k.startswith("_") or k in ("_state", "_pid", "_o")}
             try:
                 item = quire.content.check_data(model, fields, IMPORTER, codes=codes)
+                _check_stamps(doc)
             except ApiError as exc:
                 exc.message = f"{name}/{doc['_id']}: {exc.message}"
                 raise
             item.update({k: doc[k] for k in KEPT_SYSTEM if k in doc})
             ready.append(item)
     return out
+
+
+def _check_stamps(doc: dict[str, Any]) -> None:
+    """Times are whole seconds, authors are key or user ids (or null)."""
+    errors: dict[str, str] = {}
+    for key in ("_created", "_modified"):
+        if key in doc and (isinstance(doc[key], bool) or not isinstance(doc[key], int)):
+            errors[key] = "must be a time in whole seconds since 1970"
+    for key in ("_cby", "_mby"):
+        if key in doc and doc[key] is not None and not isinstance(doc[key], str):
+            errors[key] = "must be a string or null"
+    if errors:
+        raise BadRequest("Invalid item data: " + "; ".join(f"{k} {v}" for k, v in errors.items()),
+                         fields=sorted(errors))
+
+
+def _fill_system(model: Model, coll: Any, item: dict[str, Any], current: dict[str, Any] | None) -> None:
+    """System fields a bundle leaves out (one written by hand, for seeding)
+    are kept from the stored item or set as an API create sets them: reads
+    ask for `_state` 1 and sort by `_created`, so an item without them would
+    be stored but never shown. Running the import again changes nothing."""
+    now = int(time.time())
+    defaults: dict[str, Any] = {"_state": 1, "_created": now, "_modified": now,
+                                "_cby": IMPORTER.actor, "_mby": IMPORTER.actor}
+    if model.type == "singleton":
+        defaults["_model"] = model.name
+    if model.type == "tree":
+        defaults["_pid"] = None
+    for key, value in defaults.items():
+        if key not in item:
+            item[key] = current[key] if current is not None and key in current else value
+    if model.type == "tree" and "_o" not in item:
+        # after its siblings, as a new node of the API
+        item["_o"] = current["_o"] if current is not None and "_o" in current else coll.count({"_pid": item["_pid"]})
 
 
 async def _import_form(quire: Quire, doc: dict[str, Any]) -> int:
@@ -223,7 +265,9 @@ async def _import_form(quire: Quire, doc: dict[str, Any]) -> int:
 
 async def _import_item(quire: Quire, name: str, coll: Any, item: dict[str, Any]) -> None:
     """Store one checked item with its events (inside the caller's batch)."""
-    is_update = coll.get(item["_id"]) is not None
+    current = coll.get(item["_id"])
+    is_update = current is not None
+    _fill_system(quire.models.get(name), coll, item, current)
     with refusals_as_412(f"{name}/{item['_id']}: "):
         await quire.events.emit("content.item.save.before", model=name, item=item,
                                 is_update=is_update, identity=IMPORTER)

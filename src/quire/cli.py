@@ -105,16 +105,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
         created, key = asyncio.run(install_demo(quire))
         token = contact_token(quire)
         password = rotate_admin_password(quire)
+        host, port = quire.settings.get("server", "host"), quire.settings.get("server", "port")
     finally:
         quire.close()
+    # `quire serve` with these settings listens there (a wildcard address on
+    # this machine's loopback too)
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
     print("Demo data created." if created else "Demo data already present.")
-    print(f"Serve it with: quire serve --data {args.data}   (then: curl <url>/api/content/items/posts)")
+    print(f"Serve it with: quire serve --data {args.data}   (then: curl {url}/api/content/items/posts)")
     if token:
-        print(f"Contact form token: {token}   (POST <url>/api/inbox/submit/{token}, no key needed)")
+        print(f"Contact form token: {token}   (POST {url}/api/inbox/submit/{token}, no key needed)")
+    print(f"Admin interface: open {url}/ and log in as user {DEMO_USER}, password {password}   (new on every run)")
+    # the key stays the last line: KEY=$(quire demo | tail -1)
     print("Admin API key (new on every run; the previous demo key was revoked):")
     print(key)
-    print(f"Admin interface: open <url>/ (http://127.0.0.1:8080/ with `make run`) and log in as "
-          f"user {DEMO_USER}, password {password}   (new on every run)")
     return 0
 
 
@@ -201,7 +205,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from quire.bundle import import_bundle
+    from quire.bundle import Progress, import_bundle
+    from quire.errors import ApiError
 
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
@@ -214,12 +219,27 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"error: {args.file} is not valid JSON: {exc}", file=sys.stderr)
         return 1
     quire = _quire(args)
+    progress = Progress()
     try:
-        counts = asyncio.run(import_bundle(quire, bundle))
+        counts = asyncio.run(import_bundle(quire, bundle, progress=progress))
+    except ApiError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        _stopped(progress, "the import stopped")
+        return 1
+    except KeyboardInterrupt:
+        _stopped(progress, "interrupted")
+        return 130
     finally:
         quire.close()
     print("Imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
     return 0
+
+
+def _stopped(progress: Any, why: str) -> None:
+    """Items are committed in batches: say how many are in, when some are."""
+    if progress.stored:
+        print(f"{why}: {progress.stored} of {progress.items} items are stored; "
+              "run the same import again to complete it", file=sys.stderr)
 
 
 def cmd_search(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, Generator
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -103,7 +103,7 @@ async def list_items(request: Request) -> Response:
         # break off the answer (see asgi.App._http).
         first = _personalized(next(stream, []), persona, quire, view)
         chunks = (_personalized(rows, persona, quire, view) for rows in stream)
-        return StreamingResponse(_stream_array(first, chunks), media_type=JSON_TYPE)
+        return _ListStream(_stream_array(first, chunks, stream), media_type=JSON_TYPE)
     page = content.list_page(model, opts, identity)
     body = b"[" + b",".join(_personalized(page.rows, persona, quire, view)) + b"]"
     if page.total is not None:
@@ -111,16 +111,36 @@ async def list_items(request: Request) -> Response:
     return raw_json_response(body)
 
 
-async def _stream_array(head: list[bytes], chunks: Any) -> AsyncIterator[bytes]:
-    yield b"[" + b",".join(head)
-    first = not head
-    for rows in chunks:
-        if not rows:
-            continue
-        text = b",".join(rows)
-        yield text if first else b"," + text
-        first = False
-    yield b"]"
+class _ListStream(StreamingResponse):
+    """A streamed list that closes its rows when the answer ends, also when
+    the client went away half-way: Starlette then stops sending without
+    closing the body, and the rows' private database connection would stay
+    open until the garbage collector found it."""
+
+    def __init__(self, body: AsyncGenerator[bytes, None], media_type: str) -> None:
+        super().__init__(body, media_type=media_type)
+        self._body = body
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._body.aclose()
+
+
+async def _stream_array(head: list[bytes], chunks: Any, rows: Generator[Any, None, None]) -> AsyncGenerator[bytes, None]:
+    try:
+        yield b"[" + b",".join(head)
+        first = not head
+        for part in chunks:
+            if not part:
+                continue
+            text = b",".join(part)
+            yield text if first else b"," + text
+            first = False
+        yield b"]"
+    finally:
+        rows.close()  # its `finally` closes the database connection
 
 
 async def get_tree(request: Request) -> Response:

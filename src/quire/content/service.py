@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,7 +149,7 @@ class ContentService:
         # a whole list (limit=0) is not kept, like a streamed one
         return Page(self.render(model, rows, opts, projection, identity, keep=bool(opts.limit)), total)
 
-    def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Iterator[list[bytes]]:
+    def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Generator[list[bytes], None, None]:
         """An unbounded list, chunk by chunk from the database."""
         model = self.readable(name, identity)
         coll = self.collection(model)
@@ -157,7 +157,7 @@ class ContentService:
         sort = self._sort(opts.sort)
         projection = parse_fields(opts.fields)
 
-        def chunks() -> Iterator[list[bytes]]:
+        def chunks() -> Generator[list[bytes], None, None]:
             for rows in coll.stream_raw(node, sort, None, opts.skip):
                 yield self.render(model, rows, opts, projection, identity, keep=False)
 

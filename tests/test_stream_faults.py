@@ -1,0 +1,163 @@
+"""A worker killed while it streams a long list to slow clients: those
+answers break off visibly, the server keeps serving, and the next full list
+is whole."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+from tests.serving import quire_server
+from tests.test_import_faults import _all_ids, _bundle, _call
+from tests.test_server_faults import _server_pid, _workers
+
+COUNT = 40_000
+
+
+def _connections(pid: int, port: int) -> int:
+    """Established TCP connections on `port` whose socket process `pid` holds."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01" and fields[9] in inodes:
+                count += 1
+    return count
+
+
+def _slow_list(base: str, key: str, results: list[tuple[str, int, int]], lock: threading.Lock) -> None:
+    """GET every item, reading the body slowly; record how it ended."""
+    url = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=60)
+    outcome, status, size = "whole", 0, 0
+    try:
+        conn.request("GET", "/api/content/items/item", headers={"api-key": key})
+        response = conn.getresponse()
+        status = response.status
+        body = b""
+        while chunk := response.read1(16384):
+            body += chunk
+            time.sleep(0.02)
+        size = len(body)
+        if len(json.loads(body)) != COUNT:
+            outcome = "short"  # a 200 that looks whole but is not: must never happen
+    except (OSError, http.client.HTTPException, ValueError) as error:
+        outcome = f"broken off: {type(error).__name__}"
+    finally:
+        conn.close()
+    with lock:
+        results.append((outcome, status, size))
+
+
+def test_a_worker_killed_while_streaming_long_lists_leaves_the_server_serving(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    bundle = tmp_path / "bundle.json"
+    ids = _bundle(bundle, COUNT)
+    subprocess.run([sys.executable, "-m", "quire", "import", "--data", str(data), str(bundle)],
+                   check=True, capture_output=True, timeout=180)
+    with quire_server(data, env={"QUIRE_SERVER_QUIET": "1"}) as (base, key, _log):
+        main = _server_pid(data.resolve())
+        before = _workers(main)
+        assert len(before) == 2
+        results: list[tuple[str, int, int]] = []
+        lock = threading.Lock()
+        readers = [threading.Thread(target=_slow_list, args=(base, key, results, lock)) for _ in range(6)]
+        for t in readers:
+            t.start()
+        time.sleep(1.5)  # every list has started and is far from done
+        port = int(urllib.parse.urlsplit(base).port or 0)
+        victim = max(before, key=lambda pid: _connections(pid, port))
+        assert _connections(victim, port) > 0
+        os.kill(victim, signal.SIGKILL)
+        killed_at = time.monotonic()
+
+        healthy_after = None
+        while time.monotonic() - killed_at < 10:
+            if _call(base, key, "GET", "/api/system/healthcheck", timeout=2).status == 200:
+                healthy_after = time.monotonic() - killed_at
+                break
+            time.sleep(0.1)
+        assert healthy_after is not None and healthy_after < 5
+        for t in readers:
+            t.join(120)
+        print(f"healthy {healthy_after:.2f} s after the kill; lists: {results}")
+
+        assert len(results) == 6
+        # Lists of the killed worker break off (the client sees a broken
+        # answer, never a shorter list that parses); the others are whole.
+        assert all(outcome == "whole" or outcome.startswith("broken off") for outcome, _, _ in results), results
+        assert any(outcome.startswith("broken off") for outcome, _, _ in results), results
+        assert all(status in (0, 200) for _, status, _ in results), results
+
+        # The dead worker is replaced, and lists are whole again.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            now = _workers(main)
+            if len(now) == 2 and victim not in now:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"worker not respawned: {before} -> {_workers(main)}")
+        for _ in range(4):  # both workers, most likely
+            assert sorted(_all_ids(base, key)) == sorted(ids)
+        os.kill(main, 0)
+
+
+def _database_files(pid: int, data: Path) -> int:
+    """Open connections of process `pid` to the database: each has the WAL
+    file open (SQLite may keep the database file's own handle of a closed
+    connection while others hold locks on it)."""
+    db = str(data / "quire.db-wal")
+    count = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            count += os.readlink(fd) == db
+        except OSError:
+            continue
+    return count
+
+
+def test_lists_whose_clients_go_away_half_way_leave_no_connection_open(tmp_path: Path) -> None:
+    data = (tmp_path / "data").resolve()
+    bundle = tmp_path / "bundle.json"
+    ids = _bundle(bundle, 20_000)
+    subprocess.run([sys.executable, "-m", "quire", "import", "--data", str(data), str(bundle)],
+                   check=True, capture_output=True, timeout=180)
+    with quire_server(data, env={"QUIRE_SERVER_QUIET": "1"}) as (base, key, _log):
+        workers = _workers(_server_pid(data))
+        assert _call(base, key, "GET", "/api/content/items/item?limit=1").status == 200
+        baseline = {pid: _database_files(pid, data) for pid in workers}
+        port = int(urllib.parse.urlsplit(base).port or 0)
+        for _ in range(6):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("GET", "/api/content/items/item", headers={"api-key": key})
+            response = conn.getresponse()
+            assert response.status == 200
+            response.read1(65536)
+            time.sleep(0.3)  # the server waits for the client to read on
+            conn.close()  # gone half-way through a list of several megabytes
+        # Each list's private database connection is closed.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            now = {pid: _database_files(pid, data) for pid in workers}
+            if now == baseline:
+                break
+            time.sleep(0.1)
+        assert now == baseline, (baseline, now)
+        assert sorted(_all_ids(base, key)) == sorted(ids)
