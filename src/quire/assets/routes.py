@@ -224,7 +224,7 @@ def _not_modified(request: Request, etag: str, modified: float) -> bool:
         return False
     try:
         when = parsedate_to_datetime(since)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError, IndexError):  # unparsable: as if not sent
         return False
     if when.tzinfo is None:
         return False
