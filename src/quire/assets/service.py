@@ -33,7 +33,15 @@ import orjson
 from quire.assets import images, presets, sniff
 from quire.assets.thumbcache import ThumbCache, folder_size
 from quire.auth.service import Identity
-from quire.errors import ApiError, BadRequest, NotFound, PayloadTooLarge, PreconditionFailed
+from quire.errors import (
+    ApiError,
+    BadRequest,
+    NotFound,
+    PayloadTooLarge,
+    PreconditionFailed,
+    TooManyRequests,
+    Unavailable,
+)
 from quire.events import Events, Reject
 from quire.ids import is_id, new_id
 from quire.ratelimit import RateLimiter
@@ -54,21 +62,15 @@ class UnsupportedType(ApiError):
     status = 415
 
 
-class TooManyRenders(ApiError):
-    status = 429
+TOO_MANY_RENDERS = ("Too many different images of this asset were generated in the last hour; "
+                    "use a size that exists already or try again later")
+
+
+class RenderBusy(Unavailable):
+    """Every render slot of this process stayed taken for `render_wait_seconds`."""
 
     def __init__(self, retry_after: int) -> None:
-        super().__init__("Too many different images of this asset were generated in the last hour; "
-                         "use a size that exists already or try again later")
-        self.headers = {"Retry-After": str(retry_after)}
-
-
-class RenderBusy(ApiError):
-    status = 503
-
-    def __init__(self, retry_after: int) -> None:
-        super().__init__("Busy generating other images; try again shortly")
-        self.headers = {"Retry-After": str(retry_after)}
+        super().__init__("Busy generating other images; try again shortly", retry_after)
 
 
 @dataclass
@@ -496,7 +498,7 @@ class AssetService:
                 if retry is not None:
                     other = _same_image(target.parent, base, target.suffix)
                     if other is None:
-                        raise TooManyRenders(retry)
+                        raise TooManyRequests(TOO_MANY_RENDERS, retry)
                     return other, 0
             data = self.file_of(asset["path"]).read_bytes()
             try:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from quire.assets import sniff
 from quire.assets.service import safe_name
-from quire.errors import ApiError, BadRequest, PayloadTooLarge, PreconditionFailed
+from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
 from quire.events import Events, Reject
 from quire.ids import new_id
 from quire.inbox import language
@@ -35,14 +35,6 @@ log = logging.getLogger("quire.inbox")
 SUBMISSIONS = "inbox/submissions"
 ATTACHMENTS = "inbox/uploads"  # under <data>/uploads; never served by /storage
 LANGUAGE_MIN_CHARS = 50
-
-
-class TooManyRequests(ApiError):
-    status = 429
-
-    def __init__(self, retry_after: int) -> None:
-        super().__init__("Too many submissions, try again later")
-        self.headers = {"Retry-After": str(retry_after)}
 
 
 class UploadFailed(PreconditionFailed):
