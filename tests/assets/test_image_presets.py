@@ -175,3 +175,13 @@ def test_an_unknown_preset_with_odd_characters_is_named_safely(api: Api, picture
     response = image(api, picture["_id"], preset="a\x00b")
     assert response.status_code == 404
     assert response.json() == {"error": "Image preset 'a\\x00b' not found"}
+
+
+@pytest.mark.parametrize("value", ["٥٠", "+5", "5_000", " 5", "5 ", "0x10", "5.0"])
+@pytest.mark.parametrize("name", ["w", "h", "q"])
+def test_image_integers_are_ascii_digits_only(api: Api, picture: dict[str, Any], name: str, value: str) -> None:
+    """docs/query-language.md, Limits and refused values: Python's int()
+    would read `٥٠`, `+5` and `5_000`; Quire's parameters do not."""
+    params = {"w": 10, "h": 10, name: value}
+    response = image(api, picture["_id"], **params)
+    assert (response.status_code, response.json()) == (400, {"error": f"<{name}> must be an integer"})

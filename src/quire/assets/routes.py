@@ -22,6 +22,7 @@ from quire.assets.service import Upload
 from quire.auth.request import identify
 from quire.errors import BadRequest, NotFound, PayloadTooLarge
 from quire.http import (
+    content_length,
     int_param,
     json_param,
     json_response,
@@ -66,8 +67,8 @@ async def upload(request: Request) -> Response:
     identity.require("assets/upload")
     quire = quire_of(request)
     limit = quire.assets.settings["max_request_bytes"]
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    declared = content_length(request.headers.get("content-length"))
+    if declared is not None and declared > limit:
         raise PayloadTooLarge(f"Upload is larger than {limit} bytes")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise BadRequest("Send files as multipart/form-data parts named 'files'")

@@ -43,6 +43,7 @@ from quire.errors import (
     Unavailable,
 )
 from quire.events import Events, Reject
+from quire.http import parse_int
 from quire.ids import is_id, new_id
 from quire.ratelimit import RateLimiter
 from quire.store import SqliteStore
@@ -563,10 +564,7 @@ def _int(params: dict[str, str], name: str, default: int) -> int:
     raw = params.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise BadRequest(f"<{name}> must be an integer") from None
+    return parse_int(raw, name)
 
 
 def _dimension(params: dict[str, str], name: str) -> int | None:

@@ -25,6 +25,7 @@ from quire.assets import sniff
 from quire.assets.service import safe_name
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
 from quire.events import Events, Reject
+from quire.http import content_length
 from quire.ids import new_id
 from quire.inbox import language
 from quire.inbox.forms import FIELD_NAME
@@ -264,5 +265,6 @@ def _client_name(filename: str, ext: str) -> str:
 
 
 def check_request_size(declared: str | None, limit: int) -> None:
-    if declared and declared.isdigit() and int(declared) > limit:
+    size = content_length(declared)
+    if size is not None and size > limit:
         raise PayloadTooLarge("Upload failed", detail=f"the request is larger than {limit} bytes")
