@@ -93,7 +93,10 @@ async def list_items(request: Request) -> Response:
     opts = read_options(request, listing=True)
     persona = persona_of(request)
     view = None if persona is None else _view(model, opts, identity)
-    if not opts.paged:
+    if not opts.paged or opts.whole_with_total:
+        # limit=0 with skip: the envelope's total is counted first, then the
+        # rows are streamed like an unbounded list's
+        total = content.count(model, opts, identity) if opts.whole_with_total else None
         stream = content.list_stream(model, opts, identity)
         # The query runs and its first rows are read before the status is
         # sent, so that a failing query still answers with its own status
@@ -101,7 +104,7 @@ async def list_items(request: Request) -> Response:
         # break off the answer (see asgi.App._http).
         first = _personalized(next(stream, []), persona, quire, view)
         chunks = (_personalized(rows, persona, quire, view) for rows in stream)
-        return StreamingResponse(_stream_array(first, chunks), media_type=JSON_TYPE)
+        return StreamingResponse(_stream_array(first, chunks, total), media_type=JSON_TYPE)
     page = content.list_page(model, opts, identity)
     body = b"[" + b",".join(_personalized(page.rows, persona, quire, view)) + b"]"
     if page.total is not None:
@@ -109,8 +112,10 @@ async def list_items(request: Request) -> Response:
     return raw_json_response(body)
 
 
-async def _stream_array(head: list[bytes], chunks: Any) -> AsyncIterator[bytes]:
-    yield b"[" + b",".join(head)
+async def _stream_array(head: list[bytes], chunks: Any, total: int | None = None) -> AsyncIterator[bytes]:
+    """`[rows...]`, or `{"data":[rows...],"meta":{"total":N}}` given a total."""
+    opening = b"[" if total is None else b'{"data":['
+    yield opening + b",".join(head)
     first = not head
     for rows in chunks:
         if not rows:
@@ -118,7 +123,7 @@ async def _stream_array(head: list[bytes], chunks: Any) -> AsyncIterator[bytes]:
         text = b",".join(rows)
         yield text if first else b"," + text
         first = False
-    yield b"]"
+    yield b"]" if total is None else b'],"meta":{"total":' + str(total).encode() + b"}}"
 
 
 async def get_tree(request: Request) -> Response:
