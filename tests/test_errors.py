@@ -141,3 +141,20 @@ def test_unexpected_exception_is_500_without_details(seeded: Api, quire: Any, mo
     response = seeded.get("/api/content/items/posts?limit=1")
     assert_error_shape(response, {500})
     assert response.json() == {"error": "Internal server error"}
+
+
+def test_answers_with_retry_after_come_from_two_classes() -> None:
+    """A rate limit is `errors.TooManyRequests` (429), being busy is
+    `errors.Unavailable` (503); both set Retry-After the same way."""
+    from quire import errors
+    from quire.assets import service as assets_service
+    from quire.inbox import service as inbox_service
+
+    busy = assets_service.RenderBusy(3)
+    assert isinstance(busy, errors.Unavailable)
+    assert (busy.status, busy.headers, busy.message) == (
+        503, {"Retry-After": "3"}, "Busy generating other images; try again shortly")
+    limited = errors.TooManyRequests("Too many", 7)
+    assert (limited.status, limited.headers, limited.body()) == (429, {"Retry-After": "7"}, {"error": "Too many"})
+    assert not hasattr(assets_service, "TooManyRenders")
+    assert not hasattr(inbox_service, "TooManyRequests")

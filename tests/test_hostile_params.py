@@ -278,3 +278,26 @@ def test_storage_paths_with_a_nul_are_400(site: Site) -> None:
 def test_the_persona_vars_header_meets_the_same_checks(site: Site, header: str) -> None:
     response = site.anon.get("/api/content/items/posts", headers={"x-persona-vars": header, "x-persona-audience": "m"})
     assert response.status_code == 400 and response.json()["error"].startswith("<X-Persona-Vars> contains")
+
+
+@pytest.mark.parametrize("declared", ["²", "٥", "+5", "5_0", " 5", "-1", "0x10", ""])
+def test_content_length_is_ascii_digits_only_everywhere(declared: str) -> None:
+    """One parser reads Content-Length for JSON bodies, uploads and form
+    submissions; str.isdigit() and int() would take `²`, `٥`, `+5` or `5_0`."""
+    from quire.errors import BadRequest
+    from quire.http import content_length
+    from quire.inbox.service import check_request_size
+
+    with pytest.raises(BadRequest, match="Invalid Content-Length"):
+        content_length(declared)
+    with pytest.raises(BadRequest, match="Invalid Content-Length"):
+        check_request_size(declared, 10)
+    assert content_length(None) is None
+    assert content_length("0012") == 12
+    assert content_length("9" * 40) == 2**63
+
+
+def test_a_json_body_with_a_strange_content_length_is_400(site: Site) -> None:
+    response = site.admin.post("/api/content/item/posts", content=b'{"data":{"title":"x"}}',
+                               headers={"content-type": "application/json", "content-length": "+22"})
+    assert (response.status_code, response.json()) == (400, {"error": "Invalid Content-Length"})

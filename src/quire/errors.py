@@ -58,14 +58,25 @@ class PayloadTooLarge(ApiError):
     status = 413
 
 
-class Unavailable(ApiError):
-    """503: the server cannot answer now; `Retry-After` says when to try again."""
-
-    status = 503
+class RetryLater(ApiError):
+    """An answer with `Retry-After`: the seconds after which to try again."""
 
     def __init__(self, message: str, retry_after: int = 1) -> None:
         super().__init__(message)
+        self.retry_after = retry_after
         self.headers = {"Retry-After": str(retry_after)}
+
+
+class TooManyRequests(RetryLater):
+    """429: this caller asked too often (a rate limit)."""
+
+    status = 429
+
+
+class Unavailable(RetryLater):
+    """503: the server cannot answer now (busy for everyone)."""
+
+    status = 503
 
 
 class StoreBusy(Unavailable):

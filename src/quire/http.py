@@ -116,23 +116,39 @@ def _looks_numeric(text: str) -> bool:
 
 
 def int_param(request: Request, name: str, minimum: int = 0) -> int | None:
-    """An integer parameter: ASCII digits with an optional `-` (no `+`,
-    spaces, `_` or other scripts' digits, which Python's int() would take),
-    at least `minimum` and at most 2^63-1, the largest SQLite holds."""
+    """An integer query parameter (see `parse_int`); None when absent or empty."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
-    if not _INTEGER.fullmatch(raw):
-        if not re.fullmatch(r"-?[0-9]+", raw):
+    return parse_int(raw, name, minimum)
+
+
+def parse_int(text: str, name: str, minimum: int = -1 - INT64_MAX, maximum: int = INT64_MAX) -> int:
+    """`text` as an integer: ASCII digits with an optional `-` (no `+`,
+    spaces, `_` or other scripts' digits, which Python's int() would take),
+    from `minimum` to `maximum` (at most 2^63-1, the largest SQLite holds);
+    400 naming `<name>` otherwise. The one parser of integers a client sends."""
+    if not _INTEGER.fullmatch(text):
+        if not re.fullmatch(r"-?[0-9]+", text):
             raise BadRequest(f"<{name}> must be an integer")
-        value = -1 - INT64_MAX if raw.startswith("-") else INT64_MAX + 1  # too many digits
+        value = -1 - INT64_MAX if text.startswith("-") else INT64_MAX + 1  # too many digits
     else:
-        value = int(raw)
+        value = int(text)
     if value < minimum:
         raise BadRequest(f"<{name}> must be at least {minimum}")
-    if value > INT64_MAX:
-        raise BadRequest(f"<{name}> must be at most {INT64_MAX}")
+    if value > maximum:
+        raise BadRequest(f"<{name}> must be at most {maximum}")
     return value
+
+
+def content_length(declared: str | None) -> int | None:
+    """The Content-Length header's value (None when not sent): ASCII digits
+    only, 400 otherwise. A value too long to be real reads as 2^63."""
+    if declared is None:
+        return None
+    if not re.fullmatch(r"[0-9]+", declared):
+        raise BadRequest("Invalid Content-Length")
+    return int(declared) if len(declared) <= 19 else INT64_MAX + 1
 
 
 def check_depth(value: Any, limit: int) -> None:
@@ -152,13 +168,9 @@ def check_depth(value: Any, limit: int) -> None:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        try:
-            if int(declared) > limit:
-                raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
-        except ValueError:
-            raise BadRequest("Invalid Content-Length") from None
+    declared = content_length(request.headers.get("content-length"))
+    if declared is not None and declared > limit:
+        raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
     chunks = []
     size = 0
     try:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sqlite3
+import threading
+import time
 from typing import Any
 
 import orjson
@@ -14,6 +17,7 @@ from tests.admin.conftest import (
     SESSION_COOKIE,
     csrf_of,
     logged_in,
+    login,
     make_user,
     new_browser,
     session_of,
@@ -231,3 +235,60 @@ def test_session_page_shows_the_address_and_kind(app: Any) -> None:
     row = re.search(r"ann <small>\(this one\)</small>.*?</tr>", html, re.S)
     assert row is not None
     assert "testclient" in row.group(0) and "password" in row.group(0)
+
+
+# -- the write lock held elsewhere (a long import) ----------------------------------------
+
+
+def _hold_write_lock(quire: Quire, seconds: float) -> threading.Thread:
+    """Another connection (as another process's import would) takes the
+    write lock now and releases it after `seconds`."""
+    holder = sqlite3.connect(quire.store.path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+
+    def release() -> None:
+        time.sleep(seconds)
+        holder.rollback()
+        holder.close()
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    return thread
+
+
+def test_login_waits_for_a_write_lock_held_elsewhere(app: Any, quire: Quire, monkeypatch: Any) -> None:
+    make_user(quire)
+    limiter = quire.login_limiter
+    real_give_back = limiter.give_back
+    held: list[threading.Thread] = []
+
+    async def give_back_then_lock(*args: Any) -> Any:
+        await real_give_back(*args)
+        held.append(_hold_write_lock(quire, 0.5))  # the password was right; the session starts next
+
+    monkeypatch.setattr(limiter, "give_back", give_back_then_lock)
+    browser = new_browser(app)
+    response = login(browser)
+    held[0].join()
+    assert response.status_code == 303, response.text
+    assert session_of(quire, browser)
+
+
+def test_logout_and_an_expired_session_wait_for_a_write_lock_held_elsewhere(app: Any, quire: Quire) -> None:
+    browser = logged_in(app)
+    page = browser.get("/auth/logout")
+    held = _hold_write_lock(quire, 0.5)
+    response = browser.post("/auth/logout", data={"csrf": csrf_of(page.text)})
+    held.join()
+    assert response.status_code == 303, response.text
+    assert quire.sessions.sessions.find() == []
+    # a page view that finds its session expired removes it, waiting for the lock
+    other = logged_in(app, create=False)
+    stored = session_of(quire, other)
+    quire.sessions.sessions.update(stored["_id"], {"seen": stored["seen"] - 2 * quire.sessions.idle})
+    held = _hold_write_lock(quire, 0.5)
+    response = other.get("/")
+    held.join()
+    assert response.status_code == 303, response.text
+    assert response.headers["location"].startswith("/auth/login")
+    assert quire.sessions.sessions.find() == []

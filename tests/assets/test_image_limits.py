@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from starlette.testclient import TestClient
@@ -138,6 +139,50 @@ async def test_a_waiting_render_gets_the_slot_when_it_frees(make_app: Any, monke
         responses = await asyncio.gather(*tasks)
     assert [r.status_code for r in responses] == [200, 200, 200]
     assert [open_image(r.content).width for r in responses] == [10, 20, 30]
+
+
+@pytest.mark.anyio
+async def test_waiting_for_a_slot_does_not_poll_and_files_are_read_off_the_event_loop(
+        make_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A waiting render sleeps on the slot until it is released (no timer
+    wakes it every few milliseconds), and the answer's file work (stat,
+    reading megabytes) runs in a worker thread, not on the event loop."""
+    app = make_app(max_concurrent_renders=1, render_wait_seconds=10)
+    admin, _ = clients(app)
+    asset = upload_one(admin, "a.png", solid(40, 40))
+    release = held_renders(monkeypatch)
+    quire: Quire = app.state.quire
+    sleeps: list[float] = []
+    real_sleep = anyio.sleep
+
+    async def counted_sleep(delay: float, *args: Any) -> Any:
+        sleeps.append(delay)
+        return await real_sleep(delay, *args)
+
+    monkeypatch.setattr(anyio, "sleep", counted_sleep)
+    loop_thread = threading.get_ident()
+    answered_in: list[int] = []
+    real_answer = quire.assets._answer
+
+    def recorded_answer(*args: Any) -> Any:
+        answered_in.append(threading.get_ident())
+        return real_answer(*args)
+
+    monkeypatch.setattr(quire.assets, "_answer", recorded_answer)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE) as client:
+        def get(w: int) -> Any:
+            return client.get(f"/api/assets/image/{asset['_id']}", params={"w": w, "mime": "png", "o": 1},
+                              headers={"api-key": admin.key or ""})
+
+        first = asyncio.create_task(get(10))
+        await until(lambda: quire.assets._rendering == 1)
+        second = asyncio.create_task(get(20))
+        await asyncio.sleep(0.5)  # the second waits for the slot meanwhile
+        assert sleeps == []
+        release.set()
+        assert [r.status_code for r in await asyncio.gather(first, second)] == [200, 200]
+    assert len(answered_in) == 2
+    assert loop_thread not in answered_in
 
 
 # -- new renders per asset and hour ------------------------------------------------------

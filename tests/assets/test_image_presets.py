@@ -161,7 +161,27 @@ def test_stored_files_carry_last_modified_too(api: Api, picture: dict[str, Any])
         assert api.get(path, headers={"if-modified-since": served.headers["last-modified"]}).status_code == 304
 
 
+@pytest.mark.parametrize("since", ["Mon, 01 Jan 99999999999999 00:00:00 GMT", "not a date", "Mon, 32 Foo",
+                                   "Mon, 01 Jan 0 00:00:00 GMT"])
+def test_an_unparsable_if_modified_since_is_as_if_not_sent(api: Api, picture: dict[str, Any], since: str) -> None:
+    for caller, path, params in ((api, f"/api/assets/image/{picture['_id']}", {"w": 40, "mime": "png", "o": 1}),
+                                 (api.with_key(None), f"/storage/uploads{picture['path']}", {})):
+        response = caller.get(path, params=params, headers={"if-modified-since": since})
+        assert response.status_code == 200, (path, response.text)
+        assert response.headers["last-modified"]
+
+
 def test_an_unknown_preset_with_odd_characters_is_named_safely(api: Api, picture: dict[str, Any]) -> None:
     response = image(api, picture["_id"], preset="a\x00b")
     assert response.status_code == 404
     assert response.json() == {"error": "Image preset 'a\\x00b' not found"}
+
+
+@pytest.mark.parametrize("value", ["٥٠", "+5", "5_000", " 5", "5 ", "0x10", "5.0"])
+@pytest.mark.parametrize("name", ["w", "h", "q"])
+def test_image_integers_are_ascii_digits_only(api: Api, picture: dict[str, Any], name: str, value: str) -> None:
+    """docs/query-language.md, Limits and refused values: Python's int()
+    would read `٥٠`, `+5` and `5_000`; Quire's parameters do not."""
+    params = {"w": 10, "h": 10, name: value}
+    response = image(api, picture["_id"], **params)
+    assert (response.status_code, response.json()) == (400, {"error": f"<{name}> must be an integer"})

@@ -4,11 +4,13 @@ project and filter (behaviour.md sections 1 and 2)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from quire.events import Events
+from quire.store.sqlite import Collection
 from tests.conftest import Api, create_item, put_model, role_key
 
 POST_FIELDS = [
@@ -16,6 +18,7 @@ POST_FIELDS = [
     {"name": "views", "type": "number"},
     {"name": "body", "type": "text"},
 ]
+STREAM_RAW = Collection.stream_raw
 
 
 @pytest.fixture
@@ -336,6 +339,36 @@ def test_limit_zero_with_skip_answers_the_rest_in_the_envelope(posts: Api) -> No
     assert body["meta"] == {"total": 4}
     body = posts.get("/api/content/items/posts", params={"limit": 0, "skip": 0}).json()
     assert titles(body["data"]) == ["a", "b", "c", "d"]
+
+
+def test_limit_zero_with_skip_is_streamed_with_the_total_counted_first(posts: Api, quire: Any,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same bytes as a page of the whole rest would be, but read chunk
+    by chunk from the database, never the whole collection at once."""
+    make_posts(posts, ["a", "b", "c", "d", "e", "f", "g"])
+    chunks: list[int] = []
+
+    def small_chunks(self: Collection, *args: Any, **kw: Any) -> Iterator[list[bytes]]:
+        for rows in STREAM_RAW(self, *args, **{**kw, "chunk": 2}):
+            chunks.append(len(rows))
+            yield rows
+
+    for params in ({"skip": 2}, {"skip": 0}, {"skip": 2, "filter": '{"views": {"$gte": 2}}', "sort": '{"title": -1}'},
+                   {"skip": 99}):
+        paged = posts.get("/api/content/items/posts", params={**params, "limit": 1000})
+        chunks.clear()
+
+        with monkeypatch.context() as patched:
+            patched.setattr(Collection, "stream_raw", small_chunks)
+            patched.setattr(quire.content, "list_page", None)  # not read as one page
+            streamed = posts.get("/api/content/items/posts", params={**params, "limit": 0})
+        assert streamed.status_code == 200, streamed.text
+        assert streamed.content == paged.content
+        body = streamed.json()
+        assert sum(chunks) == len(body["data"]) and all(n <= 2 for n in chunks)
+    assert body == {"data": [], "meta": {"total": 7}}
+    bad = posts.get("/api/content/items/posts", params={"limit": 0, "skip": 1, "filter": '{"a": {"$bad": 1}}'})
+    assert bad.status_code == 400 and "error" in bad.json()
 
 
 def test_list_with_skip_only_is_a_bare_array(posts: Api) -> None:

@@ -69,7 +69,7 @@ def _manager_page(handler: Callable[[Request, Login], Awaitable[Response]]) -> C
     """A page for users whose role may manage the system (system/manage)."""
 
     async def page(request: Request) -> Response:
-        login = _need_login(request)
+        login = await _need_login(request)
         if isinstance(login, Response):
             return login
         if not login.manager:
@@ -79,8 +79,8 @@ def _manager_page(handler: Callable[[Request, Login], Awaitable[Response]]) -> C
     return page
 
 
-def _need_login(request: Request) -> Login | Response:
-    login = current_login(request)
+async def _need_login(request: Request) -> Login | Response:
+    login = await current_login(request)
     if login is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return redirect(f"/auth/login?next={quote(target, safe='/')}" if target != "/" else "/auth/login")
@@ -90,7 +90,7 @@ def _need_login(request: Request) -> Login | Response:
 # -- login and logout ---------------------------------------------------------
 
 async def login_page(request: Request) -> Response:
-    if current_login(request) is not None:
+    if await current_login(request) is not None:
         return redirect(safe_next(request.query_params.get("next")))
     token = login_csrf(request)
     response = render(request, "login.html", csrf=token, next=safe_next(request.query_params.get("next")),
@@ -131,27 +131,29 @@ async def login_submit(request: Request) -> Response:
         return again("Wrong user name or password.", 401)
     await limiter.clear("login-user", user_name.lower())
     await limiter.give_back("login-address", address, now)  # only failures count
-    session_token, _ = quire.sessions.start(user, address=address, agent=request.headers.get("user-agent", ""))
+    async with quire.store.atomic():  # a long import elsewhere: wait off the event loop
+        session_token, _ = quire.sessions.start(user, address=address, agent=request.headers.get("user-agent", ""))
     response = redirect(target)
     set_session_cookie(response, request, session_token)
     return response
 
 
 async def logout_page(request: Request) -> Response:
-    login = current_login(request)
+    login = await current_login(request)
     if login is None:
         return redirect("/auth/login")
     return render(request, "logout.html", login=login)
 
 
 async def logout_submit(request: Request) -> Response:
-    login = current_login(request)
+    login = await current_login(request)
     if login is None:
         return redirect("/auth/login")
     await _checked_form(request, login)
     if "sso" in login.session and quire_of(request).sso.configured:
         return redirect("/sso/logout")  # ends this session too, then the provider's
-    quire_of(request).sessions.end(login.session["_id"])
+    async with quire_of(request).store.atomic():
+        quire_of(request).sessions.end(login.session["_id"])
     response = redirect("/auth/login")
     clear_session_cookie(response, request)
     return response
@@ -160,7 +162,7 @@ async def logout_submit(request: Request) -> Response:
 # -- pages --------------------------------------------------------------------
 
 async def dashboard(request: Request) -> Response:
-    login = _need_login(request)
+    login = await _need_login(request)
     if isinstance(login, Response):
         return login
     quire = quire_of(request)
@@ -284,7 +286,7 @@ async def events(request: Request) -> Response:
     provider ended it (back-channel logout). The stream stays bound to the
     session it was opened for, so the notice still arrives after the
     session was destroyed."""
-    login = current_login(request)
+    login = await current_login(request)
     if login is None:
         raise Unauthorized("Not logged in")
     sessions = quire_of(request).sessions

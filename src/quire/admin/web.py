@@ -59,16 +59,19 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
     return HTMLResponse(html, status, headers=SECURITY_HEADERS)
 
 
-def current_login(request: Request) -> Login | None:
-    """The live session of the request's cookie and its active user."""
+async def current_login(request: Request) -> Login | None:
+    """The live session of the request's cookie and its active user. Its
+    writes (ending an expired session or one of a deactivated user) wait
+    for the write lock off the event loop."""
     quire = quire_of(request)
     quire.store.refresh()
-    session = quire.sessions.lookup(request.cookies.get(SESSION_COOKIE))
+    session = await quire.sessions.alookup(request.cookies.get(SESSION_COOKIE))
     if session is None:
         return None
     user = quire.users.get(session["user"])
     if user is None or not user.get("active", True):
-        quire.sessions.end(session["_id"])
+        async with quire.store.atomic():
+            quire.sessions.end(session["_id"])
         return None
     return Login(session, user, quire.auth.role_identity(user["role"], user["_id"], user["user"]))
 

@@ -9,6 +9,7 @@ every generated file can be cached forever.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import hashlib
@@ -20,6 +21,7 @@ import shutil
 import threading
 import time
 import unicodedata
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +35,17 @@ import orjson
 from quire.assets import images, presets, sniff
 from quire.assets.thumbcache import ThumbCache, folder_size
 from quire.auth.service import Identity
-from quire.errors import ApiError, BadRequest, NotFound, PayloadTooLarge, PreconditionFailed
+from quire.errors import (
+    ApiError,
+    BadRequest,
+    NotFound,
+    PayloadTooLarge,
+    PreconditionFailed,
+    TooManyRequests,
+    Unavailable,
+)
 from quire.events import Events, Reject
+from quire.http import parse_int
 from quire.ids import is_id, new_id
 from quire.ratelimit import RateLimiter
 from quire.store import SqliteStore
@@ -54,21 +65,15 @@ class UnsupportedType(ApiError):
     status = 415
 
 
-class TooManyRenders(ApiError):
-    status = 429
+TOO_MANY_RENDERS = ("Too many different images of this asset were generated in the last hour; "
+                    "use a size that exists already or try again later")
+
+
+class RenderBusy(Unavailable):
+    """Every render slot of this process stayed taken for `render_wait_seconds`."""
 
     def __init__(self, retry_after: int) -> None:
-        super().__init__("Too many different images of this asset were generated in the last hour; "
-                         "use a size that exists already or try again later")
-        self.headers = {"Retry-After": str(retry_after)}
-
-
-class RenderBusy(ApiError):
-    status = 503
-
-    def __init__(self, retry_after: int) -> None:
-        super().__init__("Busy generating other images; try again shortly")
-        self.headers = {"Retry-After": str(retry_after)}
+        super().__init__("Busy generating other images; try again shortly", retry_after)
 
 
 @dataclass
@@ -112,8 +117,11 @@ class AssetService:
         self.presets = presets.check(settings["presets"], settings["max_output_size"])
         self.render_limiter = RateLimiter(store, settings["renders_per_hour"], 3600, RENDERS)
         self.thumb_cache = ThumbCache(self.thumbs, settings["thumbs_max_bytes"])
-        self._rendering = 0  # renders running in this process
+        self._rendering = 0  # renders running in this process (all its event loops)
         self._rendering_lock = threading.Lock()  # test clients run event loops in several threads
+        # the render slots of each event loop: a worker process serves from one
+        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary())
         self._cache: dict[str, dict[str, Any] | None] = {}
         self._json: dict[str, bytes] = {}
         self._cache_generation = -1
@@ -437,8 +445,8 @@ class AssetService:
         for _ in range(3):  # a file evicted between finding and reading it is made again
             if not target.exists():
                 target = await self._render(asset, opts, target, base, counted)
-            try:
-                return self._answer(asset, opts, target, load)
+            try:  # stat, touch and maybe read megabytes: in a worker thread, off the event loop
+                return await anyio.to_thread.run_sync(self._answer, asset, opts, target, load)
             except FileNotFoundError:
                 continue
         raise RenderBusy(1)
@@ -463,23 +471,30 @@ class AssetService:
 
     @contextlib.asynccontextmanager
     async def _render_slot(self) -> AsyncIterator[None]:
-        """One of `max_concurrent_renders` slots of this process, waiting at
-        most `render_wait_seconds` for it (503 with Retry-After after that)."""
-        wait = self.settings["render_wait_seconds"]
-        deadline = time.monotonic() + wait
-        while True:
-            with self._rendering_lock:
-                if self._rendering < self.settings["max_concurrent_renders"]:
-                    self._rendering += 1
-                    break
-            if time.monotonic() >= deadline:
-                raise RenderBusy(max(1, math.ceil(wait)))
-            await anyio.sleep(0.05)
+        """One of `max_concurrent_renders` slots of this worker (its event
+        loop), waiting at most `render_wait_seconds` for it (503 with
+        Retry-After after that). Waiters sleep on a semaphore until a slot is
+        released; nothing polls."""
+        loop = asyncio.get_running_loop()
+        slots = self._slots.get(loop)
+        if slots is None:
+            slots = self._slots[loop] = asyncio.Semaphore(self.settings["max_concurrent_renders"])
+        if slots.locked():
+            wait = self.settings["render_wait_seconds"]
+            try:
+                await asyncio.wait_for(slots.acquire(), wait)
+            except TimeoutError:
+                raise RenderBusy(max(1, math.ceil(wait))) from None
+        else:
+            await slots.acquire()  # free: taken without suspending
+        with self._rendering_lock:
+            self._rendering += 1
         try:
             yield
         finally:
             with self._rendering_lock:
                 self._rendering -= 1
+            slots.release()
 
     def _generate(self, asset: dict[str, Any], opts: images.ImageOptions, target: Path, base: str,
                   counted: bool) -> tuple[Path, int]:
@@ -496,7 +511,7 @@ class AssetService:
                 if retry is not None:
                     other = _same_image(target.parent, base, target.suffix)
                     if other is None:
-                        raise TooManyRenders(retry)
+                        raise TooManyRequests(TOO_MANY_RENDERS, retry)
                     return other, 0
             data = self.file_of(asset["path"]).read_bytes()
             try:
@@ -561,10 +576,7 @@ def _int(params: dict[str, str], name: str, default: int) -> int:
     raw = params.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise BadRequest(f"<{name}> must be an integer") from None
+    return parse_int(raw, name)
 
 
 def _dimension(params: dict[str, str], name: str) -> int | None:

@@ -27,6 +27,7 @@ from quire.store import SqliteStore
 SESSIONS = "system/sessions"
 SESSION_EVENTS = "system/session_events"
 SEEN_EVERY = 60  # seconds between writes of `seen`: not one write per page view
+SEEN_WAIT = 0.5  # seconds a page waits for the write lock to note a visit, then skips it
 EVENTS_KEPT = 600  # seconds an undelivered event is kept
 
 
@@ -63,25 +64,55 @@ class SessionService:
         return token, doc
 
     def lookup(self, token: str | None, now: float | None = None) -> dict[str, Any] | None:
-        """The live session of a cookie token, else None (an expired one is removed)."""
-        if not token or len(token) > 100:
-            return None
-        now = int(time.time() if now is None else now)
-        doc = self.sessions.get(token_hash(token))
-        if doc is None:
-            return None
-        if now - doc["seen"] > self.idle or now - doc["created"] > self.absolute:
+        """The live session of a cookie token, else None (an expired one is
+        removed). For code off the event loop; async code uses `alookup`."""
+        doc, write = self._examine(token, now)
+        if doc is None or write is None:
+            return doc
+        if write == "expired":
             with self.store.transaction():
                 self.sessions.delete(doc["_id"])
             return None
-        if now - doc["seen"] >= SEEN_EVERY:
-            try:
-                with self.store.transaction():
-                    self.sessions.update(doc["_id"], {"seen": now})
-                doc["seen"] = now
-            except StoreBusy:
-                pass  # another writer holds the lock: noting the visit can wait for the next one
+        try:
+            with self.store.transaction():
+                self.sessions.update(doc["_id"], {"seen": doc["seen"]})
+        except StoreBusy:
+            pass  # another writer holds the lock: noting the visit can wait for the next one
         return doc
+
+    async def alookup(self, token: str | None) -> dict[str, Any] | None:
+        """`lookup` for a request: the writes it may need (removing an expired
+        session, noting the visit) wait for the write lock off the event
+        loop, so a long import elsewhere delays them instead of failing."""
+        doc, write = self._examine(token, None)
+        if doc is None or write is None:
+            return doc
+        if write == "expired":
+            async with self.store.atomic():
+                self.sessions.delete(doc["_id"])
+            return None
+        try:
+            async with self.store.atomic(timeout=SEEN_WAIT):
+                self.sessions.update(doc["_id"], {"seen": doc["seen"]})
+        except StoreBusy:
+            pass  # the page need not wait for a note of the visit
+        return doc
+
+    def _examine(self, token: str | None, now: float | None) -> tuple[dict[str, Any] | None, str | None]:
+        """(the live session of a cookie token or None, the write it needs:
+        "expired" to remove it, "seen" to note the visit, or None). For
+        "seen", the returned session's `seen` is already `now`."""
+        if not token or len(token) > 100:
+            return None, None
+        now = int(time.time() if now is None else now)
+        doc = self.sessions.get(token_hash(token))
+        if doc is None:
+            return None, None
+        if now - doc["seen"] > self.idle or now - doc["created"] > self.absolute:
+            return doc, "expired"
+        if now - doc["seen"] >= SEEN_EVERY:
+            return {**doc, "seen": now}, "seen"
+        return doc, None
 
     def end(self, session_id: str) -> bool:
         with self.store.transaction():

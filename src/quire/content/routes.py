@@ -95,7 +95,10 @@ async def list_items(request: Request) -> Response:
     opts = read_options(request, listing=True)
     persona = persona_of(request)
     view = None if persona is None else _view(model, opts, identity)
-    if not opts.paged:
+    if not opts.paged or opts.whole_with_total:
+        # limit=0 with skip: the envelope's total is counted first, then the
+        # rows are streamed like an unbounded list's
+        total = content.count(model, opts, identity) if opts.whole_with_total else None
         stream = content.list_stream(model, opts, identity)
         # The query runs and its first rows are read before the status is
         # sent, so that a failing query still answers with its own status
@@ -103,7 +106,7 @@ async def list_items(request: Request) -> Response:
         # break off the answer (see asgi.App._http).
         first = _personalized(next(stream, []), persona, quire, view)
         chunks = (_personalized(rows, persona, quire, view) for rows in stream)
-        return _ListStream(_stream_array(first, chunks, stream), media_type=JSON_TYPE)
+        return _ListStream(_stream_array(first, chunks, stream, total), media_type=JSON_TYPE)
     page = content.list_page(model, opts, identity)
     body = b"[" + b",".join(_personalized(page.rows, persona, quire, view)) + b"]"
     if page.total is not None:
@@ -128,9 +131,11 @@ class _ListStream(StreamingResponse):
             await self._body.aclose()
 
 
-async def _stream_array(head: list[bytes], chunks: Any, rows: Generator[Any, None, None]) -> AsyncGenerator[bytes, None]:
+async def _stream_array(head: list[bytes], chunks: Any, rows: Generator[Any, None, None],
+                        total: int | None = None) -> AsyncGenerator[bytes, None]:
+    """`[rows...]`, or `{"data":[rows...],"meta":{"total":N}}` given a total."""
     try:
-        yield b"[" + b",".join(head)
+        yield (b"[" if total is None else b'{"data":[') + b",".join(head)
         first = not head
         for part in chunks:
             if not part:
@@ -138,7 +143,7 @@ async def _stream_array(head: list[bytes], chunks: Any, rows: Generator[Any, Non
             text = b",".join(part)
             yield text if first else b"," + text
             first = False
-        yield b"]"
+        yield b"]" if total is None else b'],"meta":{"total":' + str(total).encode() + b"}}"
     finally:
         rows.close()  # its `finally` closes the database connection
 

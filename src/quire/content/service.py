@@ -59,6 +59,12 @@ class ReadOptions:
         for the `{data, meta}` envelope."""
         return self.limit is not None and (self.limit > 0 or self.skip is not None)
 
+    @property
+    def whole_with_total(self) -> bool:
+        """`limit=0` with `skip`: everything from `skip` on in the `{data,
+        meta}` envelope. The list route streams it like an unbounded list."""
+        return self.limit == 0 and self.skip is not None
+
 
 @dataclass
 class Page:
@@ -148,6 +154,11 @@ class ContentService:
         total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
         # a whole list (limit=0) is not kept, like a streamed one
         return Page(self.render(model, rows, opts, projection, identity, keep=bool(opts.limit)), total)
+
+    def count(self, name: str, opts: ReadOptions, identity: Identity) -> int:
+        """How many items the list of `opts` has, before skip and limit."""
+        model = self.readable(name, identity)
+        return self.collection(model).count(self.query(model, opts.filter, identity))
 
     def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Generator[list[bytes], None, None]:
         """An unbounded list, chunk by chunk from the database."""

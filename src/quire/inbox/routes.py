@@ -16,7 +16,7 @@ from starlette.responses import FileResponse, RedirectResponse, Response, Stream
 from quire.asgi import route
 from quire.assets.routes import FILE_HEADERS, SANDBOX_POLICY, limited_receive
 from quire.auth.request import identify
-from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
+from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed, TooManyRequests
 from quire.http import (
     client_address,
     int_param,
@@ -29,7 +29,6 @@ from quire.http import (
 from quire.inbox.service import (
     FilePart,
     Submission,
-    TooManyRequests,
     UploadFailed,
     check_request_size,
 )
@@ -45,7 +44,7 @@ async def submit(request: Request) -> Response:
     form = quire.forms.by_token(request.path_params["token"])
     retry = await quire.rate_limiter.hit(form["_id"], client_address(request))
     if retry is not None:
-        raise TooManyRequests(retry)
+        raise TooManyRequests("Too many submissions, try again later", retry)
     sent = await read_submission(request)
     outcome = await quire.inbox.submit(form, sent, request.headers.get("origin"), request.headers.get("referer"))
     if outcome.redirect:

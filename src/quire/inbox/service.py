@@ -23,8 +23,9 @@ from urllib.parse import urlsplit
 
 from quire.assets import sniff
 from quire.assets.service import safe_name
-from quire.errors import ApiError, BadRequest, PayloadTooLarge, PreconditionFailed
+from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
 from quire.events import Events, Reject
+from quire.http import content_length
 from quire.ids import new_id
 from quire.inbox import language
 from quire.inbox.forms import FIELD_NAME
@@ -35,14 +36,6 @@ log = logging.getLogger("quire.inbox")
 SUBMISSIONS = "inbox/submissions"
 ATTACHMENTS = "inbox/uploads"  # under <data>/uploads; never served by /storage
 LANGUAGE_MIN_CHARS = 50
-
-
-class TooManyRequests(ApiError):
-    status = 429
-
-    def __init__(self, retry_after: int) -> None:
-        super().__init__("Too many submissions, try again later")
-        self.headers = {"Retry-After": str(retry_after)}
 
 
 class UploadFailed(PreconditionFailed):
@@ -272,5 +265,6 @@ def _client_name(filename: str, ext: str) -> str:
 
 
 def check_request_size(declared: str | None, limit: int) -> None:
-    if declared and declared.isdigit() and int(declared) > limit:
+    size = content_length(declared)
+    if size is not None and size > limit:
         raise PayloadTooLarge("Upload failed", detail=f"the request is larger than {limit} bytes")
