@@ -22,6 +22,7 @@ from quire.asgi import Route
 from quire.auth.permissions import MODULE_PERMISSIONS
 from quire.config import load_settings
 from quire.store.query import MAX_CONDITIONS, MAX_SORT_KEYS
+from quire.store.values import MAX_NESTING
 from tests.conftest import Api
 
 EXAMPLES = int(__import__("os").environ.get("QUIRE_PROPERTY_EXAMPLES", "150"))
@@ -278,3 +279,34 @@ def test_storage_paths_with_a_nul_are_400(site: Site) -> None:
 def test_the_persona_vars_header_meets_the_same_checks(site: Site, header: str) -> None:
     response = site.anon.get("/api/content/items/posts", headers={"x-persona-vars": header, "x-persona-audience": "m"})
     assert response.status_code == 400 and response.json()["error"].startswith("<X-Persona-Vars> contains")
+
+
+def nested(depth: int, leaf: str = "1") -> str:
+    return '{"a":' * depth + leaf + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [300, 900])
+@pytest.mark.parametrize("name", ["filter", "sort", "fields", "persona_vars", "models", "pipeline"])
+def test_deeply_nested_parameters_are_a_400(site: Site, name: str, depth: int) -> None:
+    """JSON nested hundreds of levels deep (the JSON parser takes up to 1,024)
+    used to reach recursive code (locale keys, orjson's encoder, limited to
+    254 levels) and gave a 500; it is refused when parsed, bracket form too."""
+    spec = fill('[{"$match": @}]', nested(depth)) if name == "pipeline" else nested(depth)
+    bracket = f"{name}{'[a]' * depth}=1"
+    for path in ("/api/content/items/posts", "/api/content/item/posts", "/api/content/tree/tree",
+                 "/api/pages/pages", "/api/assets", "/api/inbox/submissions", "/api/content/aggregate/posts",
+                 "/api/content/items"):
+        for api in (site.admin, site.anon):
+            for url in (f"{path}?{name}={quote(spec, safe='')}", f"{path}?{bracket}"):
+                response = api.get(url)
+                check(response, url)
+    home = {"models": "/api/content/items", "pipeline": "/api/content/aggregate/posts"}
+    response = site.admin.get(f"{home.get(name, '/api/content/items/posts')}?{name}={quote(spec, safe='')}")
+    assert response.json() == {"error": f"<{name}> is nested deeper than {MAX_NESTING} levels"}
+
+
+def test_nesting_at_the_limit_is_read() -> None:
+    from quire.store.values import unsafe
+
+    assert unsafe(json.loads(nested(MAX_NESTING - 1, "[]"))) is None
+    assert unsafe(json.loads(nested(MAX_NESTING, "[]"))) == f"is nested deeper than {MAX_NESTING} levels"

@@ -25,6 +25,7 @@ from quire.store.expressions import number
 from quire.store.pipeline import Budget, aggregate
 from quire.store.query import And, Cond
 from quire.store.stages import Lookup, parse_pipeline
+from quire.store.values import unsafe
 
 MAX_ANSWER_BYTES = 64 << 20
 # Past this many distinct local values a $lookup batch reads the joined
@@ -34,17 +35,22 @@ MAX_LOOKUP_KEYS = 100
 
 
 def parse_pipeline_text(text: str | None) -> Any:
-    """The `pipeline` parameter: strict JSON, then JSON5; none is `[]`."""
+    """The `pipeline` parameter: strict JSON, then JSON5; none is `[]`.
+    Values no stage can hold (NaN, Infinity, NUL, lone surrogates, nesting
+    past MAX_NESTING) are refused as in every other JSON parameter."""
     if text is None:
         return []
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        pass
-    try:
-        return _doubles_for_huge_ints(json5.loads(text))
-    except (ValueError, TypeError, RecursionError):
-        raise BadRequest("Pipeline is not valid json") from None
+        try:
+            value = _doubles_for_huge_ints(json5.loads(text))
+        except (ValueError, TypeError, RecursionError):
+            raise BadRequest("Pipeline is not valid json") from None
+    problem = unsafe(value)
+    if problem:
+        raise BadRequest(f"<pipeline> {problem}")
+    return value
 
 
 def _doubles_for_huge_ints(value: Any) -> Any:

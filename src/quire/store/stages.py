@@ -15,6 +15,7 @@ from quire.errors import BadRequest
 from quire.store.accumulators import Accumulator, parse_accumulator
 from quire.store.expressions import Expr, check_field_name, parse_expression, parse_path
 from quire.store.query import Node, Path, parse_filter, parse_sort
+from quire.store.values import INT64_MAX
 
 MAX_STAGES = 32
 REFUSED = {"$out", "$merge", "$function", "$accumulator", "$where", "$graphLookup", "$facet",
@@ -122,7 +123,7 @@ def _parse_sort(arg: Any) -> Stage:
 def _count_arg(name: str, arg: Any, positive: bool) -> int:
     if isinstance(arg, float) and arg.is_integer():
         arg = int(arg)
-    if isinstance(arg, bool) or not isinstance(arg, int) or arg < (1 if positive else 0):
+    if isinstance(arg, bool) or not isinstance(arg, int) or not (1 if positive else 0) <= arg <= INT64_MAX:
         raise BadRequest(f"{name} needs a {'positive' if positive else 'non-negative'} integer")
     return arg
 
