@@ -310,3 +310,12 @@ def test_nesting_at_the_limit_is_read() -> None:
 
     assert unsafe(json.loads(nested(MAX_NESTING - 1, "[]"))) is None
     assert unsafe(json.loads(nested(MAX_NESTING, "[]"))) == f"is nested deeper than {MAX_NESTING} levels"
+
+
+@pytest.mark.parametrize("path", ["/storage/uploads/" + "a" * 300, "/storage/thumbs/" + "a" * 5000 + ".png",
+                                  "/storage/uploads/" + "a/" * 3000 + "x"])
+def test_storage_paths_too_long_for_the_file_system_are_404(site: Site, path: str) -> None:
+    """A name past the OS limit (255 bytes a name, 4 KB a path) made stat()
+    raise ENAMETOOLONG: a 500."""
+    response = site.anon.get(path)
+    assert (response.status_code, response.json()) == (404, {"error": "File not found"})
