@@ -394,3 +394,17 @@ def test_skip_and_limit_past_64_bits_are_400(shop: Api, stage: str) -> None:
     """A double past 2^63 in $skip or $limit reached SQLite and gave a 500."""
     response = agg(shop, "books", f"[{stage}]")
     assert response.status_code == 400 and "integer" in response.json()["error"], response.text
+
+
+def test_an_aggregation_running_too_long_is_400(shop: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A $lookup on an unindexed field of a large model scanned it once per
+    batch on the event loop: two such requests held both workers of the
+    server for over a minute (the health check timed out). A time budget,
+    checked between documents and $lookup batches, stops them."""
+    monkeypatch.setattr(store_pipeline, "MAX_SECONDS", -1.0)  # any work is past the budget
+    pipeline = [{"$lookup": {"from": "books", "localField": "title", "foreignField": "title", "as": "same"}}]
+    response = agg(shop, "books", pipeline)
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("Aggregation takes longer than -1 seconds")
+    monkeypatch.setattr(store_pipeline, "MAX_SECONDS", 60.0)
+    assert agg(shop, "books", pipeline).status_code == 200
