@@ -22,6 +22,7 @@ from quire.asgi import Route
 from quire.auth.permissions import MODULE_PERMISSIONS
 from quire.config import load_settings
 from quire.store.query import MAX_CONDITIONS, MAX_SORT_KEYS
+from quire.store.values import MAX_NESTING
 from tests.conftest import Api
 
 EXAMPLES = int(__import__("os").environ.get("QUIRE_PROPERTY_EXAMPLES", "150"))
@@ -301,3 +302,43 @@ def test_a_json_body_with_a_strange_content_length_is_400(site: Site) -> None:
     response = site.admin.post("/api/content/item/posts", content=b'{"data":{"title":"x"}}',
                                headers={"content-type": "application/json", "content-length": "+22"})
     assert (response.status_code, response.json()) == (400, {"error": "Invalid Content-Length"})
+
+
+def nested(depth: int, leaf: str = "1") -> str:
+    return '{"a":' * depth + leaf + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [300, 900])
+@pytest.mark.parametrize("name", ["filter", "sort", "fields", "persona_vars", "models", "pipeline"])
+def test_deeply_nested_parameters_are_a_400(site: Site, name: str, depth: int) -> None:
+    """JSON nested hundreds of levels deep (the JSON parser takes up to 1,024)
+    used to reach recursive code (locale keys, orjson's encoder, limited to
+    254 levels) and gave a 500; it is refused when parsed, bracket form too."""
+    spec = fill('[{"$match": @}]', nested(depth)) if name == "pipeline" else nested(depth)
+    bracket = f"{name}{'[a]' * depth}=1"
+    for path in ("/api/content/items/posts", "/api/content/item/posts", "/api/content/tree/tree",
+                 "/api/pages/pages", "/api/assets", "/api/inbox/submissions", "/api/content/aggregate/posts",
+                 "/api/content/items"):
+        for api in (site.admin, site.anon):
+            for url in (f"{path}?{name}={quote(spec, safe='')}", f"{path}?{bracket}"):
+                response = api.get(url)
+                check(response, url)
+    home = {"models": "/api/content/items", "pipeline": "/api/content/aggregate/posts"}
+    response = site.admin.get(f"{home.get(name, '/api/content/items/posts')}?{name}={quote(spec, safe='')}")
+    assert response.json() == {"error": f"<{name}> is nested deeper than {MAX_NESTING} levels"}
+
+
+def test_nesting_at_the_limit_is_read() -> None:
+    from quire.store.values import unsafe
+
+    assert unsafe(json.loads(nested(MAX_NESTING - 1, "[]"))) is None
+    assert unsafe(json.loads(nested(MAX_NESTING, "[]"))) == f"is nested deeper than {MAX_NESTING} levels"
+
+
+@pytest.mark.parametrize("path", ["/storage/uploads/" + "a" * 300, "/storage/thumbs/" + "a" * 5000 + ".png",
+                                  "/storage/uploads/" + "a/" * 3000 + "x"])
+def test_storage_paths_too_long_for_the_file_system_are_404(site: Site, path: str) -> None:
+    """A name past the OS limit (255 bytes a name, 4 KB a path) made stat()
+    raise ENAMETOOLONG: a 500."""
+    response = site.anon.get(path)
+    assert (response.status_code, response.json()) == (404, {"error": "File not found"})

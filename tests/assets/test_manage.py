@@ -51,6 +51,12 @@ def test_list_with_limit_and_skip_has_data_and_total(admin: Api, three: list[dic
     assert body == {"data": [three[1]], "meta": {"total": 3}}
 
 
+
+def test_limit_zero_means_no_limit_as_for_content(admin: Api, three: list[dict[str, Any]]) -> None:
+    """As in content lists and Cockpit: `limit=0` is no limit (it gave [])."""
+    assert admin.get("/api/assets", params={"limit": 0}).json() == three
+    assert admin.get("/api/assets", params={"limit": 0, "skip": 1}).json() == {"data": three[1:], "meta": {"total": 3}}
+
 def test_list_with_limit_only_is_a_bare_array(admin: Api, three: list[dict[str, Any]]) -> None:
     response = admin.get("/api/assets", params={"limit": 2})
     assert response.status_code == 200

@@ -135,3 +135,26 @@ def test_the_refusal_names_what_is_not_allowed() -> None:
         sniff.check_svg(svg(SMUGGLED["style @import url"]))
     with pytest.raises(sniff.Refused, match="only #fragment"):
         sniff.check_svg(svg(SMUGGLED["use href data:"]))
+
+
+PREFIXED = '<x:svg xmlns:x="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">{}</x:svg>'
+
+
+@pytest.mark.parametrize("case", ["style @import url", "use href data:", "style attribute url", "xml:base",
+                                  "animate style", "image remote", "unknown attribute"])
+def test_svg_under_a_namespace_prefix_meets_the_svg_check(admin: Api, data_dir: Path, case: str) -> None:
+    """`<x:svg xmlns:x="...svg">` has no `<svg` in it, so it was sniffed as
+    XML and only met the XML deny-list: `@import` and `<use href="data:">`
+    were stored (and a browser renders such a file as SVG)."""
+    body = SMUGGLED[case]
+    prefixed = __import__("re").sub(r"<(/?)([a-zA-Z])", r"<\1x:\2", body)
+    response = upload(admin, ("x.xml", PREFIXED.format(prefixed).encode(), "application/xml"))
+    assert response.status_code == 415, response.text
+    assert "SVG" in response.json()["error"]
+    assert files_under(data_dir / "uploads") == []
+
+
+def test_prefixed_svg_that_only_draws_is_accepted(admin: Api) -> None:
+    asset = upload_one(admin, "d.xml", PREFIXED.format('<x:rect width="5" height="5" fill="url(#g)"/>').encode(),
+                       "application/xml")
+    assert asset["mime"] == "application/xml"

@@ -390,3 +390,39 @@ def test_list_parameters_are_refused_naming_the_stage_to_use(shop: Api, param: s
     response = shop.get("/api/content/aggregate/books", params={"pipeline": "[]", param: "1"})
     assert response.status_code == 400
     assert response.json() == {"error": f"<{param}> is not a parameter of aggregate; use a {stage} stage"}
+
+
+@pytest.mark.parametrize(("pipeline", "message"), [
+    ('[{"$addFields": {"x": NaN}}]', "<pipeline> contains a number that is not finite (NaN or Infinity)"),
+    ('[{"$project": {"x": {"$literal": -Infinity}}}]', "<pipeline> contains a number that is not finite (NaN or Infinity)"),
+    ('[{"$addFields": {"x": "\\ud800"}}]', "<pipeline> contains a NUL character or a lone surrogate"),
+    ('[{"$project": {"x\\u0000": 1}}]', "<pipeline> contains a NUL character or a lone surrogate"),
+    ('[{"$match": ' + '{"a":' * 300 + "1" + "}" * 300 + "}]", "<pipeline> is nested deeper than 100 levels"),
+])
+def test_values_no_stage_can_hold_are_refused_like_other_parameters(shop: Api, pipeline: str, message: str) -> None:
+    """NaN used to answer null, a lone surrogate 'nest too deeply', a NUL key
+    was dropped silently, deep nesting gave a 500."""
+    response = agg(shop, "books", pipeline)
+    assert (response.status_code, response.json()) == (400, {"error": message})
+
+
+@pytest.mark.parametrize("stage", ['{"$limit": 9223372036854775808}', '{"$skip": 9223372036854775808}',
+                                   '{"$limit": 1e300}', '{"$skip": 1e19}'])
+def test_skip_and_limit_past_64_bits_are_400(shop: Api, stage: str) -> None:
+    """A double past 2^63 in $skip or $limit reached SQLite and gave a 500."""
+    response = agg(shop, "books", f"[{stage}]")
+    assert response.status_code == 400 and "integer" in response.json()["error"], response.text
+
+
+def test_an_aggregation_running_too_long_is_400(shop: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A $lookup on an unindexed field of a large model scanned it once per
+    batch on the event loop: two such requests held both workers of the
+    server for over a minute (the health check timed out). A time budget,
+    checked between documents and $lookup batches, stops them."""
+    monkeypatch.setattr(store_pipeline, "MAX_SECONDS", -1.0)  # any work is past the budget
+    pipeline = [{"$lookup": {"from": "books", "localField": "title", "foreignField": "title", "as": "same"}}]
+    response = agg(shop, "books", pipeline)
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("Aggregation takes longer than -1 seconds")
+    monkeypatch.setattr(store_pipeline, "MAX_SECONDS", 60.0)
+    assert agg(shop, "books", pipeline).status_code == 200

@@ -151,3 +151,12 @@ def test_asset_like_objects_in_free_form_fields_are_left_alone(admin: Api) -> No
     read = admin.get(f"/api/content/item/loose/{item['_id']}").json()
     assert read["image"]["mime"] == "image/png"
     assert read["extra"] == {"image": {"_id": picture["_id"]}}
+
+
+def test_a_field_type_that_is_not_a_string_is_400(admin: Api) -> None:
+    """A list or object as a field's type was looked up in a set: a 500."""
+    for kind in ([], {}, {"$gt": 1}, 5, None):
+        response = admin.put("/api/system/models/typed", json={
+            "name": "typed", "type": "collection", "fields": [{"name": "f", "type": kind}]})
+        assert response.status_code == 400, (kind, response.text)
+        assert "unknown type" in response.json()["error"]

@@ -104,6 +104,13 @@ def test_sort_limit_skip_and_the_envelope(admin: Api, form: dict[str, Any], thre
     assert ids(filtered["data"]) == ids(three[:0:-1]) and filtered["meta"] == {"total": 2}
 
 
+
+def test_limit_zero_means_no_limit_as_for_content(admin: Api, form: dict[str, Any], three: list[dict[str, Any]]) -> None:
+    base = {"form": form["_id"]}
+    assert ids(admin.get("/api/inbox/submissions", params={**base, "limit": 0}).json()) == ids(three[::-1])
+    page = admin.get("/api/inbox/submissions", params={**base, "limit": 0, "skip": 1}).json()
+    assert ids(page["data"]) == ids(three[::-1][1:]) and page["meta"] == {"total": 3}
+
 def test_fields_projection(admin: Api, form: dict[str, Any], three: list[dict[str, Any]]) -> None:
     response = admin.get("/api/inbox/submissions", params={"form": form["_id"], "fields": json.dumps({"data.name": 1})})
     assert response.status_code == 200

@@ -323,6 +323,8 @@ def test_invalid_container_is_400_naming_field_and_variant(admin: Api, model: st
 
 @pytest.mark.parametrize("schedule", [
     {"timezone": "Mars/Olympus"},
+    {"timezone": "America"},  # a directory of the zone database (it gave a 500)
+    {"tz": "UTC" * 1000},  # a file name too long for the OS (it gave a 500)
     {"start": "not a date"},
     {"days": ["funday"]},
     {"times": {"start": "9am", "end": "10:00"}},

@@ -259,8 +259,9 @@ def test_scheduled_out_best_match_falls_back_to_next_best() -> None:
     assert pick(container, ["a"]) == "B"
 
 
-def test_unknown_timezone_never_opens() -> None:
-    assert pick(scheduled({"timezone": "Mars/Olympus"}), ["a"]) == "G"
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "America", "UTC" * 1000])
+def test_unknown_timezone_never_opens(zone: str) -> None:
+    assert pick(scheduled({"timezone": zone}), ["a"]) == "G"
 
 
 @pytest.mark.parametrize(

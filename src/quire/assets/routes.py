@@ -256,10 +256,13 @@ def _serve(request: Request, base: Path, relative: str, used: Callable[[Path], N
     if any(part in ("", ".", "..") or part.startswith(".") for part in relative.split("/")):
         raise NotFound("File not found")
     root = base.resolve()
-    target = (root / relative).resolve()
-    if not target.is_relative_to(root) or not target.is_file():
-        raise NotFound("File not found")
-    stat = target.stat()
+    try:
+        target = (root / relative).resolve()
+        if not target.is_relative_to(root) or not target.is_file():
+            raise NotFound("File not found")
+        stat = target.stat()
+    except OSError:  # a name or path too long for the file system, ...
+        raise NotFound("File not found") from None
     etag = f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
     mime = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
     headers = {**_cache_headers(etag, stat.st_mtime), **FILE_HEADERS}

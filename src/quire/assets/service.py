@@ -166,7 +166,7 @@ class AssetService:
 
     def find(self, node: Any, sort: Any, limit: int | None, skip: int | None,
              projection: Projection | None) -> tuple[list[dict[str, Any]], int | None]:
-        docs = self.assets.find(node, sort, limit, skip, projection)
+        docs = self.assets.find(node, sort, limit or None, skip, projection)  # limit=0: no limit
         total = self.assets.count(node) if limit is not None and skip is not None else None
         return docs, total
 

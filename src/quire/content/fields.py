@@ -145,7 +145,7 @@ def validate_definition_field(raw: Any, index: int) -> dict[str, Any]:
     if not isinstance(name, str) or not FIELD_NAME.match(name):
         raise FieldError(f"{where}.name must match ^[A-Za-z][A-Za-z0-9_]*$")
     kind = raw.get("type", "text")
-    if kind not in FIELD_TYPES:
+    if not isinstance(kind, str) or kind not in FIELD_TYPES:  # a list or object is unhashable
         raise FieldError(f"{where} ({name}): unknown type {kind!r}; use one of {', '.join(sorted(FIELD_TYPES))}")
     opts = raw.get("opts") or {}
     if not isinstance(opts, dict):

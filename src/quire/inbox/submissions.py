@@ -52,7 +52,7 @@ class SubmissionService:
         if form_id is not None:
             self.forms.by_id(form_id)  # 404 for a form that does not exist
         node = self.query(form_id, spec)
-        docs = self.submissions.find(node, sort or NEWEST_FIRST, limit, skip, projection)
+        docs = self.submissions.find(node, sort or NEWEST_FIRST, limit or None, skip, projection)  # 0: no limit
         total = self.submissions.count(node) if limit is not None and skip is not None else None
         return docs, total
 

@@ -61,8 +61,10 @@ def zone_of(schedule: dict[str, Any], tzoffset: int | None) -> tzinfo:
     if name:
         try:
             return ZoneInfo(str(name))
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ScheduleError(f"timezone {name!r} is not an IANA time zone") from None
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            # OSError: a directory of the zone database ("America") or a name
+            # too long for a file name reaches the file system as it is
+            raise ScheduleError(f"timezone {str(name)[:60]!r} is not an IANA time zone") from None
     if tzoffset is not None:
         return timezone(timedelta(minutes=tzoffset))
     return UTC

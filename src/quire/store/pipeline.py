@@ -15,6 +15,7 @@ MAX_VALUE_UNITS (see `expressions.py`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,11 @@ if TYPE_CHECKING:
     from quire.store.sqlite import Collection
 
 MAX_HELD = 100_000
+# Wall time one aggregation may take. Every stage runs on the worker's event
+# loop, and a join that no index serves ($lookup on an unindexed field of a
+# large model scans it once per batch) could otherwise hold a worker for
+# minutes; checked between documents and before each $lookup batch.
+MAX_SECONDS = 5.0
 LOOKUP_BATCH = 100
 
 
@@ -103,14 +109,31 @@ class Budget:
     def __init__(self, limit: int | None = None) -> None:
         self.limit = MAX_HELD if limit is None else limit
         self.held = 0
+        self.seconds = MAX_SECONDS
+        self.deadline = time.monotonic() + MAX_SECONDS
+
+    def tick(self) -> None:
+        """Refuse an aggregation that has run longer than MAX_SECONDS."""
+        if time.monotonic() > self.deadline:
+            raise BadRequest(
+                f"Aggregation takes longer than {self.seconds:g} seconds; "
+                "narrow it with $match or $limit before $lookup, $sort and $group"
+            )
 
     def take(self, count: int) -> None:
+        self.tick()
         self.held += count
         if self.held > self.limit:
             raise BadRequest(
                 f"Aggregation holds more than {self.limit} documents or values; "
                 "narrow it with $match or $limit before $sort, $group and $lookup"
             )
+
+
+def _timed(docs: Iterable[dict[str, Any]], budget: Budget) -> Iterator[dict[str, Any]]:
+    for doc in docs:
+        budget.tick()
+        yield doc
 
 
 # (lookup stage, local values) -> candidate documents of the joined model (a
@@ -123,7 +146,7 @@ def run(stages: list[Stage], docs: Iterable[dict[str, Any]], fetch: Fetch,
     """Apply `stages` to `docs` lazily; stages that need every document
     ($sort, $group, $count) consume their input when first pulled."""
     budget = budget or Budget()
-    stream: Iterable[dict[str, Any]] = docs
+    stream: Iterable[dict[str, Any]] = _timed(docs, budget)
     for stage in stages:
         stream = _apply(stage, stream, fetch, budget)
     return iter(stream)
@@ -292,6 +315,7 @@ def _lookup(stage: Lookup, docs: Iterable[dict[str, Any]], fetch: Fetch, budget:
 
 
 def _join(stage: Lookup, batch: list[dict[str, Any]], fetch: Fetch, budget: Budget) -> Iterator[dict[str, Any]]:
+    budget.tick()
     wanted = [local_values(doc, stage.local) for doc in batch]
     union: list[Any] = []
     seen: set[Any] = set()

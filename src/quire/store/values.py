@@ -24,6 +24,9 @@ TYPE_ALIASES = {
 TYPE_CODES = set(TYPE_ALIASES.values()) | {19}  # 19 = decimal; never stored by JSON
 _INT32 = 2**31
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# MongoDB's own nesting limit for documents. Deeper values would reach code
+# that recurses (orjson's encoder stops at 254 levels, Python at ~1,000).
+MAX_NESTING = 100
 _BAD_TEXT = re.compile(r"[\x00\ud800-\udfff]")
 
 
@@ -66,11 +69,14 @@ def unsafe(value: Any) -> str | None:
     """Why a JSON value from a request cannot be queried or stored, or None:
     a number that is not finite (JSON5's NaN, Infinity) or an integer outside
     the 64-bit range SQLite holds, or text (a key or a string) with a NUL
-    character or a lone surrogate. Walks without recursion: values can nest
-    as deep as the JSON parser allows."""
-    stack = [value]
+    character or a lone surrogate, or nesting deeper than MAX_NESTING arrays
+    and objects. Walks without recursion: values can nest as deep as the JSON
+    parser allows."""
+    stack = [(value, 1)]
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
+        if isinstance(node, dict | list) and depth > MAX_NESTING:
+            return f"is nested deeper than {MAX_NESTING} levels"
         if isinstance(node, str):
             if bad_text(node):
                 return "contains a NUL character or a lone surrogate"
@@ -86,9 +92,9 @@ def unsafe(value: Any) -> str | None:
             for key in node:
                 if isinstance(key, str) and bad_text(key):
                     return "contains a NUL character or a lone surrogate"
-            stack.extend(node.values())
+            stack.extend((child, depth + 1) for child in node.values())
         elif isinstance(node, list):
-            stack.extend(node)
+            stack.extend((child, depth + 1) for child in node)
     return None
 
 
