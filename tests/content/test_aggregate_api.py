@@ -426,3 +426,61 @@ def test_an_aggregation_running_too_long_is_400(shop: Api, monkeypatch: pytest.M
     assert response.json()["error"].startswith("Aggregation takes longer than -1 seconds")
     monkeypatch.setattr(store_pipeline, "MAX_SECONDS", 60.0)
     assert agg(shop, "books", pipeline).status_code == 200
+
+
+def test_aggregations_run_off_the_event_loop(shop: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from quire.content import routes as content_routes
+
+    seen: list[bool] = []
+
+    def fake(*args: Any) -> bytes:
+        try:
+            asyncio.get_running_loop()
+            seen.append(True)
+        except RuntimeError:  # a worker thread has no running loop
+            seen.append(False)
+        return b"[]"
+
+    monkeypatch.setattr(content_routes, "run_aggregate", fake)
+    assert ok(shop, "books", []) == []
+    assert seen == [False]
+
+
+def test_aggregations_beyond_the_slots_of_a_worker_are_503_with_retry_after(
+    shop: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from quire.content import routes as content_routes
+    from quire.slots import LoopSlots
+
+    monkeypatch.setattr(content_routes, "AGGREGATION_SLOTS", LoopSlots(lambda: 0))  # every slot taken
+    monkeypatch.setattr(content_routes, "AGGREGATION_WAIT_SECONDS", 0.05)
+    response = agg(shop, "books", [])
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "1"
+    assert response.json() == {"error": "Busy with other aggregations; try again shortly"}
+
+
+def test_a_slot_waiter_gets_the_slot_when_it_frees_and_times_out_otherwise() -> None:
+    import asyncio
+
+    from quire.errors import Unavailable
+    from quire.slots import LoopSlots
+
+    async def scenario() -> list[str]:
+        slots = LoopSlots(lambda: 1)
+        events: list[str] = []
+
+        async def hold(name: str, seconds: float, wait: float) -> None:
+            try:
+                async with slots.taken(wait, lambda after: Unavailable("busy", after)):
+                    events.append(f"{name} in")
+                    await asyncio.sleep(seconds)
+            except Unavailable:
+                events.append(f"{name} busy")
+
+        await asyncio.gather(hold("a", 0.1, 1), hold("b", 0, 1), hold("c", 0, 0.01))
+        return events
+
+    assert asyncio.run(scenario()) == ["a in", "c busy", "b in"]

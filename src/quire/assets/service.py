@@ -9,11 +9,9 @@ every generated file can be cached forever.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import hashlib
-import math
 import os
 import re
 import secrets
@@ -21,7 +19,6 @@ import shutil
 import threading
 import time
 import unicodedata
-import weakref
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +45,7 @@ from quire.events import Events, Reject
 from quire.http import parse_int
 from quire.ids import is_id, new_id
 from quire.ratelimit import RateLimiter
+from quire.slots import LoopSlots
 from quire.store import SqliteStore
 from quire.store.query import Projection
 
@@ -119,9 +117,7 @@ class AssetService:
         self.thumb_cache = ThumbCache(self.thumbs, settings["thumbs_max_bytes"])
         self._rendering = 0  # renders running in this process (all its event loops)
         self._rendering_lock = threading.Lock()  # test clients run event loops in several threads
-        # the render slots of each event loop: a worker process serves from one
-        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            weakref.WeakKeyDictionary())
+        self._slots = LoopSlots(lambda: self.settings["max_concurrent_renders"])
         self._cache: dict[str, dict[str, Any] | None] = {}
         self._json: dict[str, bytes] = {}
         self._cache_generation = -1
@@ -475,26 +471,14 @@ class AssetService:
         loop), waiting at most `render_wait_seconds` for it (503 with
         Retry-After after that). Waiters sleep on a semaphore until a slot is
         released; nothing polls."""
-        loop = asyncio.get_running_loop()
-        slots = self._slots.get(loop)
-        if slots is None:
-            slots = self._slots[loop] = asyncio.Semaphore(self.settings["max_concurrent_renders"])
-        if slots.locked():
-            wait = self.settings["render_wait_seconds"]
-            try:
-                await asyncio.wait_for(slots.acquire(), wait)
-            except TimeoutError:
-                raise RenderBusy(max(1, math.ceil(wait))) from None
-        else:
-            await slots.acquire()  # free: taken without suspending
-        with self._rendering_lock:
-            self._rendering += 1
-        try:
-            yield
-        finally:
+        async with self._slots.taken(self.settings["render_wait_seconds"], RenderBusy):
             with self._rendering_lock:
-                self._rendering -= 1
-            slots.release()
+                self._rendering += 1
+            try:
+                yield
+            finally:
+                with self._rendering_lock:
+                    self._rendering -= 1
 
     def _generate(self, asset: dict[str, Any], opts: images.ImageOptions, target: Path, base: str,
                   counted: bool) -> tuple[Path, int]:

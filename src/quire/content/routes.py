@@ -15,7 +15,7 @@ from quire.auth.request import identify
 from quire.auth.service import Identity
 from quire.content.aggregate import run_aggregate
 from quire.content.service import ReadOptions
-from quire.errors import BadRequest, PreconditionFailed
+from quire.errors import BadRequest, PreconditionFailed, Unavailable
 from quire.http import (
     JSON_TYPE,
     int_param,
@@ -27,6 +27,7 @@ from quire.http import (
     read_data,
 )
 from quire.persona.request import Persona, persona_of
+from quire.slots import LoopSlots
 
 if TYPE_CHECKING:
     from quire.app import Quire
@@ -222,13 +223,26 @@ async def aggregate_items(request: Request) -> Response:
         if name in params or any(k.startswith(name + "[") for k in params):
             raise BadRequest(f"<{name}> is not a parameter of aggregate; use a {stage} stage")
     pipeline = _pipeline_param(params.get("pipeline"))
-    # A pipeline may hold up to MAX_HELD documents in Python: off the event
-    # loop, so other requests of this worker go on meanwhile.
-    body = await anyio.to_thread.run_sync(
-        run_aggregate, quire_of(request).content, request.path_params["model"], pipeline,
-        params.get("locale") or None, identity,
-    )
+    # A pipeline may hold up to MAX_HELD documents in Python for up to
+    # MAX_SECONDS: in a worker thread, so other requests of this worker go
+    # on meanwhile, and only a few at once, so a flood of them is told to
+    # come back instead of piling up.
+    async with AGGREGATION_SLOTS.taken(AGGREGATION_WAIT_SECONDS, AggregationsBusy):
+        body = await anyio.to_thread.run_sync(
+            run_aggregate, quire_of(request).content, request.path_params["model"], pipeline,
+            params.get("locale") or None, identity,
+        )
     return raw_json_response(body)
+
+
+AGGREGATIONS_AT_ONCE = 2  # per worker process
+AGGREGATION_WAIT_SECONDS = 5.0
+AGGREGATION_SLOTS = LoopSlots(lambda: AGGREGATIONS_AT_ONCE)
+
+
+class AggregationsBusy(Unavailable):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__("Busy with other aggregations; try again shortly", retry_after)
 
 
 def _pipeline_param(text: str | None) -> Any:
