@@ -14,14 +14,14 @@ from starlette.responses import Response
 
 from quire import forwarded
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
-from quire.store.values import INT64_MAX, unsafe
+from quire.numbers import content_length, parse_int
+from quire.store.values import unsafe
 
 if TYPE_CHECKING:
     from quire.app import Quire
 
 JSON_TYPE = "application/json; charset=utf-8"
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
-_INTEGER = re.compile(r"-?[0-9]{1,19}")
 
 
 def quire_of(request: Request) -> Quire:
@@ -121,34 +121,6 @@ def int_param(request: Request, name: str, minimum: int = 0) -> int | None:
     if raw is None or raw == "":
         return None
     return parse_int(raw, name, minimum)
-
-
-def parse_int(text: str, name: str, minimum: int = -1 - INT64_MAX, maximum: int = INT64_MAX) -> int:
-    """`text` as an integer: ASCII digits with an optional `-` (no `+`,
-    spaces, `_` or other scripts' digits, which Python's int() would take),
-    from `minimum` to `maximum` (at most 2^63-1, the largest SQLite holds);
-    400 naming `<name>` otherwise. The one parser of integers a client sends."""
-    if not _INTEGER.fullmatch(text):
-        if not re.fullmatch(r"-?[0-9]+", text):
-            raise BadRequest(f"<{name}> must be an integer")
-        value = -1 - INT64_MAX if text.startswith("-") else INT64_MAX + 1  # too many digits
-    else:
-        value = int(text)
-    if value < minimum:
-        raise BadRequest(f"<{name}> must be at least {minimum}")
-    if value > maximum:
-        raise BadRequest(f"<{name}> must be at most {maximum}")
-    return value
-
-
-def content_length(declared: str | None) -> int | None:
-    """The Content-Length header's value (None when not sent): ASCII digits
-    only, 400 otherwise. A value too long to be real reads as 2^63."""
-    if declared is None:
-        return None
-    if not re.fullmatch(r"[0-9]+", declared):
-        raise BadRequest("Invalid Content-Length")
-    return int(declared) if len(declared) <= 19 else INT64_MAX + 1
 
 
 def check_depth(value: Any, limit: int) -> None:

@@ -42,8 +42,8 @@ from quire.errors import (
     Unavailable,
 )
 from quire.events import Events, Reject
-from quire.http import parse_int
 from quire.ids import is_id, new_id
+from quire.numbers import parse_int
 from quire.ratelimit import RateLimiter
 from quire.slots import LoopSlots
 from quire.store import SqliteStore

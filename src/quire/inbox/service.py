@@ -25,11 +25,11 @@ from quire.assets import sniff
 from quire.assets.service import safe_name
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
 from quire.events import Events, Reject
-from quire.http import content_length
 from quire.ids import new_id
 from quire.inbox import language
 from quire.inbox.forms import FIELD_NAME
 from quire.inbox.mailer import Mailer, compose
+from quire.numbers import content_length
 from quire.store import SqliteStore
 
 log = logging.getLogger("quire.inbox")
