@@ -80,7 +80,7 @@ def json_param(request: Request, name: str) -> Any:
             raise BadRequest(f"<{name}> is not valid json")
         result = result if result is not None else {}
         _assign(result, parts, _bracket_value(value), name)
-    return checked(result, name)
+    return result if result is None else checked(result, name)
 
 
 def _assign(target: dict[str, Any], parts: list[str], value: Any, name: str) -> None:
