@@ -7,6 +7,7 @@ groups as null.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from typing import Any
 
@@ -35,17 +36,19 @@ def group_key(value: Any) -> Any:
     return (rank, value)  # Python already has 1 == 1.0 with equal hashes
 
 
-class Accumulator:
+class Accumulator(abc.ABC):
     """One accumulator of one group."""
 
     def __init__(self, budget: Callable[[int], None]) -> None:
         self.budget = budget
 
+    @abc.abstractmethod
     def add(self, value: Any) -> None:
-        raise NotImplementedError
+        """Take one document's value."""
 
+    @abc.abstractmethod
     def result(self) -> Any:
-        raise NotImplementedError
+        """The group's value."""
 
 
 class Sum(Accumulator):
