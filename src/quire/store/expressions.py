@@ -178,14 +178,20 @@ def _arithmetic(op: str, args: list[Expr], fold: Callable[[Any, Any], Any], star
     return run
 
 
+def _two_numbers(op: str, a: Any, b: Any) -> bool:
+    """False when either is null or missing (the answer is null); a 400
+    naming the operator when either is not a number."""
+    if _nullish(a) or _nullish(b):
+        return False
+    if not (_is_number(a) and _is_number(b)):
+        raise BadRequest(f"{op} only supports numbers, not {_type_name(a if not _is_number(a) else b)}")
+    return True
+
+
 def _subtract(args: list[Expr]) -> Expr:
     def run(doc: Any) -> Any:
         a, b = args[0](doc), args[1](doc)
-        if _nullish(a) or _nullish(b):
-            return None
-        if not (_is_number(a) and _is_number(b)):
-            raise BadRequest(f"$subtract only supports numbers, not {_type_name(a if not _is_number(a) else b)}")
-        return number(a - b)
+        return number(a - b) if _two_numbers("$subtract", a, b) else None
 
     return run
 
@@ -193,10 +199,8 @@ def _subtract(args: list[Expr]) -> Expr:
 def _divide(args: list[Expr]) -> Expr:
     def run(doc: Any) -> Any:
         a, b = args[0](doc), args[1](doc)
-        if _nullish(a) or _nullish(b):
+        if not _two_numbers("$divide", a, b):
             return None
-        if not (_is_number(a) and _is_number(b)):
-            raise BadRequest(f"$divide only supports numbers, not {_type_name(a if not _is_number(a) else b)}")
         if b == 0:
             raise BadRequest("$divide by zero")
         return a / b
