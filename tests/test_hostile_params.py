@@ -17,9 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from quire.app import build_app
+from quire.app import MODULES, build_app
 from quire.asgi import Route
-from quire.auth.permissions import MODULE_PERMISSIONS
 from quire.config import load_settings
 from quire.store.query import MAX_CONDITIONS, MAX_SORT_KEYS
 from quire.store.values import MAX_NESTING
@@ -48,7 +47,7 @@ class Site:
         assert a.put("/api/l10n/project/proj", json={"data": {"name": "proj", "locales": ["en"]}}).is_success
         form = a.post("/api/inbox/forms", json={"data": {"name": "f"}}).json()
         self.form = form["_id"]
-        reads = {p: True for p in MODULE_PERMISSIONS if p.endswith(("/read", "/submissions"))}
+        reads = {p: True for m in MODULES for p in m.permissions if p.endswith(("/read", "/submissions"))}
         reads["content/*/read"] = True
         assert a.put("/api/system/roles/public", json={"permissions": reads}).is_success
         self.paths = [self.concrete(r.path) for r in self.app.routes if isinstance(r, Route)

@@ -1,109 +1,71 @@
-"""build_app(settings) -> the ASGI application, and the `Quire` container of
-services that routes reach through `request.app.state.quire`."""
+"""build_app(settings) -> the ASGI application, composed from the list of
+feature modules; `Quire` is the services those modules built, hung on
+`app.state.quire` (routes reach it through `http.quire_of`)."""
 
 from __future__ import annotations
 
 import logging
 import os
 
-from quire import openapi
-from quire.admin import routes as admin_routes
+from quire import (
+    admin,
+    assets,
+    auth,
+    content,
+    health,
+    inbox,
+    l10n,
+    pages,
+    persona,
+    searchmod,
+    sso,
+    system,
+)
 from quire.asgi import App
-from quire.assets import routes as asset_routes
-from quire.assets.service import AssetService
-from quire.auth.service import AuthService
-from quire.auth.sessions import SessionService
-from quire.auth.users import UserService
 from quire.config import Settings, load_settings
-from quire.content import routes as content_routes
-from quire.content.locales import LocaleService
-from quire.content.models import ModelService
-from quire.content.service import ContentService
 from quire.events import Events
 from quire.hooks import load_hooks
-from quire.inbox import routes as inbox_routes
-from quire.inbox.forms import FormService
-from quire.inbox.mailer import Mailer
-from quire.inbox.service import SubmitService
-from quire.inbox.submissions import SubmissionService
-from quire.l10n import routes as l10n_routes
-from quire.l10n.service import L10nService
-from quire.pages import routes as pages_routes
-from quire.pages.menus import MenuService
-from quire.pages.service import PagesService
-from quire.ratelimit import RateLimiter
-from quire.searchmod import routes as search_routes
-from quire.searchmod.service import SearchService
-from quire.sso import routes as sso_routes
-from quire.sso.service import SsoService
-from quire.sso.settings import SsoSettings
+from quire.modules import Module, Services
 from quire.store import SqliteStore
-from quire.system import routes as system_routes
 
 log = logging.getLogger("quire")
 
+# Built in this order: a module may take what the ones above it built.
+MODULES: list[Module] = [
+    auth.module, assets.module, content.module, persona.module, pages.module, l10n.module, inbox.module,
+    searchmod.module, sso.module, health.module, system.module, admin.module,
+]
 
-class Quire:
+
+class Quire(Services):
     """The services of one running instance (one per process)."""
 
-    def __init__(self, settings: Settings, events: Events | None = None) -> None:
-        self.settings = settings
+    def __init__(self, settings: Settings, events: Events | None = None,
+                 modules: list[Module] | None = None) -> None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self.store = SqliteStore(settings.db_path, lock_timeout=settings.get("store", "lock_timeout_ms") / 1000)
-        self.events = events or Events()
-        self.auth = AuthService(self.store)
-        self.users = UserService(self.store, self.auth)
-        admin = settings.values["admin"]
-        self.sessions = SessionService(self.store, admin["session_idle_seconds"], admin["session_max_seconds"])
-        self.login_limiter = RateLimiter(self.store, admin["login_attempts"], admin["login_window_seconds"],
-                                         "system/login_failures")
-        self.sso = SsoService(self.store, SsoSettings.from_values(settings.values["sso"]), self.auth,
-                              self.users, self.sessions)
-        self.locales = LocaleService(self.store, settings.get("content", "default_locale_name"))
-        self.models = ModelService(self.store, self.locales)
-        self.content = ContentService(
-            self.store, self.models, self.locales, self.events, settings.get("api", "max_populate_depth")
-        )
-        self.assets = AssetService(self.store, settings.data_dir, self.events, settings.values["assets"])
-        self.content.resolve_assets = self.assets.get_many
-        self.content.resolve_asset_json = self.assets.get_many_json
-        self.pages = PagesService(self.store, self.content, self.events, settings.values["pages"])
-        self.menus = MenuService(self.store, self.pages, self.events)
-        self.l10n = L10nService(self.store, self.events)
-        self.mailer = Mailer(settings.values["smtp"], settings.db_path, self.assets.uploads)
-        self.forms = FormService(self.store, self.events)
-        self.inbox = SubmitService(self.store, self.events, self.mailer, self.assets.uploads,
-                                   settings.values["inbox"], settings.values["assets"])
-        self.submissions = SubmissionService(self.store, self.events, self.forms, self.assets.uploads)
-        self.search = SearchService(self.store, self.content, self.models, self.events)
-        inbox = settings.values["inbox"]
-        self.rate_limiter = RateLimiter(self.store, inbox["rate_limit"], inbox["rate_window_seconds"])
-        self.public_url: str = settings.get("server", "public_url")
-        self.max_body: int = settings.get("api", "max_body_bytes")
-        self.max_depth: int = settings.get("api", "max_json_depth")
+        store = SqliteStore(settings.db_path, lock_timeout=settings.get("store", "lock_timeout_ms") / 1000)
+        super().__init__(settings, store, events or Events())
+        self.on_close(store.close)
+        self.modules = MODULES if modules is None else modules
+        for module in self.modules:
+            self.permissions.update(module.permissions)
         try:
+            for module in self.modules:
+                if module.build is not None:
+                    module.build(self)
+            for module in self.modules:
+                if module.subscribe is not None:
+                    module.subscribe(self)
             load_hooks(self.events, settings.get("hooks", "modules"), settings.data_dir, self)
         except BaseException:
             self.close()
             raise
 
-    def start(self) -> None:
-        """At server start: send what an earlier run left in the outbox."""
-        self.mailer.wake()
-
-    def close(self) -> None:
-        self.mailer.close()
-        self.store.close()
-
 
 def build_app(settings: Settings, events: Events | None = None) -> App:
     quire = Quire(settings, events)
     app = App(
-        [
-            *system_routes.routes, *content_routes.routes, *asset_routes.routes,
-            *pages_routes.routes, *l10n_routes.routes, *inbox_routes.routes,
-            *search_routes.routes, *openapi.routes, *admin_routes.routes, *sso_routes.routes,
-        ],
+        [r for module in quire.modules for r in module.routes],
         cors_origins=settings.get("api", "cors_origins"),
         cors_headers=settings.get("api", "cors_headers"),
         cors_methods=settings.get("api", "cors_methods"),

@@ -19,9 +19,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from quire.config import CORS_HEADERS, CORS_METHODS
 from quire.errors import ApiError
-from quire.http import json_response
+from quire.responses import json_response
 from quire.store.values import bad_text
 
 log = logging.getLogger("quire")
@@ -29,17 +28,17 @@ access_log = logging.getLogger("quire.access")
 
 Handler = Callable[[Request], Awaitable[Response]]
 _PARAM = re.compile(r"{([a-zA-Z_][a-zA-Z0-9_]*)(:path)?}")
-# The admin's pages, its event stream and single sign-on are for this site's
-# own pages only: no CORS headers there.
-NO_CORS_PREFIXES = ("/auth/", "/admin/", "/sso/", "/system/events", "/system/api")
 
 
 @dataclass
 class Route:
-    """A path with one handler per HTTP method."""
+    """A path with one handler per HTTP method. `cors`: whether other sites'
+    pages may call it (the API); the admin's pages and single sign-on are for
+    this site's own pages only, so they answer no CORS headers."""
 
     path: str
     handlers: dict[str, Handler]
+    cors: bool = True
 
     def __post_init__(self) -> None:
         escaped = re.escape(self.path).replace(r"\{", "{").replace(r"\}", "}").replace(r"\:", ":")
@@ -54,8 +53,8 @@ class Route:
         return set(self.handlers)
 
 
-def route(path: str, **handlers: Handler) -> Route:
-    return Route(path, {method.upper(): fn for method, fn in handlers.items()})
+def route(path: str, *, cors: bool = True, **handlers: Handler) -> Route:
+    return Route(path, {method.upper(): fn for method, fn in handlers.items()}, cors)
 
 
 class App:
@@ -67,8 +66,8 @@ class App:
         *,
         cors_origins: list[str],
         access_log_enabled: bool,
-        cors_headers: list[str] | None = None,
-        cors_methods: list[str] | None = None,
+        cors_headers: list[str],
+        cors_methods: list[str],
         on_startup: Callable[[], None] | None = None,
         on_shutdown: Callable[[], None] | None = None,
     ) -> None:
@@ -78,10 +77,9 @@ class App:
         self._dynamic = [r for r in routes if "{" in r.path]
         self._any_origin = "*" in cors_origins
         self._origins = set(cors_origins)
-        headers = CORS_HEADERS if cors_headers is None else cors_headers
-        self._any_header = "*" in headers
-        self._allow_headers = ", ".join(h.lower() for h in headers)
-        self._allow_methods = ", ".join(m.upper() for m in (CORS_METHODS if cors_methods is None else cors_methods))
+        self._any_header = "*" in cors_headers
+        self._allow_headers = ", ".join(h.lower() for h in cors_headers)
+        self._allow_methods = ", ".join(m.upper() for m in cors_methods)
         self._log = access_log_enabled
         self._on_startup = on_startup
         self._on_shutdown = on_shutdown
@@ -141,15 +139,14 @@ class App:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["app"] = self
-        origin = _header(scope, b"origin")
         path = scope["path"]
-        if path == "/" or path.startswith(NO_CORS_PREFIXES):
-            origin = None
+        target, params = (None, {}) if bad_text(path) else self._match(path)
+        origin = _header(scope, b"origin") if target is None or target.cors else None
         cors = self._cors_origin(origin) if origin is not None else None
         if scope["method"] == "OPTIONS" and origin is not None and _header(scope, b"access-control-request-method"):
             await self._preflight(cors, scope, receive, send)
             return
-        response = await self._respond(scope, receive)
+        response = await self._respond(scope, receive, target, params)
         # Browsers must not read any answer as another type than it says
         # (a JSON error shown as HTML, an upload as script).
         response.headers.setdefault("x-content-type-options", "nosniff")
@@ -171,12 +168,12 @@ class App:
             log.exception("%s %s: the answer broke off after its status was sent", scope["method"], path)
             raise
 
-    async def _respond(self, scope: Scope, receive: Receive) -> Response:
+    async def _respond(self, scope: Scope, receive: Receive, target: Route | None,
+                       params: dict[str, str]) -> Response:
         if bad_text(scope["path"]):
             # a NUL (or a lone surrogate, which no UTF-8 URL decodes to): no
             # file or id holds one; refused here once for every route
             return json_response({"error": "The path cannot contain NUL characters"}, 400)
-        target, params = self._match(scope["path"])
         try:
             if target is None:
                 return json_response({"error": "Not found"}, 404)

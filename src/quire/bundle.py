@@ -25,7 +25,7 @@ from quire.l10n.service import PROJECTS
 from quire.pages.menus import MENUS, SETTINGS
 
 if TYPE_CHECKING:
-    from quire.app import Quire
+    from quire.modules import Services
 
 FORMAT = 1
 KEPT_SYSTEM = ("_id", "_created", "_modified", "_cby", "_mby", "_state", "_pid", "_o", "_model")
@@ -45,7 +45,7 @@ class Progress:
     stored: int = 0
 
 
-def export_bundle(quire: Quire) -> Iterator[bytes]:
+def export_bundle(quire: Services) -> Iterator[bytes]:
     """The bundle as chunks of JSON, items streamed model by model."""
     head = {
         "quire": FORMAT,
@@ -72,7 +72,7 @@ def export_bundle(quire: Quire) -> Iterator[bytes]:
 
 
 async def import_bundle(
-    quire: Quire, bundle: Any, batch: int | None = None, progress: Progress | None = None
+    quire: Services, bundle: Any, batch: int | None = None, progress: Progress | None = None
 ) -> dict[str, int]:
     """Load a bundle: check all of it first, then store it.
 
@@ -125,7 +125,7 @@ async def import_bundle(
     return counts
 
 
-async def _import_items(quire: Quire, items: dict[str, list[dict[str, Any]]], size: int,
+async def _import_items(quire: Services, items: dict[str, list[dict[str, Any]]], size: int,
                         counts: dict[str, int], progress: Progress) -> None:
     """Items in transactions of `size` (or BATCH_SECONDS of work);
     `progress.stored` follows the commits."""
@@ -188,7 +188,7 @@ def _check_form(form: Any) -> dict[str, Any]:
     return {**{k: form[k] for k in ("_id", "token", "_created", "_modified") if k in form}, **clean}
 
 
-def _check_items(quire: Quire, bundle: dict[str, Any], models: dict[str, Model]) -> dict[str, list[dict[str, Any]]]:
+def _check_items(quire: Services, bundle: dict[str, Any], models: dict[str, Model]) -> dict[str, list[dict[str, Any]]]:
     """Every item checked against its model as the bundle defines it (and
     its locales), before anything is stored: the items ready to store."""
     items = bundle.get("items") or {}
@@ -254,7 +254,7 @@ def _fill_system(model: Model, coll: Any, item: dict[str, Any], current: dict[st
         item["_o"] = current["_o"] if current is not None and "_o" in current else coll.count({"_pid": item["_pid"]})
 
 
-async def _import_form(quire: Quire, doc: dict[str, Any]) -> int:
+async def _import_form(quire: Services, doc: dict[str, Any]) -> int:
     """A form keeps its id and token, so the site's forms keep working."""
     with refusals_as_412(f"form {doc['_id']}: "):
         await quire.events.emit("inbox.form.save", form=doc, identity=IMPORTER)
@@ -263,7 +263,7 @@ async def _import_form(quire: Quire, doc: dict[str, Any]) -> int:
     return 1
 
 
-async def _import_item(quire: Quire, name: str, coll: Any, item: dict[str, Any]) -> None:
+async def _import_item(quire: Services, name: str, coll: Any, item: dict[str, Any]) -> None:
     """Store one checked item with its events (inside the caller's batch)."""
     current = coll.get(item["_id"])
     is_update = current is not None

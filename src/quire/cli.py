@@ -332,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from quire.l10n.cli import add_parser as add_l10n
 
-    add_l10n(sub, common)
+    add_l10n(sub, common, _quire)
     return parser
 
 

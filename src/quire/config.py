@@ -12,12 +12,12 @@ import logging
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
 
-from quire.assets import presets as image_presets
 from quire.errors import ConfigError
 from quire.forwarded import MAX_PROXY_HOPS
 
@@ -149,6 +149,17 @@ FLEXIBLE: dict[tuple[str, str], tuple[Any, str]] = {
 }
 
 ENV_PREFIX = "QUIRE_"
+
+# Rules a feature module keeps for its own settings (the assets module's
+# image presets), added when the module is imported (`add_check`) and run
+# by `load_settings` after the types are checked: config imports no module.
+SECTION_CHECKS: dict[str, Callable[[dict[str, dict[str, Any]]], None]] = {}
+
+
+def add_check(name: str, check: Callable[[dict[str, dict[str, Any]]], None]) -> None:
+    """Run `check(values)` on every load; it raises ConfigError naming the
+    setting. Added again under the same name, it replaces the earlier one."""
+    SECTION_CHECKS[name] = check
 
 
 @dataclass
@@ -357,7 +368,8 @@ def _validate(values: dict[str, dict[str, Any]]) -> None:
     for key in ("provider_url", "issuer", "redirect_uri"):
         if sso[key] and not sso[key].startswith(("http://", "https://")):
             raise ConfigError(f"setting 'sso.{key}' must start with http:// or https://")
-    image_presets.check(values["assets"]["presets"], values["assets"]["max_output_size"])
+    for check in SECTION_CHECKS.values():
+        check(values)
     for key in ("cors_headers", "cors_methods"):
         bad = [v for v in values["api"][key] if not _TOKEN.fullmatch(v)]
         if bad:

@@ -13,7 +13,7 @@ from quire.auth.service import Identity
 from quire.content.models import parse_model
 
 if TYPE_CHECKING:
-    from quire.app import Quire
+    from quire.modules import Services
 
 DEMO_KEY_NAME = "demo admin"
 ADMIN = Identity("admin", key_id="demo")
@@ -89,7 +89,7 @@ def _picture(colors: tuple[tuple[int, int, int], ...], size: tuple[int, int] = (
     return out.getvalue()
 
 
-def contact_token(quire: Quire) -> str | None:
+def contact_token(quire: Services) -> str | None:
     form = quire.forms.forms.find_one({"name": "Contact"})
     return form["token"] if form else None
 
@@ -97,7 +97,7 @@ def contact_token(quire: Quire) -> str | None:
 DEMO_USER = "admin"
 
 
-def rotate_admin_password(quire: Quire) -> str:
+def rotate_admin_password(quire: Services) -> str:
     """The demo's admin user (created when missing) with a new random
     password, which is returned: printed once, stored as a hash."""
     password = secrets.token_urlsafe(12)
@@ -110,7 +110,7 @@ def rotate_admin_password(quire: Quire) -> str:
     return password
 
 
-async def install_demo(quire: Quire) -> tuple[bool, str]:
+async def install_demo(quire: Services) -> tuple[bool, str]:
     """Create the demo content unless models exist; always rotate the demo
     admin key and return it."""
     created = False
@@ -124,7 +124,7 @@ async def install_demo(quire: Quire) -> tuple[bool, str]:
     return created, key
 
 
-async def _create(quire: Quire) -> None:
+async def _create(quire: Services) -> None:
     quire.locales.save([{"i18n": "de", "name": "Deutsch"}])
     for definition in MODELS:
         quire.models.save(parse_model(definition["name"], definition))
@@ -182,7 +182,7 @@ async def _create(quire: Quire) -> None:
     }, ADMIN)
 
 
-async def _pages(quire: Quire) -> None:
+async def _pages(quire: Services) -> None:
     """A home page, a blog bound to posts, an about section two levels deep
     with German routes, a page carrying the settings singleton, the main
     menu and the SEO settings."""
@@ -232,7 +232,7 @@ TRANSLATIONS = {
 }
 
 
-async def _translations(quire: Quire) -> None:
+async def _translations(quire: Services) -> None:
     """A project of website strings in three locales; two German strings
     are left to translate."""
     keys = {key: {loc: text for loc, text in zip(("en", "de", "fr"), texts, strict=True) if text}

@@ -9,7 +9,7 @@ Hooks come from three places, loaded in this order:
    (names starting with `_` or `.` are skipped).
 
 Each exposes `register(events)`, or `register(events, quire)` to be handed
-the `Quire` container as well. Anything that goes wrong while loading or
+the `Services` container as well. Anything that goes wrong while loading or
 registering stops the start with a `ConfigError` naming the hook.
 """
 
@@ -29,7 +29,7 @@ from quire.errors import ConfigError
 from quire.events import Events
 
 if TYPE_CHECKING:
-    from quire.app import Quire
+    from quire.modules import Services
 
 ENTRY_POINT_GROUP = "quire.hooks"
 HOOKS_DIR = "hooks"
@@ -39,7 +39,7 @@ FILE_MODULE_PREFIX = "quire_hooks"
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def load_hooks(events: Events, modules: list[str], data_dir: Path, quire: Quire) -> None:
+def load_hooks(events: Events, modules: list[str], data_dir: Path, quire: Services) -> None:
     """Load every hook and let it subscribe its handlers to `events`."""
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         _load_entry_point(ep, events, quire)
@@ -63,7 +63,7 @@ def hook_files(data_dir: Path) -> list[Path]:
 # -- the three sources ------------------------------------------------------
 
 
-def _load_entry_point(ep: EntryPoint, events: Events, quire: Quire) -> None:
+def _load_entry_point(ep: EntryPoint, events: Events, quire: Services) -> None:
     label = f"entry point '{ep.name}' ({ep.value}) of group {ENTRY_POINT_GROUP}"
     try:
         target = ep.load()
@@ -72,7 +72,7 @@ def _load_entry_point(ep: EntryPoint, events: Events, quire: Quire) -> None:
     _register(label, target, events, quire)
 
 
-def _load_module(name: str, events: Events, quire: Quire) -> None:
+def _load_module(name: str, events: Events, quire: Services) -> None:
     label = f"setting 'hooks.modules': {name}"
     try:
         module = importlib.import_module(name)
@@ -84,7 +84,7 @@ def _load_module(name: str, events: Events, quire: Quire) -> None:
     _register(label, module, events, quire)
 
 
-def _load_file(path: Path, events: Events, quire: Quire) -> None:
+def _load_file(path: Path, events: Events, quire: Services) -> None:
     label = f"hook file {path}"
     # A fresh module object on every load: another app in this process (or a
     # restart) must run the file's current code, not a cached module.
@@ -116,7 +116,7 @@ def _load_file(path: Path, events: Events, quire: Quire) -> None:
 # -- registering ------------------------------------------------------------
 
 
-def _register(label: str, target: Any, events: Events, quire: Quire) -> None:
+def _register(label: str, target: Any, events: Events, quire: Services) -> None:
     register = _register_function(label, target)
     takes_quire = _takes_quire(label, register)
     if inspect.iscoroutinefunction(register):

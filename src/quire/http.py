@@ -10,31 +10,26 @@ from urllib.parse import parse_qsl
 import json5
 import orjson
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
 
 from quire import forwarded
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
 from quire.numbers import content_length, parse_int
+
+# the routes' JSON answers, imported from here with the other request helpers
+from quire.responses import JSON_TYPE as JSON_TYPE
+from quire.responses import json_response as json_response
+from quire.responses import raw_json_response as raw_json_response
 from quire.store.values import unsafe
 
 if TYPE_CHECKING:
-    from quire.app import Quire
+    from quire.modules import Services
 
-JSON_TYPE = "application/json; charset=utf-8"
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 
 
-def quire_of(request: Request) -> Quire:
+def quire_of(request: Request) -> Services:
     """The services of the app serving `request`."""
     return request.app.state.quire
-
-
-def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(data), status_code=status, media_type=JSON_TYPE, headers=headers)
-
-
-def raw_json_response(body: bytes, status: int = 200) -> Response:
-    return Response(body, status_code=status, media_type=JSON_TYPE)
 
 
 def parse_json_text(text: str, name: str) -> Any:

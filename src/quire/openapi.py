@@ -1,18 +1,19 @@
-"""`GET /api/openapi.json`: an OpenAPI 3.1 description of every endpoint,
-its parameters and its errors. A test checks it lists every route."""
+"""The OpenAPI 3.1 document (`GET /api/openapi.json`): the merge of the
+paths every module declares (`Module.openapi`), and the helpers modules
+describe their operations with. A test checks it lists every route."""
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from starlette.requests import Request
-from starlette.responses import Response
 
 from quire import __version__
-from quire.asgi import route
-from quire.http import raw_json_response
+
+if TYPE_CHECKING:
+    from quire.modules import Module
 
 ERROR = {"$ref": "#/components/schemas/Error"}
 JSON_PARAM_NOTE = " Strict JSON, relaxed JSON5 (`{title:'x'}`) or the bracket form (`name[key]=v`)."
@@ -127,244 +128,59 @@ def op(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], body
     return operation
 
 
-ASSET_ID = param("id", "path", "string", "Asset id", pattern=ID_PATTERN)
-
-
-def _upload_op() -> dict[str, Any]:
-    operation = op("Upload one or more files (multipart parts named files); answers the created asset objects",
-                   [], (400, 403, 413, 415), tag="assets", schema=OBJECTS)
-    operation["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": {
-        "type": "object",
-        "properties": {
-            "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
-            "folder": {"type": "string"}, "title": {"type": "string"},
-            "tags": {"type": "string", "description": "comma-separated, or a JSON array"},
-        },
-        "required": ["files"],
-    }}}}
-    return operation
-
-
-def _image_op(preset_in_path: bool = False) -> dict[str, Any]:
-    def p(name: str, kind: str, text: str, **constraints: Any) -> dict[str, Any]:
-        return param(name, "query", kind, text, **constraints)
-
-    preset = (param("preset", "path", "string", "Name of an image preset ([assets.presets]); "
-                    "parameters given in the query win over the preset's") if preset_in_path else
-              p("preset", "string", "Name of an image preset ([assets.presets]); parameters given "
-                "in the query win over the preset's"))
-    summary = "Generate or fetch a resized image" + (" with a named preset" if preset_in_path else "")
-    operation = op(summary, [
-        ASSET_ID,
-        preset,
-        p("m", "string", "Mode: thumbnail (default; crop to exactly w x h, focal point aware), bestFit, resize, "
-          "fitToWidth, fitToHeight", enum=["thumbnail", "bestFit", "resize", "fitToWidth", "fitToHeight"]),
-        p("w", "int", "Width (at most the configured maximum, default 4096); w or h is required", minimum=1),
-        p("h", "int", "Height", minimum=1),
-        p("q", "int", "Quality (default 80)", minimum=1, maximum=100),
-        p("mime", "string", "auto (webp when accepted, else the source format), gif, jpeg, png, webp, bmp, avif",
-          enum=["auto", "gif", "jpeg", "png", "webp", "bmp", "avif"]),
-        p("re", "string", "1: answer 307 to the generated image", enum=["0", "1"]),
-        p("t", "string", "Any text; only changes the cache key"),
-        p("o", "string", "0 (default): the image's absolute URL as text/plain; 1: the image bytes",
-          enum=["0", "1"]),
-        p("b64", "string", "1: the image as a data: URI (text/plain); wins over o and re", enum=["0", "1"]),
-    ], (400, 401, 403, 404, 429, 503), tag="assets",
-        ok="URL as text/plain, or the image (o=1), or a data: URI (b64=1), or 307 (re=1)")
-    operation["responses"]["200"]["content"] = {
-        "text/plain": {"schema": {"type": "string", "format": "uri"}},
-        "image/*": {"schema": {"type": "string", "format": "binary"}},
-    }
-    operation["responses"]["304"] = {"description": "Not modified (If-None-Match)"}
-    operation["responses"]["307"] = {"description": "Redirect to the image (re=1), or to the original of a non-image"}
-    return operation
-
-
-def _file_op(summary: str, path_text: str) -> dict[str, Any]:
-    operation = op(summary, [param("path", "path", "string", path_text)], (404,), tag="assets",
-                   security=False, ok="The file")
-    operation["responses"]["200"]["content"] = {"*/*": {"schema": {"type": "string", "format": "binary"}}}
-    operation["responses"]["304"] = {"description": "Not modified (If-None-Match)"}
-    return operation
-
-
 READ_ERRORS = (400, 401, 403, 404)
 WRITE_ERRORS = (400, 401, 403, 404, 412, 413)
 MANAGE = (400, 401, 403, 404, 413)
 
 
-def document() -> dict[str, Any]:
-    def system(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], **kw: Any) -> dict[str, Any]:
-        return op(summary, params, errors, tag="system", **kw)
-
-    role = param("name", "path", "string", "Role name", pattern=ROLE_PATTERN)
-    model_name = param("name", "path", "string", "Model name", pattern=MODEL_PATTERN)
-    paths: dict[str, Any] = {
-        "/api/content/item/{model}": {
-            "get": op("Get the item of a singleton, or the first item matching filter",
-                      [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, *PERSONA], READ_ERRORS, schema=ITEM),
-            "post": op("Create an item, or update one partially when data._id is given",
-                       [MODEL], WRITE_ERRORS, body=DATA_BODY, ok="The whole stored item", schema=ITEM),
-        },
-        "/api/content/item/{model}/{id}": {
-            "get": op("Get one published item by id", [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE, *PERSONA],
-                      READ_ERRORS, schema=ITEM),
-            "delete": op("Delete an item (a tree node with its subtree)", [MODEL, ITEM_ID],
-                         (401, 403, 404, 405), ok='{"success": true}', schema=SUCCESS),
-        },
-        "/api/content/items/{model}": {
-            "get": op("List published items: an array, or {data, meta: {total}} with limit and skip",
-                      [MODEL, LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, POPULATE, *PERSONA], READ_ERRORS,
-                      schema=LIST),
-        },
-        "/api/content/items": {
-            "get": op("Batch: several lists in one request, keyed by alias",
-                      [param("models", "query", "json", "Object keyed by alias: {model?, filter, sort, fields, "
-                             "limit, skip, populate, locale}", True, type="object"),
-                       *PERSONA],
-                      (400, 401, 412), schema=OBJECT),
-        },
-        "/api/content/tree/{model}": {
-            "get": op("Items of a tree model, nested under _children",
-                      [MODEL, param("parent", "query", "string", "Answer the subtree under this item"),
-                       LOCALE, FILTER, FIELDS, POPULATE, *PERSONA], READ_ERRORS, schema=OBJECTS),
-        },
-        "/api/content/aggregate/{model}": {
-            "get": op("Run a MongoDB aggregation pipeline over published items; answers the array of result documents",
-                       [MODEL, LOCALE,
-                        param("pipeline", "query", "string",
-                              "JSON (or JSON5) array of stages: $match $project $addFields $set $group $sort $skip "
-                              "$limit $unwind $count $lookup")],
-                       (*READ_ERRORS, 412)),
-        },
-        "/api/system/healthcheck": {
-            "get": system("Health check (no key needed)", [], (), security=False, ok='{"status": "ok"}',
-                          schema={"type": "object", "required": ["status"],
-                                  "properties": {"status": {"const": "ok"}}}),
-        },
-        "/api/system/models": {"get": system("List model definitions", [], (403,), schema=OBJECTS)},
-        "/api/system/models/{name}": {
-            "get": system("Get a model definition", [model_name], (403, 404), schema=OBJECT),
-            "put": system("Create or replace a model definition", [model_name], MANAGE, body=True, schema=OBJECT),
-            "delete": system("Delete a model and all its items", [model_name], (403, 404), schema=SUCCESS),
-        },
-        "/api/system/roles": {"get": system("List roles", [], (403,), schema=OBJECTS)},
-        "/api/system/roles/{name}": {
-            "get": system("Get a role", [role], (403, 404), schema=OBJECT),
-            "put": system("Create or replace a role's permissions {permissions: {name: bool}}", [role], MANAGE,
-                          body=True, schema=OBJECT),
-            "delete": system("Delete a role", [role], (400, 403, 404), schema=SUCCESS),
-        },
-        "/api/system/keys": {
-            "get": system("List API keys (never the keys themselves)", [], (403,), schema=OBJECTS),
-            "post": system("Create an API key {name, role}; the answer is the only time the key is shown",
-                           [], MANAGE, body=True, schema=OBJECT),
-        },
-        "/api/system/keys/{id}": {
-            "delete": system("Revoke an API key", [param("id", "path", "string", "Key id", pattern=ID_PATTERN)],
-                             (403, 404), schema=SUCCESS),
-        },
-        "/api/system/locales": {
-            "get": system("List locales (default first)", [], (403,), schema=OBJECTS),
-            "put": system("Replace the list of locales [{i18n, name}]", [], MANAGE,
-                          body={"type": "array", "items": OBJECT}, schema=OBJECTS),
-        },
-        "/api/assets": {
-            "get": op("List assets: an array, or {data, meta: {total}} with limit and skip",
-                      [FILTER, SORT, FIELDS, LIMIT, SKIP], (400, 403), tag="assets", schema=LIST),
-            "post": _upload_op(),
-        },
-        "/api/assets/{id}": {
-            "get": op("Get an asset object", [ASSET_ID], (403, 404), tag="assets", schema=ITEM),
-            "post": op("Update an asset's title, description, tags, altText, folder or focal point fp",
-                       [ASSET_ID], (400, 403, 404, 412, 413), body=DATA_BODY, tag="assets", schema=OBJECT),
-            "delete": op("Delete an asset, its file and its generated images", [ASSET_ID],
-                         (403, 404), tag="assets", ok='{"success": true}', schema=SUCCESS),
-        },
-        "/api/assets/folders": {
-            "get": op("List folders (all, or the children of ?parent=)",
-                      [param("parent", "query", "string", "Only the folders directly under this one")],
-                      (403,), tag="assets", schema=OBJECTS),
-            "post": op("Create a folder {data: {name, parent}}, or rename/move one with data._id",
-                       [], (400, 403, 404, 412, 413), body=DATA_BODY, tag="assets", schema=OBJECT),
-        },
-        "/api/assets/folders/{id}": {
-            "delete": op("Delete a folder and its subfolders; their assets move to the root",
-                         [param("id", "path", "string", "Folder id", pattern=ID_PATTERN)], (403, 404),
-                         tag="assets", ok='{"success": true, "moved": <assets moved to the root>}',
-                         schema=SUCCESS),
-        },
-        "/api/assets/image/{id}": {"get": _image_op()},
-        "/api/assets/image/{id}/{preset}": {"get": _image_op(preset_in_path=True)},
-        "/storage/uploads/{path}": {
-            "get": _file_op("An uploaded file (public, immutable, ETag/304)", "YYYY/MM/DD/name_unique.ext"),
-        },
-        "/storage/thumbs/{path}": {
-            "get": _file_op("A generated image (public, immutable, ETag/304)", "<asset id>/<key>.<ext>"),
-        },
-        "/api/openapi.json": {
-            "get": system("This document", [], (), security=False, schema=OBJECT),
-        },
-    }
-    from quire.inbox import openapi as inbox_paths
-    from quire.l10n import openapi as l10n_paths
-    from quire.pages import openapi as pages_paths
-    from quire.searchmod import openapi as search_paths
-    from quire.sso import openapi as sso_paths
-
-    paths.update(pages_paths.paths())
-    paths.update(l10n_paths.paths())
-    paths.update(inbox_paths.paths())
-    paths.update(search_paths.paths())
-    paths.update(sso_paths.paths())
+def document(modules: Sequence[Module]) -> dict[str, Any]:
+    """The whole document: every module's paths, and the shared components."""
+    paths: dict[str, Any] = {}
+    for module in modules:
+        if module.openapi is not None:
+            paths.update(module.openapi())
     return {
         "openapi": "3.1.0",
         "info": {"title": "Quire API", "version": __version__,
                  "description": "Headless CMS API. Errors are always {\"error\": message}."},
         "paths": paths,
-        "components": {
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {"error": {"type": "string"},
-                                   "fields": {"type": "array", "items": {"type": "string"}}},
-                },
-                "Success": {"type": "object", "required": ["success"],
-                            "properties": {"success": {"const": True}}},
-                # a stored record: content item, page, asset, submission (`fields` may leave out _id)
-                "Item": {"type": "object", "properties": {"_id": {"type": "string"}}},
-                "List": {"oneOf": [{"type": "array", "items": ITEM}, {
-                    "type": "object", "required": ["data", "meta"],
-                    "properties": {"data": {"type": "array", "items": ITEM}, "meta": {
-                        "type": "object", "required": ["total"],
-                        "properties": {"total": {"type": "integer", "minimum": 0}}}},
-                }]},
-            },
-            "securitySchemes": {
-                "apiKey": {"type": "apiKey", "in": "header", "name": "api-key",
-                           "description": "An API key; its role's permissions apply"},
-                "apiKeyQuery": {"type": "apiKey", "in": "query", "name": "api_key",
-                                "description": "The same key as a query parameter (it wins over the header)"},
-                "bearer": {"type": "http", "scheme": "bearer",
-                           "description": "The same key as Authorization: Bearer <key>"},
-            },
-        },
+        "components": {"schemas": SCHEMAS, "securitySchemes": SECURITY_SCHEMES},
         # Without a key the public role's permissions apply; operations that
         # take no key at all say `security: []`.
         "security": KEY_SECURITY,
     }
 
 
+SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {"type": "string"},
+                       "fields": {"type": "array", "items": {"type": "string"}}},
+    },
+    "Success": {"type": "object", "required": ["success"],
+                "properties": {"success": {"const": True}}},
+    # a stored record: content item, page, asset, submission (`fields` may leave out _id)
+    "Item": {"type": "object", "properties": {"_id": {"type": "string"}}},
+    "List": {"oneOf": [{"type": "array", "items": ITEM}, {
+        "type": "object", "required": ["data", "meta"],
+        "properties": {"data": {"type": "array", "items": ITEM}, "meta": {
+            "type": "object", "required": ["total"],
+            "properties": {"total": {"type": "integer", "minimum": 0}}}},
+    }]},
+}
+SECURITY_SCHEMES: dict[str, Any] = {
+    "apiKey": {"type": "apiKey", "in": "header", "name": "api-key",
+               "description": "An API key; its role's permissions apply"},
+    "apiKeyQuery": {"type": "apiKey", "in": "query", "name": "api_key",
+                    "description": "The same key as a query parameter (it wins over the header)"},
+    "bearer": {"type": "http", "scheme": "bearer",
+               "description": "The same key as Authorization: Bearer <key>"},
+}
+
+
 @functools.cache
-def _document_bytes() -> bytes:
+def document_bytes(modules: tuple[Module, ...]) -> bytes:
     """The document never changes while the process runs: built and encoded
     once (about 100 KB; it is public, so this is also cheaper to be asked for)."""
-    return orjson.dumps(document())
-
-
-async def openapi_json(request: Request) -> Response:
-    return raw_json_response(_document_bytes())
-
-
-routes = [route("/api/openapi.json", get=openapi_json)]
+    return orjson.dumps(document(modules))

@@ -336,13 +336,13 @@ async def static_file(request: Request) -> Response:
 
 
 routes = [
-    route("/", get=dashboard),
-    route("/auth/login", get=login_page, post=login_submit),
-    route("/auth/logout", get=logout_page, post=logout_submit),
-    route("/admin/keys", get=keys_page, post=keys_submit),
-    route("/admin/users", get=users_page, post=users_submit),
-    route("/admin/static/{name}", get=static_file),
-    route("/system/events", get=events),
-    route("/system/api", get=playground),
-    route("/system/api/static/{name}", get=static_file),
+    route("/", get=dashboard, cors=False),
+    route("/auth/login", get=login_page, post=login_submit, cors=False),
+    route("/auth/logout", get=logout_page, post=logout_submit, cors=False),
+    route("/admin/keys", get=keys_page, post=keys_submit, cors=False),
+    route("/admin/users", get=users_page, post=users_submit, cors=False),
+    route("/admin/static/{name}", get=static_file, cors=False),
+    route("/system/events", get=events, cors=False),
+    route("/system/api", get=playground, cors=False),
+    route("/system/api/static/{name}", get=static_file, cors=False),
 ]

@@ -1,1 +1,27 @@
 """Assets: uploaded files, their metadata, and resized images."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quire import config
+from quire.assets import openapi, presets, routes
+from quire.assets.service import AssetService
+from quire.modules import Module, Services
+
+
+def check_settings(values: dict[str, dict[str, Any]]) -> None:
+    """Image presets are checked with the settings, so a typo stops the start."""
+    presets.check(values["assets"]["presets"], values["assets"]["max_output_size"])
+
+
+config.add_check("assets.presets", check_settings)
+
+
+def build(services: Services) -> None:
+    settings = services.settings
+    services.add("assets", AssetService(services.store, settings.data_dir, services.events, settings.values["assets"]))
+
+
+module = Module("assets", build=build, routes=routes.routes, openapi=openapi.paths,
+                permissions=("assets/read", "assets/upload", "assets/edit", "assets/delete"))

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from quire.auth.service import Identity
 
 if TYPE_CHECKING:
-    from quire.app import Quire
+    from quire.modules import Services
 
 
 def request_key(request: Request) -> str | None:
@@ -27,7 +27,7 @@ def request_key(request: Request) -> str | None:
 
 
 def identify(request: Request) -> Identity:
-    quire: Quire = request.app.state.quire
+    quire: Services = request.app.state.quire
     quire.store.refresh()  # drop caches if another worker committed
     return quire.auth.identify(request_key(request))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,8 +64,10 @@ class Identity:
 
 
 class AuthService:
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: SqliteStore, permissions: Collection[str] = ()) -> None:
         self.store = store
+        # the names the modules declare (the app's set; modules built later add theirs)
+        self.permissions = permissions
         self.keys = store.collection(KEYS)
         self.roles = store.collection(ROLES)
         self._key_index: SystemCache[dict[str, dict[str, Any]]] = SystemCache(store, self._load_keys)
@@ -122,7 +125,7 @@ class AuthService:
         if not isinstance(body, dict) or not isinstance(body.get("permissions"), dict):
             raise BadRequest("Body must be {\"permissions\": {\"<permission>\": true, ...}}")
         perms = body["permissions"]
-        unknown = [p for p in perms if not is_known(p)]
+        unknown = [p for p in perms if not is_known(p, self.permissions)]
         if unknown:
             raise BadRequest(f"Unknown permissions: {', '.join(sorted(unknown))}", fields=unknown)
         bad = [p for p, v in perms.items() if not isinstance(v, bool)]

@@ -30,7 +30,7 @@ from quire.persona.request import Persona, persona_of
 from quire.slots import LoopSlots
 
 if TYPE_CHECKING:
-    from quire.app import Quire
+    from quire.modules import Services
 
 
 
@@ -62,7 +62,7 @@ async def get_item(request: Request) -> Response:
     return json_response(item if persona is None else persona.apply(item))
 
 
-def _personalized(rows: list[bytes], persona: Persona | None, quire: Quire, view: Any) -> list[bytes]:
+def _personalized(rows: list[bytes], persona: Persona | None, quire: Services, view: Any) -> list[bytes]:
     """Rows as sent: the stored bytes, or resolved for the request's persona
     (called right after the rows were read, so the generation is theirs)."""
     return rows if persona is None else persona.apply_rows(rows, quire.store.generation, view)
@@ -179,7 +179,7 @@ async def batch(request: Request) -> Response:
     return json_response(out if persona is None else persona.apply(out))
 
 
-def _batch_entry(quire: Quire, name: str, kind: str, options: dict[str, Any], identity: Any) -> Any:
+def _batch_entry(quire: Services, name: str, kind: str, options: dict[str, Any], identity: Any) -> Any:
     opts = ReadOptions(
         filter=options.get("filter"),
         sort=options.get("sort"),

@@ -1,2 +1,30 @@
 """Forms (`inbox`): public submissions by form token, with attachments,
 spam defences, events and notification e-mail."""
+
+from __future__ import annotations
+
+from quire.inbox import openapi, routes
+from quire.inbox.forms import FormService
+from quire.inbox.mailer import Mailer
+from quire.inbox.service import SubmitService
+from quire.inbox.submissions import SubmissionService
+from quire.modules import Module, Services
+from quire.ratelimit import RateLimiter
+
+
+def build(services: Services) -> None:
+    settings, store, events = services.settings, services.store, services.events
+    uploads = services.assets.uploads
+    mailer = services.add("mailer", Mailer(settings.values["smtp"], settings.db_path, uploads))
+    services.on_start(mailer.wake)  # send what an earlier run left in the outbox
+    services.on_close(mailer.close)
+    forms = services.add("forms", FormService(store, events))
+    services.add("inbox", SubmitService(store, events, mailer, uploads, settings.values["inbox"],
+                                        settings.values["assets"]))
+    services.add("submissions", SubmissionService(store, events, forms, uploads))
+    inbox = settings.values["inbox"]
+    services.add("rate_limiter", RateLimiter(store, inbox["rate_limit"], inbox["rate_window_seconds"]))
+
+
+module = Module("inbox", build=build, routes=routes.routes, openapi=openapi.paths,
+                permissions=("inbox/manage", "inbox/submissions"))

@@ -1,1 +1,15 @@
 """Translations (`l10n`): projects of keys translated per locale."""
+
+from __future__ import annotations
+
+from quire.l10n import openapi, routes
+from quire.l10n.service import L10nService
+from quire.modules import Module, Services
+
+
+def build(services: Services) -> None:
+    services.add("l10n", L10nService(services.store, services.events))
+
+
+module = Module("l10n", build=build, routes=routes.routes, openapi=openapi.paths,
+                permissions=("l10n/read", "l10n/manage"))

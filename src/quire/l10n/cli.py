@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,8 @@ ADMIN = Identity("admin", key_id="cli")
 
 
 def _quire(args: argparse.Namespace) -> Any:
-    from quire.app import Quire
-    from quire.config import load_settings
-
-    return Quire(load_settings(args.data, args.config))
+    """The services, opened by the main command line (`open_services`)."""
+    return args.open_services(args)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -136,7 +135,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser,
+               open_services: Callable[[argparse.Namespace], Any]) -> None:
     l10n = sub.add_parser("l10n", help="export and import translation projects",
                           description="Export and import translation projects (json, po, i18next).")
     actions = l10n.add_subparsers(dest="l10n_cmd", required=True, metavar="ACTION")
@@ -151,7 +151,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     export.add_argument("--format", choices=FORMATS, default="json", help="file format (default json)")
     export.add_argument("--locale", default=None, help="locale to export (po, i18next)")
     export.add_argument("--out", default=None, help="file or directory to write (default stdout)")
-    export.set_defaults(func=cmd_export)
+    export.set_defaults(func=cmd_export, open_services=open_services)
 
     imp = actions.add_parser(
         "import", parents=[common], help="load translation files into projects",
@@ -165,4 +165,4 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     imp.add_argument("--project", default=None, help="project name")
     imp.add_argument("--format", choices=FORMATS, default=None, help="file format (default: guessed)")
     imp.add_argument("--locale", default=None, help="locale of po or i18next files")
-    imp.set_defaults(func=cmd_import)
+    imp.set_defaults(func=cmd_import, open_services=open_services)

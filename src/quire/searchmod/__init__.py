@@ -1,2 +1,23 @@
 """Full-text search (`searchmod`): indexes that follow content, ranked
 queries."""
+
+from __future__ import annotations
+
+from quire.modules import Module, Services
+from quire.searchmod import openapi, routes
+from quire.searchmod.service import SearchService
+
+
+def build(services: Services) -> None:
+    services.add("search", SearchService(services.store, services.content, services.models, services.events))
+
+
+def subscribe(services: Services) -> None:
+    """Indexes follow content: every saved or removed item is indexed again."""
+    search = services.get(SearchService)
+    services.events.on("content.item.saved", search.item_saved)
+    services.events.on("content.item.remove", search.item_removed)
+
+
+module = Module("searchmod", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths,
+                permissions=("searchmod/read", "searchmod/manage"))

@@ -55,8 +55,6 @@ class SearchService:
         self.events = events
         self.engine: Engine = FtsEngine(store)
         self.indexes = store.collection(INDEXES)
-        events.on("content.item.saved", self._item_saved)
-        events.on("content.item.remove", self._item_removed)
         models.on_delete.append(self._model_removed)
 
     # -- definitions ------------------------------------------------------
@@ -202,7 +200,7 @@ class SearchService:
     def _following(self, model: str) -> list[dict[str, Any]]:
         return self.indexes.find({"model": model}) if self.indexes.exists() else []
 
-    async def _item_saved(self, model: str, item: dict[str, Any], **_: Any) -> None:
+    async def item_saved(self, model: str, item: dict[str, Any], **_: Any) -> None:
         for index in self._following(model):
             definition = self.models.find(model)
             keep = item.get("_state") == 1 and reference.matches(parse_filter(index["filter"]), item)
@@ -211,7 +209,7 @@ class SearchService:
             else:
                 self.engine.delete(index["name"], item["_id"])
 
-    async def _item_removed(self, model: str, item: dict[str, Any], **_: Any) -> None:
+    async def item_removed(self, model: str, item: dict[str, Any], **_: Any) -> None:
         for index in self._following(model):
             self.engine.delete(index["name"], item["_id"])
 

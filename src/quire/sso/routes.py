@@ -122,7 +122,7 @@ async def backchannel(request: Request) -> Response:
 
 
 routes = [
-    route("/sso/authenticate", get=authenticate),
-    route("/sso/callback", get=callback),
-    route("/sso/logout", get=logout, post=backchannel),
+    route("/sso/authenticate", get=authenticate, cors=False),
+    route("/sso/callback", get=callback, cors=False),
+    route("/sso/logout", get=logout, post=backchannel, cors=False),
 ]

@@ -1,26 +1,21 @@
-"""HTTP routes of the management API (`/api/system/...`); role `admin` or
-permission `system/manage`, except the health check."""
+"""HTTP routes of the management API (`/api/system/...`, role `admin` or
+permission `system/manage`) and of the OpenAPI document (public)."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from quire import openapi
 from quire.asgi import route
 from quire.auth.request import require_manage
 from quire.content.models import parse_model
-from quire.http import json_response, quire_of, read_json
+from quire.http import json_response, quire_of, raw_json_response, read_json
 
 
 async def _body(request: Request) -> object:
     quire = quire_of(request)
     return await read_json(request, quire.max_body, quire.max_depth)
-
-
-async def healthcheck(request: Request) -> Response:
-    quire_of(request).store.get_meta("system_version")  # the database answers
-    # a cached "ok" would hide a server that went down since
-    return json_response({"status": "ok"}, headers={"Cache-Control": "no-store"})
 
 
 async def list_models(request: Request) -> Response:
@@ -115,8 +110,11 @@ async def put_locales(request: Request) -> Response:
     return json_response(saved)
 
 
+async def openapi_json(request: Request) -> Response:
+    return raw_json_response(openapi.document_bytes(tuple(quire_of(request).modules)))
+
+
 routes = [
-    route("/api/system/healthcheck", get=healthcheck),
     route("/api/system/models", get=list_models),
     route("/api/system/models/{name}", get=get_model, put=put_model, delete=delete_model),
     route("/api/system/roles", get=list_roles),
@@ -124,4 +122,5 @@ routes = [
     route("/api/system/keys", get=list_keys, post=create_key),
     route("/api/system/keys/{id}", delete=delete_key),
     route("/api/system/locales", get=get_locales, put=put_locales),
+    route("/api/openapi.json", get=openapi_json),
 ]

@@ -1,0 +1,10 @@
+"""The health check, `GET /api/system/healthcheck`: a load balancer's probe,
+answered without a key. The smallest module, and the example in
+docs/architecture.md of how to add one."""
+
+from __future__ import annotations
+
+from quire.health import openapi, routes
+from quire.modules import Module
+
+module = Module("health", routes=routes.routes, openapi=openapi.paths)

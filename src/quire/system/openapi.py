@@ -1,0 +1,57 @@
+"""OpenAPI paths of the management API and of the document itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quire.openapi import (
+    ID_PATTERN,
+    MANAGE,
+    MODEL_PATTERN,
+    OBJECT,
+    OBJECTS,
+    ROLE_PATTERN,
+    SUCCESS,
+    op,
+    param,
+)
+
+
+def paths() -> dict[str, Any]:
+    def system(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], **kw: Any) -> dict[str, Any]:
+        return op(summary, params, errors, tag="system", **kw)
+
+    role = param("name", "path", "string", "Role name", pattern=ROLE_PATTERN)
+    model_name = param("name", "path", "string", "Model name", pattern=MODEL_PATTERN)
+    return {
+        "/api/system/models": {"get": system("List model definitions", [], (403,), schema=OBJECTS)},
+        "/api/system/models/{name}": {
+            "get": system("Get a model definition", [model_name], (403, 404), schema=OBJECT),
+            "put": system("Create or replace a model definition", [model_name], MANAGE, body=True, schema=OBJECT),
+            "delete": system("Delete a model and all its items", [model_name], (403, 404), schema=SUCCESS),
+        },
+        "/api/system/roles": {"get": system("List roles", [], (403,), schema=OBJECTS)},
+        "/api/system/roles/{name}": {
+            "get": system("Get a role", [role], (403, 404), schema=OBJECT),
+            "put": system("Create or replace a role's permissions {permissions: {name: bool}}", [role], MANAGE,
+                          body=True, schema=OBJECT),
+            "delete": system("Delete a role", [role], (400, 403, 404), schema=SUCCESS),
+        },
+        "/api/system/keys": {
+            "get": system("List API keys (never the keys themselves)", [], (403,), schema=OBJECTS),
+            "post": system("Create an API key {name, role}; the answer is the only time the key is shown",
+                           [], MANAGE, body=True, schema=OBJECT),
+        },
+        "/api/system/keys/{id}": {
+            "delete": system("Revoke an API key", [param("id", "path", "string", "Key id", pattern=ID_PATTERN)],
+                             (403, 404), schema=SUCCESS),
+        },
+        "/api/system/locales": {
+            "get": system("List locales (default first)", [], (403,), schema=OBJECTS),
+            "put": system("Replace the list of locales [{i18n, name}]", [], MANAGE,
+                          body={"type": "array", "items": OBJECT}, schema=OBJECTS),
+        },
+        "/api/openapi.json": {
+            "get": system("This document", [], (), security=False, schema=OBJECT),
+        },
+    }
