@@ -35,11 +35,13 @@ tests/oidc/node_modules/.installed: tests/oidc/package-lock.json
 test: $(VENV)/.dev tests/oidc/node_modules/.installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest -n 2
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## make bench: load 100k posts, serve with 2 workers, drive with wrk
 bench: $(VENV)/.dev
