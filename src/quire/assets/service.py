@@ -40,6 +40,7 @@ from quire.errors import (
     PreconditionFailed,
     TooManyRequests,
     Unavailable,
+    ValidationError,
 )
 from quire.events import Events, Reject
 from quire.ids import is_id, new_id
@@ -310,8 +311,7 @@ class AssetService:
             else:
                 errors["fp"] = 'must be {"x": 0..1, "y": 0..1} or null'
         if errors:
-            raise BadRequest("Invalid asset data: " + "; ".join(f"{k} {v}" for k, v in errors.items()),
-                             fields=sorted(errors))
+            raise ValidationError("asset data", errors)
         return out
 
     async def delete(self, asset_id: str, identity: Identity) -> None:

@@ -21,7 +21,7 @@ from quire.content.fields import FieldError, check_value, is_empty
 from quire.content.locales import LocaleService, localize, rewrite_locale_keys
 from quire.content.models import Model, ModelService
 from quire.content.populate import populate
-from quire.errors import BadRequest, MethodNotAllowed, NotFound, PreconditionFailed
+from quire.errors import BadRequest, MethodNotAllowed, NotFound, PreconditionFailed, ValidationError
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.store import SqliteStore
@@ -439,7 +439,7 @@ class ContentService:
             except FieldError as exc:
                 errors[key] = str(exc)
         if errors:
-            raise _invalid(errors)
+            raise ValidationError("item data", errors)
         return clean
 
     async def save(self, name: str, data: Any, identity: Identity) -> dict[str, Any]:
@@ -515,18 +515,18 @@ class ContentService:
     def _check_required(self, model: Model, item: dict[str, Any]) -> None:
         missing = {f["name"]: "is required" for f in model.fields if f["required"] and is_empty(item.get(f["name"]))}
         if missing:
-            raise _invalid(missing)
+            raise ValidationError("item data", missing)
 
     def _check_parent(self, coll: Collection, item: dict[str, Any]) -> None:
         pid = item.get("_pid")
         seen = {item["_id"]}
         while pid is not None:
             if pid in seen:
-                raise _invalid({"_pid": "would make the item its own ancestor"})
+                raise ValidationError("item data", {"_pid": "would make the item its own ancestor"})
             seen.add(pid)
             parent = coll.get(pid)
             if parent is None:
-                raise _invalid({"_pid": "is not an item of this model"})
+                raise ValidationError("item data", {"_pid": "is not an item of this model"})
             pid = parent.get("_pid")
 
     async def delete(self, name: str, item_id: str, identity: Identity) -> None:
@@ -573,7 +573,3 @@ def _keep_model(doc: dict[str, Any], name: str, projection: Projection) -> dict[
         doc["_model"] = name
     return doc
 
-
-def _invalid(errors: dict[str, str]) -> BadRequest:
-    detail = "; ".join(f"{k} {v}" for k, v in errors.items())
-    return BadRequest(f"Invalid item data: {detail}", fields=sorted(errors))

@@ -12,7 +12,7 @@ from typing import Any
 from email_validator import EmailNotValidError, validate_email
 
 from quire.auth.service import Identity
-from quire.errors import BadRequest, NotFound, PreconditionFailed
+from quire.errors import BadRequest, NotFound, PreconditionFailed, ValidationError
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.inbox import language
@@ -83,7 +83,7 @@ class FormService:
                 form = {**self.by_id(form_id), **clean, "_modified": now}
             else:
                 if "name" not in clean:
-                    raise BadRequest("Invalid form: name is required", fields=["name"])
+                    raise ValidationError("form", {"name": "is required"})
                 form = {"_id": new_id(), "group": "", "emails": [], "domains": [], "fields": [],
                         "honeypot": None, "languages": [], "store": True, **clean,
                         "token": new_token(), "_created": now, "_modified": now}
@@ -119,8 +119,7 @@ def check_form(data: dict[str, Any]) -> dict[str, Any]:
         else:
             clean[key] = value
     if errors:
-        detail = "; ".join(f"{k} {v}" for k, v in errors.items())
-        raise BadRequest(f"Invalid form: {detail}", fields=sorted(errors))
+        raise ValidationError("form", errors)
     return clean
 
 
