@@ -9,9 +9,8 @@ import secrets
 import time
 from typing import Any
 
-from email_validator import EmailNotValidError, validate_email
-
 from quire.auth.service import Identity
+from quire.emails import normal_email
 from quire.errors import BadRequest, NotFound, PreconditionFailed, ValidationError
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
@@ -28,16 +27,6 @@ READ_ONLY = ("_id", "token", "_created", "_modified")
 
 def new_token() -> str:
     return secrets.token_urlsafe(24)
-
-
-def valid_email(address: Any) -> str | None:
-    """The normalised address, or None when it is not a valid one."""
-    if not isinstance(address, str):
-        return None
-    try:
-        return str(validate_email(address, check_deliverability=False).normalized)
-    except EmailNotValidError:
-        return None
 
 
 class FormService:
@@ -137,7 +126,7 @@ def _check(key: str, value: Any) -> tuple[str | None, Any]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return "must be a list of strings", value
     if key == "emails":
-        normal = [valid_email(v) for v in value]
+        normal = [normal_email(v) for v in value]
         bad = [v for v, n in zip(value, normal, strict=True) if n is None]
         return (f"has invalid addresses: {', '.join(bad)}", value) if bad else (None, normal)
     if key == "domains":
