@@ -158,3 +158,15 @@ def test_answers_with_retry_after_come_from_two_classes() -> None:
     assert (limited.status, limited.headers, limited.body()) == (429, {"Retry-After": "7"}, {"error": "Too many"})
     assert not hasattr(assets_service, "TooManyRenders")
     assert not hasattr(inbox_service, "TooManyRequests")
+
+
+def test_validation_error_names_every_bad_field_in_one_message() -> None:
+    from quire.errors import BadRequest, ValidationError
+
+    error = ValidationError("item data", {"title": "is required", "count": "must be a number"})
+    assert isinstance(error, BadRequest) and error.status == 400
+    assert error.body() == {"error": "Invalid item data: title is required; count must be a number",
+                            "fields": ["count", "title"]}
+    many = ValidationError("project", {f"k{i}": "is bad" for i in range(4)}, limit=2, keep_order=True)
+    assert many.message == "Invalid project: k0 is bad; k1 is bad; and 2 more"
+    assert many.body()["fields"] == ["k0", "k1", "k2", "k3"]

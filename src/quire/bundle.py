@@ -17,7 +17,7 @@ import orjson
 
 from quire.auth.service import Identity
 from quire.content.models import Model, parse_model
-from quire.errors import ApiError, BadRequest
+from quire.errors import ApiError, BadRequest, ValidationError
 from quire.events import refusals_as_412
 from quire.ids import is_id
 from quire.inbox.forms import FORMS, check_form
@@ -230,8 +230,7 @@ def _check_stamps(doc: dict[str, Any]) -> None:
         if key in doc and doc[key] is not None and not isinstance(doc[key], str):
             errors[key] = "must be a string or null"
     if errors:
-        raise BadRequest("Invalid item data: " + "; ".join(f"{k} {v}" for k, v in errors.items()),
-                         fields=sorted(errors))
+        raise ValidationError("item data", errors)
 
 
 def _fill_system(model: Model, coll: Any, item: dict[str, Any], current: dict[str, Any] | None) -> None:

@@ -6,6 +6,7 @@ unexpected exception) as `{"error": message}` with the right status.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -24,6 +25,22 @@ class ApiError(Exception):
 
 class BadRequest(ApiError):
     status = 400
+
+
+class ValidationError(BadRequest):
+    """400 for a document that failed its checks: "Invalid {what}: field
+    reason; field reason", with `fields` naming every bad field (sorted, or
+    in the order found with `keep_order`). `limit` caps how many reasons the
+    message spells out ("; and N more"), for documents with many keys."""
+
+    def __init__(self, what: str, errors: Mapping[str, str], *, limit: int | None = None,
+                 keep_order: bool = False) -> None:
+        shown = list(errors.items())[:limit]
+        detail = "; ".join(f"{field} {reason}" for field, reason in shown)
+        if len(errors) > len(shown):
+            detail += f"; and {len(errors) - len(shown)} more"
+        super().__init__(f"Invalid {what}: {detail}", fields=list(errors) if keep_order else sorted(errors))
+        self.errors = dict(errors)
 
 
 class Unauthorized(ApiError):

@@ -249,3 +249,14 @@ def test_only_ascii_digits_index_an_array(store: SqliteStore, spec: dict[str, An
     expected = [doc["_id"] for doc in [coll.get("t")] if reference.matches(node, doc)]
     assert coll.ids(node) == expected
     assert expected == (["t"] if "$exists" in str(spec) else [])
+
+
+def test_count_misfits_counts_values_a_hint_would_misread(store: SqliteStore) -> None:
+    coll = store.collection("content/things")
+    assert coll.count_misfits(("n",), "number") == 0  # no table yet
+    for value in (1, 2.5, "3", True, None, [4], {"n": 5}):
+        coll.insert({"n": value})
+    coll.insert({"other": 1})  # absent: fits every hint
+    assert coll.count_misfits(("n",), "number") == 4  # "3", true, [4], {...}
+    assert coll.count_misfits(("n",), "text") == 5
+    assert coll.count_misfits(("n",), "bool") == 5

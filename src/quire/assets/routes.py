@@ -32,7 +32,6 @@ from quire.http import (
     read_data,
     read_json,
 )
-from quire.store.query import parse_fields, parse_filter, parse_sort
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 SMALL_FILE = 256 * 1024
@@ -113,12 +112,9 @@ def _upload_meta(form: Any) -> dict[str, Any]:
 async def list_assets(request: Request) -> Response:
     identity = identify(request)
     identity.require("assets/read")
-    spec = json_param(request, "filter")
-    node = parse_filter(spec)
-    sort = parse_sort(json_param(request, "sort"))
-    projection = parse_fields(json_param(request, "fields"))
+    spec, sort, fields = json_param(request, "filter"), json_param(request, "sort"), json_param(request, "fields")
     limit, skip = int_param(request, "limit"), int_param(request, "skip")
-    docs, total = quire_of(request).assets.find(node, sort, limit, skip, projection)
+    docs, total = quire_of(request).assets.find(spec, sort, limit, skip, fields)
     return json_response(docs if total is None else {"data": docs, "meta": {"total": total}})
 
 

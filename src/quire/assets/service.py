@@ -40,6 +40,7 @@ from quire.errors import (
     PreconditionFailed,
     TooManyRequests,
     Unavailable,
+    ValidationError,
 )
 from quire.events import Events, Reject
 from quire.ids import is_id, new_id
@@ -47,7 +48,7 @@ from quire.numbers import parse_int
 from quire.ratelimit import RateLimiter
 from quire.slots import LoopSlots
 from quire.store import SqliteStore
-from quire.store.query import Projection
+from quire.store.query import parse_fields, parse_filter, parse_sort
 
 ASSETS = "assets/assets"
 FOLDERS = "assets/folders"
@@ -160,9 +161,12 @@ class AssetService:
                 self._cache[asset_id] = found.get(asset_id)
         return {i: doc for i in ids if (doc := self._cache.get(i)) is not None}
 
-    def find(self, node: Any, sort: Any, limit: int | None, skip: int | None,
-             projection: Projection | None) -> tuple[list[dict[str, Any]], int | None]:
-        docs = self.assets.find(node, sort, limit or None, skip, projection)  # limit=0: no limit
+    def find(self, spec: Any, sort: Any, limit: int | None, skip: int | None,
+             fields: Any) -> tuple[list[dict[str, Any]], int | None]:
+        """A page of assets; `spec`, `sort` and `fields` are the request's
+        JSON values (filter, sort and projection), checked here."""
+        node, order, projection = parse_filter(spec), parse_sort(sort), parse_fields(fields)
+        docs = self.assets.find(node, order, limit or None, skip, projection)  # limit=0: no limit
         total = self.assets.count(node) if limit is not None and skip is not None else None
         return docs, total
 
@@ -310,8 +314,7 @@ class AssetService:
             else:
                 errors["fp"] = 'must be {"x": 0..1, "y": 0..1} or null'
         if errors:
-            raise BadRequest("Invalid asset data: " + "; ".join(f"{k} {v}" for k, v in errors.items()),
-                             fields=sorted(errors))
+            raise ValidationError("asset data", errors)
         return out
 
     async def delete(self, asset_id: str, identity: Identity) -> None:

@@ -16,18 +16,14 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from quire.auth.service import USERS, AuthService
+from quire.emails import normal_email
 from quire.errors import BadRequest, NotFound
 from quire.ids import new_id
 from quire.store import SqliteStore
 
 BLOCKED_USER_CHARS = "<>\"'"
-EMAIL = re.compile(r"[^@\s<>\"']+@[^@\s<>\"']+\.[^@\s<>\"']+")
 MIN_PASSWORD = 8
 PUBLIC_FIELDS = ("_id", "user", "email", "name", "role", "active", "_sso", "_created", "_modified")
-
-
-def valid_email(value: Any) -> bool:
-    return isinstance(value, str) and len(value) <= 254 and bool(EMAIL.fullmatch(value))
 
 
 def valid_user_name(value: Any) -> bool:
@@ -129,7 +125,7 @@ class UserService:
         if not valid_user_name(doc.get("user")):
             raise BadRequest("User name is required and may not contain < > \" '", fields=["user"])
         doc["user"] = doc["user"].strip()
-        if not valid_email(doc.get("email")):
+        if normal_email(doc.get("email")) is None:
             raise BadRequest("Invalid email format", fields=["email"])
         role = doc.get("role")
         if not isinstance(role, str) or not self.auth.role_exists(role):

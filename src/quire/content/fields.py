@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, datetime, time
 from typing import Any
 
@@ -30,65 +31,95 @@ def check_value(field: dict[str, Any], value: Any, depth: int = 0) -> Any:
             raise FieldError("must be a list")
         single = {**field, "multiple": False}
         return [check_value(single, v, depth) for v in value]
-    kind = field["type"]
-    opts = field.get("opts") or {}
-    if kind in TEXT_TYPES:
-        if not isinstance(value, str):
-            raise FieldError("must be text")
-        if kind == "color" and value and not _COLOR.match(value):
-            raise FieldError("must be a colour like #aabbcc")
-        options = opts.get("options")
-        if kind == "select" and isinstance(options, list) and options and value not in _option_values(options):
-            raise FieldError(f"must be one of {', '.join(map(str, _option_values(options)))}")
-        return value
-    if kind == "number":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise FieldError("must be a number")
-        return value
-    if kind == "boolean":
-        if not isinstance(value, bool):
-            raise FieldError("must be true or false")
-        return value
-    if kind in ("date", "datetime", "time"):
-        return _check_time(kind, value)
-    if kind == "tags":
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise FieldError("must be a list of strings")
-        return value
-    if kind == "object":
-        if not isinstance(value, dict):
-            raise FieldError("must be an object")
-        return value
-    if kind == "set":
-        return _check_set(field, value, depth)
-    if kind == "variants":
-        from quire.persona.variants import VariantError, check_container
+    checker = CHECKERS.get(field["type"])
+    if checker is None:
+        raise FieldError(f"has unknown type {field['type']}")
+    return checker(field, value, depth)
 
-        try:
-            return check_container(value)
-        except VariantError as exc:
-            raise FieldError(str(exc)) from None
-    if kind == "table":
-        if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
-            raise FieldError("must be a list of rows (objects)")
-        return value
-    if kind == "asset":
-        return {"_id": _check_ref(value, "asset")["_id"]}  # the asset itself is read live
-    if kind == "contentItemLink":
-        target = opts.get("link")
-        ref = _check_ref(value, "item")
-        model = ref.get("_model", target)
-        if target and model != target:
-            raise FieldError(f"must link to an item of {target}")
-        return {"_model": model, "_id": ref["_id"]}
-    raise FieldError(f"has unknown type {kind}")
+
+# A checker gets the field, one non-null value and the nesting depth (sets
+# hold fields); it answers the value to store or raises FieldError.
+Checker = Callable[[dict[str, Any], Any, int], Any]
+
+
+def _check_text(field: dict[str, Any], value: Any, depth: int) -> str:
+    if not isinstance(value, str):
+        raise FieldError("must be text")
+    return value
+
+
+def _check_color(field: dict[str, Any], value: Any, depth: int) -> str:
+    if _check_text(field, value, depth) and not _COLOR.match(value):
+        raise FieldError("must be a colour like #aabbcc")
+    return value
+
+
+def _check_select(field: dict[str, Any], value: Any, depth: int) -> str:
+    _check_text(field, value, depth)
+    options = (field.get("opts") or {}).get("options")
+    if isinstance(options, list) and options and value not in _option_values(options):
+        raise FieldError(f"must be one of {', '.join(map(str, _option_values(options)))}")
+    return value
+
+
+def _check_number(field: dict[str, Any], value: Any, depth: int) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise FieldError("must be a number")
+    return value
+
+
+def _check_boolean(field: dict[str, Any], value: Any, depth: int) -> bool:
+    if not isinstance(value, bool):
+        raise FieldError("must be true or false")
+    return value
+
+
+def _check_tags(field: dict[str, Any], value: Any, depth: int) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise FieldError("must be a list of strings")
+    return value
+
+
+def _check_object(field: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise FieldError("must be an object")
+    return value
+
+
+def _check_table(field: dict[str, Any], value: Any, depth: int) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
+        raise FieldError("must be a list of rows (objects)")
+    return value
+
+
+def _check_variants(field: dict[str, Any], value: Any, depth: int) -> Any:
+    from quire.persona.variants import VariantError, check_container
+
+    try:
+        return check_container(value)
+    except VariantError as exc:
+        raise FieldError(str(exc)) from None
+
+
+def _check_asset(field: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
+    return {"_id": _check_ref(value, "asset")["_id"]}  # the asset itself is read live
+
+
+def _check_link(field: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
+    target = (field.get("opts") or {}).get("link")
+    ref = _check_ref(value, "item")
+    model = ref.get("_model", target)
+    if target and model != target:
+        raise FieldError(f"must link to an item of {target}")
+    return {"_model": model, "_id": ref["_id"]}
 
 
 def _option_values(options: list[Any]) -> list[Any]:
     return [o.get("value") if isinstance(o, dict) else o for o in options]
 
 
-def _check_time(kind: str, value: Any) -> str:
+def _check_time(field: dict[str, Any], value: Any, depth: int) -> str:
+    kind = field["type"]
     if not isinstance(value, str):
         raise FieldError(f"must be a {kind} string")
     try:
@@ -130,6 +161,25 @@ def _check_set(field: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
         except FieldError as exc:
             raise FieldError(f"field {key} {exc}") from None
     return out
+
+
+CHECKERS: dict[str, Checker] = {
+    **{kind: _check_text for kind in TEXT_TYPES},
+    "color": _check_color,
+    "select": _check_select,
+    "number": _check_number,
+    "boolean": _check_boolean,
+    "date": _check_time,
+    "datetime": _check_time,
+    "time": _check_time,
+    "tags": _check_tags,
+    "object": _check_object,
+    "set": _check_set,
+    "table": _check_table,
+    "variants": _check_variants,
+    "asset": _check_asset,
+    "contentItemLink": _check_link,
+}
 
 
 def is_empty(value: Any) -> bool:

@@ -13,7 +13,7 @@ from quire.content.fields import FIELD_NAME, HINTS, FieldError, validate_definit
 from quire.content.fill import Filler
 from quire.errors import BadRequest, NotFound
 from quire.store import Collection, SqliteStore
-from quire.store.sqlcompile import Hints, json_path
+from quire.store.sqlcompile import Hints
 
 MODELS = "system/models"
 KINDS = ("singleton", "collection", "tree")
@@ -23,7 +23,6 @@ SYSTEM_HINTS: Hints = {
     "_pid": "text", "_cby": "text", "_mby": "text", "_model": "text",
 }
 SYSTEM_FIELDS = set(SYSTEM_HINTS) | {"_id"}
-_JSON_TYPES = {"text": ("text",), "number": ("integer", "real"), "bool": ("true", "false")}
 
 
 def collection_name(model: str) -> str:
@@ -280,9 +279,7 @@ class ModelService:
             return
         coll = self.store.collection(model.collection)
         for name in changed:
-            allowed = ", ".join(f"'{t}'" for t in _JSON_TYPES[after[name]])
-            expr = f"json_type(data, {json_path((name,))})"
-            misfits = coll.count_where(f"{expr} IS NOT NULL AND {expr} NOT IN ({allowed}, 'null')")
+            misfits = coll.count_misfits((name,), after[name])
             if misfits:
                 raise BadRequest(
                     f"Field {name}: {misfits} stored items hold values that are not {after[name]}; "

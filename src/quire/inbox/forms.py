@@ -9,10 +9,9 @@ import secrets
 import time
 from typing import Any
 
-from email_validator import EmailNotValidError, validate_email
-
 from quire.auth.service import Identity
-from quire.errors import BadRequest, NotFound, PreconditionFailed
+from quire.emails import normal_email
+from quire.errors import BadRequest, NotFound, PreconditionFailed, ValidationError
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.inbox import language
@@ -28,16 +27,6 @@ READ_ONLY = ("_id", "token", "_created", "_modified")
 
 def new_token() -> str:
     return secrets.token_urlsafe(24)
-
-
-def valid_email(address: Any) -> str | None:
-    """The normalised address, or None when it is not a valid one."""
-    if not isinstance(address, str):
-        return None
-    try:
-        return str(validate_email(address, check_deliverability=False).normalized)
-    except EmailNotValidError:
-        return None
 
 
 class FormService:
@@ -83,7 +72,7 @@ class FormService:
                 form = {**self.by_id(form_id), **clean, "_modified": now}
             else:
                 if "name" not in clean:
-                    raise BadRequest("Invalid form: name is required", fields=["name"])
+                    raise ValidationError("form", {"name": "is required"})
                 form = {"_id": new_id(), "group": "", "emails": [], "domains": [], "fields": [],
                         "honeypot": None, "languages": [], "store": True, **clean,
                         "token": new_token(), "_created": now, "_modified": now}
@@ -119,8 +108,7 @@ def check_form(data: dict[str, Any]) -> dict[str, Any]:
         else:
             clean[key] = value
     if errors:
-        detail = "; ".join(f"{k} {v}" for k, v in errors.items())
-        raise BadRequest(f"Invalid form: {detail}", fields=sorted(errors))
+        raise ValidationError("form", errors)
     return clean
 
 
@@ -138,7 +126,7 @@ def _check(key: str, value: Any) -> tuple[str | None, Any]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return "must be a list of strings", value
     if key == "emails":
-        normal = [valid_email(v) for v in value]
+        normal = [normal_email(v) for v in value]
         bad = [v for v, n in zip(value, normal, strict=True) if n is None]
         return (f"has invalid addresses: {', '.join(bad)}", value) if bad else (None, normal)
     if key == "domains":

@@ -23,8 +23,8 @@ from email.utils import formatdate, make_msgid, parseaddr
 from pathlib import Path
 from typing import Any
 
+from quire.emails import normal_email
 from quire.ids import new_id
-from quire.inbox.forms import valid_email
 from quire.store import SqliteStore
 
 log = logging.getLogger("quire.inbox.mail")
@@ -37,7 +37,7 @@ def compose(form: dict[str, Any], record: dict[str, Any], subject: str | None,
     """The outbox document for a submission: addresses, subject, text and
     HTML bodies, and the attachments to add when sending."""
     title = _one_line(subject) or f"New submission: {form['name']}"
-    reply_to = valid_email(record["data"].get("email"))
+    reply_to = normal_email(record["data"].get("email"))
     rows = [(name, _text(value)) for name, value in record["data"].items()]
     files = [(field, a) for field, items in record["attachments"].items() for a in items]
     when = datetime.fromtimestamp(record["_created"], UTC).strftime("%Y-%m-%d %H:%M UTC")

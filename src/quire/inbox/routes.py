@@ -32,7 +32,6 @@ from quire.inbox.service import (
     UploadFailed,
     check_request_size,
 )
-from quire.store.query import parse_fields, parse_sort
 
 DATA_KEY = re.compile(r"^data\[([^\[\]]+)\](\[\])?$")
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -170,8 +169,7 @@ async def list_submissions(request: Request) -> Response:
     sort = json_param(request, "sort")
     docs, total = quire_of(request).submissions.find(
         identity, request.query_params.get("form") or None, json_param(request, "filter"),
-        parse_sort(sort) if sort is not None else None, int_param(request, "limit"), int_param(request, "skip"),
-        parse_fields(json_param(request, "fields")),
+        sort, int_param(request, "limit"), int_param(request, "skip"), json_param(request, "fields"),
     )
     return json_response(docs if total is None else {"data": docs, "meta": {"total": total}})
 

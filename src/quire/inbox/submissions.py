@@ -21,7 +21,7 @@ from quire.ids import is_id
 from quire.inbox.forms import MANAGE, FormService
 from quire.inbox.service import ATTACHMENTS, SUBMISSIONS
 from quire.store import SqliteStore
-from quire.store.query import And, Cond, Node, Projection, parse_filter
+from quire.store.query import And, Cond, Node, parse_fields, parse_filter, parse_sort
 
 READ = "inbox/submissions"
 Sort = list[tuple[tuple[str, ...], int]]
@@ -46,13 +46,16 @@ class SubmissionService:
         return And([Cond(("form",), "eq", form_id), node]) if form_id else node
 
     def find(self, identity: Identity, form_id: str | None, spec: Any, sort: Any, limit: int | None,
-             skip: int | None, projection: Projection | None) -> tuple[list[dict[str, Any]], int | None]:
-        """Newest first unless `sort` says otherwise."""
+             skip: int | None, fields: Any) -> tuple[list[dict[str, Any]], int | None]:
+        """Newest first unless `sort` says otherwise; `spec`, `sort` and
+        `fields` are the request's JSON values (filter, sort, projection)."""
         identity.require(READ)
+        order = parse_sort(sort) if sort is not None else None
+        projection = parse_fields(fields)
         if form_id is not None:
             self.forms.by_id(form_id)  # 404 for a form that does not exist
         node = self.query(form_id, spec)
-        docs = self.submissions.find(node, sort or NEWEST_FIRST, limit or None, skip, projection)  # 0: no limit
+        docs = self.submissions.find(node, order or NEWEST_FIRST, limit or None, skip, projection)  # 0: no limit
         total = self.submissions.count(node) if limit is not None and skip is not None else None
         return docs, total
 

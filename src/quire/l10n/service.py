@@ -21,7 +21,7 @@ from babel import Locale, UnknownLocaleError
 from babel.core import parse_locale
 
 from quire.auth.service import Identity
-from quire.errors import BadRequest, NotFound
+from quire.errors import BadRequest, NotFound, ValidationError
 from quire.events import Events, refusals_as_412
 from quire.ids import new_id
 from quire.l10n import formats
@@ -271,7 +271,7 @@ def _changes(body: Any, *, replace: bool) -> Changes:
     if "keys" in body:
         changes.keys = _check_keys(body["keys"], errors)
     if errors:
-        raise _invalid(errors)
+        raise ValidationError("project", errors, limit=10, keep_order=True)
     return changes
 
 
@@ -345,7 +345,7 @@ def _apply(
                 else:
                     merged.pop(code, None)  # null or "": no translation
     if errors:
-        raise _invalid(errors)
+        raise ValidationError("project", errors, limit=10, keep_order=True)
     label = changes.label if changes.label is not None else base["label"] if base else name
     return {
         "_id": current["_id"] if current else new_id(),
@@ -357,11 +357,3 @@ def _apply(
         "_created": current["_created"] if current else now,
         "_modified": now,
     }
-
-
-def _invalid(errors: dict[str, str]) -> BadRequest:
-    shown = list(errors.items())[:10]
-    detail = "; ".join(f"{field} {reason}" for field, reason in shown)
-    if len(errors) > len(shown):
-        detail += f"; and {len(errors) - len(shown)} more"
-    return BadRequest(f"Invalid project: {detail}", fields=list(errors))

@@ -17,7 +17,7 @@ import orjson
 
 from quire.auth.service import Identity
 from quire.content.fields import is_empty
-from quire.errors import NotFound, PreconditionFailed
+from quire.errors import NotFound, PreconditionFailed, ValidationError
 from quire.events import Events, refusals_as_412
 from quire.ids import new_id
 from quire.pages import routing
@@ -27,7 +27,6 @@ from quire.pages.validate import (
     SETTINGS_KEYS,
     check_menu,
     check_settings,
-    invalid,
     page_ids,
 )
 from quire.store import SqliteStore
@@ -116,13 +115,13 @@ class MenuService:
                     raise NotFound("Menu not found")
             else:
                 if "name" not in clean:
-                    raise invalid("menu", {"name": "is required"})
+                    raise ValidationError("menu", {"name": "is required"})
                 current = self.menus.find_one({"name": clean["name"]})
             menu = {**(current or {"_id": new_id(), "label": clean.get("name"), "links": [], "_created": now}),
                     **clean, "_modified": now}
             other = self.menus.find_one({"name": menu["name"]})
             if other is not None and other["_id"] != menu["_id"]:
-                raise invalid("menu", {"name": f"{menu['name']} is the name of another menu"})
+                raise ValidationError("menu", {"name": f"{menu['name']} is the name of another menu"})
             with refusals_as_412():
                 await self.events.emit("pages.menu.save", menu=menu, identity=identity)
             self.menus.replace(menu)

@@ -21,12 +21,19 @@ from quire.auth.service import Identity
 from quire.content.fields import is_empty
 from quire.content.locales import rewrite_locale_keys
 from quire.content.service import ContentService, ReadOptions
-from quire.errors import ApiError, BadRequest, Conflict, NotFound, PreconditionFailed
+from quire.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    NotFound,
+    PreconditionFailed,
+    ValidationError,
+)
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.pages import routing
 from quire.pages.routing import DEFAULT
-from quire.pages.validate import LOCALIZED, check_page, check_page_shape, invalid
+from quire.pages.validate import LOCALIZED, check_page, check_page_shape
 from quire.store import SqliteStore
 from quire.store import match as reference
 from quire.store.query import And, Cond, Projection, parse_fields, parse_filter, parse_sort
@@ -355,7 +362,7 @@ class PagesService:
         if "slug" not in clean:
             page["slug"] = routing.slugify(str(page.get("title") or ""))
             if not page["slug"]:  # only a slug sent as "" makes a home page
-                raise invalid("page data", {"slug": "is required: the title has no letters or digits to make one of"})
+                raise ValidationError("page data", {"slug": "is required: the title has no letters or digits to make one of"})
             for code in codes:
                 title = clean.get(f"title_{code}")
                 if f"slug_{code}" not in clean and isinstance(title, str) and title:
@@ -380,11 +387,11 @@ class PagesService:
         seen = {page["_id"]}
         while pid is not None:
             if pid in seen:
-                raise invalid("page data", {"_pid": "would make the page its own ancestor"})
+                raise ValidationError("page data", {"_pid": "would make the page its own ancestor"})
             seen.add(pid)
             parent = pages.get(pid)
             if parent is None:
-                raise invalid("page data", {"_pid": "is not a page"})
+                raise ValidationError("page data", {"_pid": "is not a page"})
             pid = parent.get("_pid")
 
     def _apply_routes(self, roots: list[str], pages: dict[str, Any]) -> dict[str, dict[str, str]]:

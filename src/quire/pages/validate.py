@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from quire.errors import BadRequest
+from quire.errors import ValidationError
 from quire.ids import is_id
 from quire.pages.routing import slug_problem
 
@@ -26,11 +26,6 @@ PAGE_LINK = re.compile(r"^pages://([0-9a-f]{24})$")
 Errors = dict[str, str]
 
 
-def invalid(what: str, errors: Errors) -> BadRequest:
-    detail = "; ".join(f"{k} {v}" for k, v in errors.items())
-    return BadRequest(f"Invalid {what}: {detail}", fields=sorted(errors))
-
-
 def check_page(data: dict[str, Any], codes: list[str]) -> dict[str, Any]:
     """The fields of a page write, checked one by one (the merged page is
     checked as a whole by `check_page_shape`)."""
@@ -45,7 +40,7 @@ def check_page(data: dict[str, Any], codes: list[str]) -> dict[str, Any]:
         else:
             errors[key] = problem
     if errors:
-        raise invalid("page data", errors)
+        raise ValidationError("page data", errors)
     return clean
 
 
@@ -112,7 +107,7 @@ def check_page_shape(page: dict[str, Any], model_kind: Any, codes: list[str]) ->
         if isinstance(localized, dict):
             _type_rules(page.get("type"), {**data, **localized}, f"data_{code}", model_kind, errors)
     if errors:
-        raise invalid("page data", errors)
+        raise ValidationError("page data", errors)
 
 
 def _type_rules(kind: Any, data: dict[str, Any], at: str, model_kind: Any, errors: Errors) -> None:
@@ -179,7 +174,7 @@ def check_menu(data: dict[str, Any], codes: list[str], page_exists: Any) -> dict
         for missing in sorted(wanted - page_exists(sorted(wanted))):
             errors["links"] = f"links to pages://{missing}, which does not exist"
     if errors:
-        raise invalid("menu", errors)
+        raise ValidationError("menu", errors)
     return clean
 
 
@@ -243,5 +238,5 @@ def check_settings(data: dict[str, Any], codes: list[str]) -> dict[str, Any]:
         elif key not in ("_id", "_modified"):
             errors[key] = f"is not a settings field (fields: {', '.join(SETTINGS_KEYS)})"
     if errors:
-        raise invalid("settings", errors)
+        raise ValidationError("settings", errors)
     return clean

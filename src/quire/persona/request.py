@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from starlette.requests import Request
@@ -19,8 +19,14 @@ from quire.persona.schedule import parse_offset
 
 ROWS_KEPT = 4096
 
-# stored row, resolved row, minute resolved in (Unix minutes; -1: no schedule), store generation
-_Kept = tuple[bytes, bytes, int, int]
+
+class _Kept(NamedTuple):
+    """One resolved row, as kept."""
+
+    stored: bytes  # the row as read from the store
+    resolved: bytes  # the row as answered to this persona
+    minute: int  # the Unix minute it was resolved in; -1: it has no schedule
+    generation: int  # the store generation it was last seen in
 
 
 class _RowCache:
@@ -129,14 +135,14 @@ class Persona:
         for row in rows:
             head = row[:40]
             found = kept.get(head)
-            if found is not None and (found[2] < 0 or found[2] == minute):
-                timed = timed or found[2] >= 0
-                if found[3] == generation:
-                    out.append(found[1])
+            if found is not None and (found.minute < 0 or found.minute == minute):
+                timed = timed or found.minute >= 0
+                if found.generation == generation:
+                    out.append(found.resolved)
                     continue
-                if found[0] == row:
-                    kept[head] = (row, found[1], found[2], generation)
-                    out.append(found[1])
+                if found.stored == row:
+                    kept[head] = _Kept(row, found.resolved, found.minute, generation)
+                    out.append(found.resolved)
                     continue
             if b'"persona:variants"' not in row and not (placeholders and b"{{" in row):
                 done = row  # nothing to resolve: kept too, so the next look is one comparison
@@ -148,7 +154,7 @@ class Persona:
                 _rows.added()
             scheduled = b'"schedule"' in row
             timed = timed or scheduled
-            kept[head] = (row, done, minute if scheduled else -1, generation)
+            kept[head] = _Kept(row, done, minute if scheduled else -1, generation)
             out.append(done)
         _pages.put(page_key, minute if timed else -1, b",".join(out))
         return out

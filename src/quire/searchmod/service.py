@@ -24,7 +24,7 @@ from quire.auth.service import Identity
 from quire.content.fields import is_empty
 from quire.content.models import Model, ModelService
 from quire.content.service import PUBLISHED, ContentService
-from quire.errors import BadRequest, NotFound
+from quire.errors import BadRequest, NotFound, ValidationError
 from quire.events import Events
 from quire.searchmod.engine import Engine
 from quire.searchmod.fts import Doc, FtsEngine, Hit
@@ -136,8 +136,7 @@ class SearchService:
         if not isinstance(label, str):
             errors["label"] = "must be a string"
         if errors:
-            detail = "; ".join(f"{k} {v}" for k, v in errors.items())
-            raise BadRequest(f"Invalid index: {detail}", fields=sorted(errors))
+            raise ValidationError("index", errors)
         assert model is not None and isinstance(fields, list)
         return {"_id": name, "name": name, "label": label, "model": model.name, "fields": fields,
                 "filter": spec, "locales": list(dict.fromkeys(locales)), "weights": weights}

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from quire.auth.permissions import ROLE_NAME
-from quire.auth.users import strip_name, valid_email, valid_user_name
+from quire.auth.users import strip_name, valid_user_name
+from quire.emails import normal_email
 from quire.sso.settings import SsoSettings
 
 _INDEX = re.compile(r"[0-9]{1,6}")
@@ -42,7 +43,7 @@ def map_user(claims: dict[str, Any], settings: SsoSettings, role_exists: Callabl
         return None if path is None else claim_at(claims, path)
 
     email = read("email")
-    if not valid_email(email):
+    if normal_email(email) is None:
         raise MappingError("Invalid email format")
     user = read("user")
     if user is None or user == "":

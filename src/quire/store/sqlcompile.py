@@ -31,6 +31,8 @@ from quire.store.query import And, Cond, ElemMatch, Node, Nor, Or, Path, unparse
 # (or the field is null/missing). "id" is the id column.
 Hints = dict[str, str]
 HINT_CLASSES = {"text": values.STRING, "number": values.NUMBER, "bool": values.BOOL}
+# SQLite's json_type() names of the values each hint covers
+HINT_JSON_TYPES = {"text": ("text",), "number": ("integer", "real"), "bool": ("true", "false")}
 
 _TYPE_SQL = {
     1: "{T}='real'",

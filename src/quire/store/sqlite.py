@@ -30,7 +30,14 @@ from quire.errors import BadRequest, StoreBusy
 from quire.ids import new_id
 from quire.store import match, values
 from quire.store.query import Node, Path, Projection, parse_filter
-from quire.store.sqlcompile import Hints, compile_filter, compile_sort, field_expr
+from quire.store.sqlcompile import (
+    HINT_JSON_TYPES,
+    Hints,
+    compile_filter,
+    compile_sort,
+    field_expr,
+    json_path,
+)
 
 log = logging.getLogger("quire.store")
 
@@ -653,12 +660,17 @@ class Collection:
 
         return self.store.cached_count((sql, tuple(params)), compute)
 
-    def count_where(self, sql_condition: str) -> int:
-        """Count with a raw SQL condition (trusted, built by the caller)."""
+    def count_misfits(self, path: Path, hint: str) -> int:
+        """How many documents hold a value at `path` that is neither null nor
+        of the JSON type `hint` promises ("text", "number" or "bool"):
+        filters on a hinted field compile to a plain comparison that assumes
+        that type, so these are the documents a new hint would misread."""
         if not self.exists():
             return 0
-        row = self.store.execute_read(f"SELECT COUNT(*) FROM {self.table} WHERE {sql_condition}").fetchone()
-        return int(row[0])
+        allowed = ", ".join(f"'{t}'" for t in HINT_JSON_TYPES[hint])
+        expr = f"json_type(data, {json_path(path)})"
+        sql = f"SELECT COUNT(*) FROM {self.table} WHERE {expr} IS NOT NULL AND {expr} NOT IN ({allowed}, 'null')"
+        return int(self.store.execute_read(sql).fetchone()[0])
 
     def ids(self, node: Node | dict[str, Any] | None = None) -> list[str]:
         if not self.exists():
