@@ -2,8 +2,11 @@
 claims, form recipients and a submission's reply-to.
 
 It is the `email-validator` package's syntax check (RFC 5321/5322 with the
-usual real-world limits: a dotted, globally usable domain, no quoted local
-part, no display name, at most 254 characters); the domain is not looked up.
+usual real-world limits: no quoted local part, no display name, at most 254
+characters, a dotted domain); the domain is not looked up. Intranet
+domains pass (`corp.internal`, `x.test`: identity providers and form
+recipients inside a company use them); the names reserved against mail
+(`.local`, `localhost`, `.invalid`, `.onion`, `.arpa`) do not.
 """
 
 from __future__ import annotations
@@ -19,6 +22,6 @@ def normal_email(address: Any) -> str | None:
     if not isinstance(address, str):
         return None
     try:
-        return str(validate_email(address, check_deliverability=False).normalized)
+        return str(validate_email(address, check_deliverability=False, test_environment=True).normalized)
     except EmailNotValidError:
         return None
