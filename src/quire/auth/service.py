@@ -133,6 +133,11 @@ class AuthService:
             bump_system_version(self.store)
         return self.get_role(name)
 
+    async def asave_role(self, name: str, body: Any) -> dict[str, Any]:
+        """`save_role` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.save_role(name, body)
+
     def delete_role(self, name: str) -> None:
         if name == "admin":
             raise BadRequest("The admin role is built in")
@@ -146,6 +151,11 @@ class AuthService:
             if not self.roles.delete(name) and name != "public":
                 raise NotFound(f"Role {name} not found")
             bump_system_version(self.store)
+
+    async def adelete_role(self, name: str) -> None:
+        """`delete_role` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            self.delete_role(name)
 
     # -- keys -------------------------------------------------------------
 
@@ -168,6 +178,11 @@ class AuthService:
             bump_system_version(self.store)
         return {"_id": doc["_id"], "name": doc["name"], "role": role, "key": key}
 
+    async def acreate_key(self, name: Any, role: Any) -> dict[str, Any]:
+        """`create_key` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.create_key(name, role)
+
     def list_keys(self) -> list[dict[str, Any]]:
         return [
             {k: doc[k] for k in ("_id", "name", "role", "hint", "_created")}
@@ -179,3 +194,8 @@ class AuthService:
             if not self.keys.delete(key_id):
                 raise NotFound("Key not found")
             bump_system_version(self.store)
+
+    async def adelete_key(self, key_id: str) -> None:
+        """`delete_key` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            self.delete_key(key_id)

@@ -72,6 +72,10 @@ class LocaleService:
                 listener([item["i18n"] for item in items])
         return self.list()
 
+    async def asave(self, body: Any) -> builtins.list[dict[str, Any]]:
+        """`save` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.save(body)
 
 def localize(doc: dict[str, Any], localized: list[str], codes: list[str], locale: str) -> dict[str, Any]:
     """A copy of `doc` with localized fields resolved for `locale`."""

@@ -268,6 +268,11 @@ class ModelService:
             bump_system_version(self.store)
         return model
 
+    async def asave(self, model: Model) -> Model:
+        """`save` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.save(model)
+
     def _check_stored_values_fit(self, previous: Model, model: Model) -> None:
         """Filters on a single-valued text, number or boolean field compile to
         a plain comparison that assumes every stored value has that type. A
@@ -310,3 +315,8 @@ class ModelService:
             bump_system_version(self.store)
             for listener in self.on_delete:  # in the transaction: search indexes of the model empty too
                 listener(name)
+
+    async def adelete(self, name: str) -> None:
+        """`delete` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            self.delete(name)

@@ -155,6 +155,14 @@ class L10nService:
             with refusals_as_412():
                 await self.events.emit("l10n.project.remove", project=project, identity=identity)
 
+    async def import_files(
+        self, files: list[tuple[str, str, bytes, str | None]], identity: Identity
+    ) -> list[dict[str, Any]]:
+        """`import_file` for each (project, format, raw, locale), in one
+        transaction: when one file is refused, none is imported."""
+        async with self.store.atomic():
+            return [await self.import_file(name, fmt, raw, locale, identity) for name, fmt, raw, locale in files]
+
     async def import_file(
         self, name: str, fmt: str, raw: bytes, locale: str | None, identity: Identity
     ) -> dict[str, Any]:
