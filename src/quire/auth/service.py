@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from quire.auth.permissions import BUILTIN_ROLES, ROLE_NAME, is_known
+from quire.bundleparts import BundlePart, Checked, check_named
 from quire.cache import SystemCache, bump_system_version
 from quire.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from quire.ids import new_id
@@ -107,6 +108,20 @@ class AuthService:
 
     def role_exists(self, name: str) -> bool:
         return name in BUILTIN_ROLES or self.roles.get(name) is not None
+
+    def roles_part(self) -> BundlePart:
+        """Roles in export/import bundles (not `admin`, which is built in);
+        API keys are secrets of one instance and stay out."""
+        return BundlePart("roles", "roles", lambda: [r for r in self.list_roles() if r["name"] != "admin"],
+                          self._check_bundle_roles, self._load_bundle_roles)
+
+    def _check_bundle_roles(self, value: Any, checked: Checked) -> list[dict[str, Any]]:
+        return check_named(value, "roles", "role")
+
+    async def _load_bundle_roles(self, roles: list[dict[str, Any]], identity: Any) -> int:
+        for role in roles:
+            self.save_role(role["name"], {"permissions": role.get("permissions", {})})
+        return len(roles)
 
     def get_role(self, name: str) -> dict[str, Any]:
         for role in self.list_roles():

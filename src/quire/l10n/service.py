@@ -21,6 +21,7 @@ from babel import Locale, UnknownLocaleError
 from babel.core import parse_locale
 
 from quire.auth.service import Identity
+from quire.bundleparts import BundlePart, Checked, check_named
 from quire.errors import BadRequest, NotFound
 from quire.events import Events, refusals_as_412
 from quire.ids import new_id
@@ -132,6 +133,22 @@ class L10nService:
             body = formats.write_po(project["name"], code, values, project["_modified"])
             return Export(body, f"{project['name']}.{code}.po", formats.PO_TYPE)
         return Export(formats.write_i18next(values), f"{project['name']}.{code}.json", formats.JSON_TYPE)
+
+    # -- bundles ----------------------------------------------------------
+
+    def bundle_part(self) -> BundlePart:
+        """Translation projects in export/import bundles, stored as a PUT of each."""
+        return BundlePart("l10n", "translation projects", self._export_bundle, _check_bundle_projects,
+                          self._load_bundle)
+
+    def _export_bundle(self) -> list[dict[str, Any]]:
+        return [{k: p[k] for k in ("name", "label", "locales", "keys")}
+                for p in self.projects.find(None, [(("name",), 1)])]
+
+    async def _load_bundle(self, projects: list[dict[str, Any]], identity: Identity) -> int:
+        for project in projects:
+            await self.put(project["name"], project, identity)
+        return len(projects)
 
     # -- writes -----------------------------------------------------------
 
@@ -373,3 +390,7 @@ def _invalid(errors: dict[str, str]) -> BadRequest:
     if len(errors) > len(shown):
         detail += f"; and {len(errors) - len(shown)} more"
     return BadRequest(f"Invalid project: {detail}", fields=list(errors))
+
+
+def _check_bundle_projects(value: Any, checked: Checked) -> list[dict[str, Any]]:
+    return check_named(value, "l10n", "translation project")
