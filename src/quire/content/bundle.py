@@ -15,10 +15,10 @@ from typing import Any
 import orjson
 
 from quire.auth.service import Identity
-from quire.bundleparts import BatchedPart, Checked, naming
+from quire.bundleparts import BatchedPart, Checked
 from quire.content.models import Model
 from quire.content.service import ContentService
-from quire.errors import BadRequest
+from quire.errors import ApiError, BadRequest
 from quire.store.sqlite import Collection
 
 
@@ -71,8 +71,11 @@ def _check(content: ContentService, items: Any, checked: Checked) -> list[tuple[
         for doc in docs:
             if not isinstance(doc, dict) or not isinstance(doc.get("_id"), str):
                 raise BadRequest(f"every item of {name} needs an _id")
-            with naming(f"{name}/{doc['_id']}: "):
+            try:  # (not `naming`: this loop runs once per item of the bundle)
                 ready.append(content.check_imported(model, doc, checked.identity, codes=codes))
+            except ApiError as exc:
+                exc.message = f"{name}/{doc['_id']}: {exc.message}"
+                raise
         if model.type == "tree":
             content.check_imported_tree(model, ready)
         out += [(name, item) for item in ready]
