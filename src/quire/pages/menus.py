@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from quire.auth.service import Identity
-from quire.bundleparts import BundlePart, Checked, as_list, check_list
+from quire.bundleparts import BundlePart, Checked, check_list
 from quire.content.fields import is_empty
 from quire.errors import NotFound, PreconditionFailed
 from quire.events import Events, refusals_as_412
@@ -202,4 +202,4 @@ class MenuService:
 
 
 def _check_bundle_menus(value: Any, checked: Checked) -> list[dict[str, Any]]:
-    return as_list(check_list(value, "menus", "menu"))
+    return check_list(value, "menus", "menu")
