@@ -12,7 +12,7 @@ from quire.app import MODULES
 
 # Below every feature: the dispatcher, request helpers, store, settings, ...
 BOTTOM = [
-    "quire.asgi", "quire.cache", "quire.errors", "quire.events", "quire.forwarded", "quire.hooks",
+    "quire.asgi", "quire.bundleparts", "quire.cache", "quire.emails", "quire.errors", "quire.events", "quire.forwarded", "quire.hooks",
     "quire.http", "quire.ids", "quire.modules", "quire.numbers", "quire.openapi", "quire.ratelimit",
     "quire.responses", "quire.slots", "quire.store",
 ]

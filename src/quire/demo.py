@@ -90,7 +90,7 @@ def _picture(colors: tuple[tuple[int, int, int], ...], size: tuple[int, int] = (
 
 
 def contact_token(quire: Services) -> str | None:
-    form = quire.forms.forms.find_one({"name": "Contact"})
+    form = quire.forms.by_name("Contact")
     return form["token"] if form else None
 
 
@@ -119,16 +119,16 @@ async def install_demo(quire: Services) -> tuple[bool, str]:
         created = True
     for key in quire.auth.list_keys():
         if key["name"] == DEMO_KEY_NAME:
-            quire.auth.delete_key(key["_id"])
-    key = quire.auth.create_key(DEMO_KEY_NAME, "admin")["key"]
+            await quire.auth.adelete_key(key["_id"])
+    key = (await quire.auth.acreate_key(DEMO_KEY_NAME, "admin"))["key"]
     return created, key
 
 
 async def _create(quire: Services) -> None:
-    quire.locales.save([{"i18n": "de", "name": "Deutsch"}])
+    await quire.locales.asave([{"i18n": "de", "name": "Deutsch"}])
     for definition in MODELS:
-        quire.models.save(parse_model(definition["name"], definition))
-    quire.auth.save_role("public", {"permissions": {
+        await quire.models.asave(parse_model(definition["name"], definition))
+    await quire.auth.asave_role("public", {"permissions": {
         "content/posts/read": True, "content/authors/read": True,
         "content/settings/read": True, "content/nav/read": True, "assets/read": True,
         "pages/read": True, "l10n/read": True, "searchmod/read": True,
@@ -147,17 +147,16 @@ async def _create(quire: Services) -> None:
         ("Filters and sorting", "Filter und Sortierung", "filters-and-sorting", "guides", "2026-03-15", ada, ["api", "howto"]),
         ("Quire 0.1 released", "Quire 0.1 ist da", "quire-0-1", "releases", "2026-04-20", alan, ["release"]),
     ]
+    saved = []
     for (title, title_de, slug, category, day, author, tags), picture in zip(posts, pictures, strict=True):
-        await save("posts", {
+        saved.append(await save("posts", {
             "title": title, "title_de": title_de, "slug": slug, "category": category,
             "published": day, "tags": tags, "author": {"_model": "authors", "_id": author["_id"]},
             "body": f"# {title}\n\nA demo post.", "body_de": f"# {title_de}\n\nEin Demo-Beitrag.",
             "image": {"_id": picture["_id"]},
-        }, ADMIN)
+        }, ADMIN))
     await save("posts", {"title": "Draft: next steps", "slug": "next-steps", "_state": 0}, ADMIN)
-    first = quire.content.collection(quire.models.get("posts")).find_one({"slug": "hello-quire"})
-    assert first is not None
-    await save("posts", {"_id": first["_id"], "hero": {"persona:variants": [
+    await save("posts", {"_id": saved[0]["_id"], "hero": {"persona:variants": [
         {"id": "guest", "label": "Guest", "audience": [],
          "data": {"heading": "Hello, {{ name:visitor }}!", "text": "Sign up to get our guides by e-mail."}},
         {"id": "member", "label": "Member", "audience": ["member"],
@@ -172,7 +171,7 @@ async def _create(quire: Services) -> None:
     blog = await save("nav", {"label": "Blog", "url": "/blog"}, ADMIN)
     await save("nav", {"label": "Guides", "label_de": "Anleitungen", "url": "/blog/guides", "_pid": blog["_id"]}, ADMIN)
     await save("nav", {"label": "About", "label_de": "Über uns", "url": "/about", "_pid": home["_id"]}, ADMIN)
-    await _pages(quire)
+    await _pages(quire, [ada, alan])
     await _translations(quire)
     await quire.search.put("posts", {"label": "Posts", "model": "posts", "fields": ["title", "body", "tags"],
                                       "locales": ["de"], "weights": {"title": 3, "tags": 2}}, ADMIN)
@@ -182,7 +181,7 @@ async def _create(quire: Services) -> None:
     }, ADMIN)
 
 
-async def _pages(quire: Services) -> None:
+async def _pages(quire: Services, authors: list[dict[str, Any]]) -> None:
     """A home page, a blog bound to posts, an about section two levels deep
     with German routes, a page carrying the settings singleton, the main
     menu and the SEO settings."""
@@ -196,8 +195,7 @@ async def _pages(quire: Services) -> None:
         {"component": "text", "data": {"text": "Quire is one process serving content."}},
     ]}, ADMIN)
     team = await save({"title": "Team", "_pid": about["_id"], "layout": [
-        {"component": "people", "data": {"authors": [{"_model": "authors", "_id": a["_id"]}
-                                                     for a in quire.content.collection(quire.models.get("authors")).find()]}},
+        {"component": "people", "data": {"authors": [{"_model": "authors", "_id": a["_id"]} for a in authors]}},
     ]}, ADMIN)
     await save({"title": "Imprint", "title_de": "Impressum", "type": "singleton", "data": {"model": "settings"}}, ADMIN)
     await save({"title": "Documentation", "title_de": "Dokumentation", "type": "link",

@@ -19,6 +19,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
+from quire.admin.accounts import user_action
 from quire.admin.web import (
     HERE,
     Login,
@@ -35,7 +36,7 @@ from quire.admin.web import (
 )
 from quire.asgi import route
 from quire.content.service import ReadOptions
-from quire.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
+from quire.errors import ApiError, Forbidden, Unauthorized
 from quire.http import client_address, json_response, quire_of, read_small_form
 
 log = logging.getLogger("quire.admin")
@@ -131,8 +132,7 @@ async def login_submit(request: Request) -> Response:
         return again("Wrong user name or password.", 401)
     await limiter.clear("login-user", user_name.lower())
     await limiter.give_back("login-address", address, now)  # only failures count
-    async with quire.store.atomic():  # a long import elsewhere: wait off the event loop
-        session_token, _ = quire.sessions.start(user, address=address, agent=request.headers.get("user-agent", ""))
+    session_token, _ = await quire.sessions.astart(user, address=address, agent=request.headers.get("user-agent", ""))
     response = redirect(target)
     set_session_cookie(response, request, session_token)
     return response
@@ -152,8 +152,7 @@ async def logout_submit(request: Request) -> Response:
     await _checked_form(request, login)
     if "sso" in login.session and quire_of(request).sso.configured:
         return redirect("/sso/logout")  # ends this session too, then the provider's
-    async with quire_of(request).store.atomic():
-        quire_of(request).sessions.end(login.session["_id"])
+    await quire_of(request).sessions.aend(login.session["_id"])
     response = redirect("/auth/login")
     clear_session_cookie(response, request)
     return response
@@ -200,11 +199,10 @@ async def keys_submit(request: Request, login: Login) -> Response:
     quire = quire_of(request)
     created, error = None, None
     try:
-        async with quire.store.atomic():
-            if form.get("action") == "revoke":
-                quire.auth.delete_key(form.get("id", ""))
-            else:
-                created = quire.auth.create_key(form.get("name", ""), form.get("role", ""))
+        if form.get("action") == "revoke":
+            await quire.auth.adelete_key(form.get("id", ""))
+        else:
+            created = await quire.auth.acreate_key(form.get("name", ""), form.get("role", ""))
     except ApiError as exc:
         error = exc.message
     status = 400 if error else 200
@@ -232,46 +230,10 @@ async def users_submit(request: Request, login: Login) -> Response:
     quire = quire_of(request)
     action = form.get("action", "")
     try:
-        async with quire.store.atomic():
-            done = _user_action(quire, login, action, form)
+        done = await user_action(quire, login, action, form)
     except ApiError as exc:
         return _users(request, login, exc.message, None, 400)
     return _users(request, login, None, done)
-
-
-def _user_action(quire: Any, login: Login, action: str, form: dict[str, str]) -> str:
-    fields: dict[str, Any] = {k: form[k] for k in ("user", "email", "name", "role", "password") if k in form}
-    if action == "create":
-        user = quire.users.create(fields)
-        return f"User {user['user']} created."
-    target = form.get("id", "")
-    if action == "update":
-        fields["active"] = form.get("active") == "on"
-        if target == login.user["_id"] and (not fields["active"] or fields.get("role") != login.user["role"]):
-            raise BadRequest("You cannot deactivate yourself or change your own role")
-        user = quire.users.update(target, fields)
-        if not user["active"]:
-            quire.sessions.end_user(target)
-        return f"User {user['user']} saved."
-    if action == "delete":
-        if target == login.user["_id"]:
-            raise BadRequest("You cannot delete yourself")
-        quire.users.delete(target)
-        quire.sessions.end_user(target)
-        return "User deleted."
-    if action == "save-role":
-        name = form.get("role_name", "")
-        permissions = {line.strip(): True for line in form.get("permissions", "").splitlines() if line.strip()}
-        quire.auth.save_role(name, {"permissions": permissions})
-        return f"Role {name} saved."
-    if action == "delete-role":
-        quire.auth.delete_role(form.get("role_name", ""))
-        return "Role deleted."
-    if action == "end-session":
-        if not quire.sessions.end(form.get("session", "")):
-            raise NotFound("Session not found")
-        return "Session ended."
-    raise BadRequest("Unknown action")
 
 
 def _forbidden(request: Request, login: Login) -> Response:

@@ -70,8 +70,7 @@ async def current_login(request: Request) -> Login | None:
         return None
     user = quire.users.get(session["user"])
     if user is None or not user.get("active", True):
-        async with quire.store.atomic():
-            quire.sessions.end(session["_id"])
+        await quire.sessions.aend(session["_id"])
         return None
     return Login(session, user, quire.auth.role_identity(user["role"], user["_id"], user["user"]))
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from quire.auth.permissions import BUILTIN_ROLES, ROLE_NAME, is_known
+from quire.bundleparts import BundlePart, Checked, check_named
 from quire.cache import SystemCache, bump_system_version
 from quire.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from quire.ids import new_id
@@ -111,6 +112,20 @@ class AuthService:
     def role_exists(self, name: str) -> bool:
         return name in BUILTIN_ROLES or self.roles.get(name) is not None
 
+    def roles_part(self) -> BundlePart:
+        """Roles in export/import bundles (not `admin`, which is built in);
+        API keys are secrets of one instance and stay out."""
+        return BundlePart("roles", "roles", lambda: [r for r in self.list_roles() if r["name"] != "admin"],
+                          self._check_bundle_roles, self._load_bundle_roles)
+
+    def _check_bundle_roles(self, value: Any, checked: Checked) -> list[dict[str, Any]]:
+        return check_named(value, "roles", "role")
+
+    async def _load_bundle_roles(self, roles: list[dict[str, Any]], identity: Any) -> int:
+        for role in roles:
+            self.save_role(role["name"], {"permissions": role.get("permissions", {})})
+        return len(roles)
+
     def get_role(self, name: str) -> dict[str, Any]:
         for role in self.list_roles():
             if role["name"] == name:
@@ -136,6 +151,11 @@ class AuthService:
             bump_system_version(self.store)
         return self.get_role(name)
 
+    async def asave_role(self, name: str, body: Any) -> dict[str, Any]:
+        """`save_role` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.save_role(name, body)
+
     def delete_role(self, name: str) -> None:
         if name == "admin":
             raise BadRequest("The admin role is built in")
@@ -149,6 +169,11 @@ class AuthService:
             if not self.roles.delete(name) and name != "public":
                 raise NotFound(f"Role {name} not found")
             bump_system_version(self.store)
+
+    async def adelete_role(self, name: str) -> None:
+        """`delete_role` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            self.delete_role(name)
 
     # -- keys -------------------------------------------------------------
 
@@ -171,6 +196,11 @@ class AuthService:
             bump_system_version(self.store)
         return {"_id": doc["_id"], "name": doc["name"], "role": role, "key": key}
 
+    async def acreate_key(self, name: Any, role: Any) -> dict[str, Any]:
+        """`create_key` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.create_key(name, role)
+
     def list_keys(self) -> list[dict[str, Any]]:
         return [
             {k: doc[k] for k in ("_id", "name", "role", "hint", "_created")}
@@ -182,3 +212,8 @@ class AuthService:
             if not self.keys.delete(key_id):
                 raise NotFound("Key not found")
             bump_system_version(self.store)
+
+    async def adelete_key(self, key_id: str) -> None:
+        """`delete_key` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            self.delete_key(key_id)

@@ -63,6 +63,12 @@ class SessionService:
             self.sessions.insert(doc)
         return token, doc
 
+    async def astart(self, user: dict[str, Any], *, sso: dict[str, Any] | None = None,
+                     id_token: str | None = None, address: str = "", agent: str = "") -> tuple[str, dict[str, Any]]:
+        """`start` for a request: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.start(user, sso=sso, id_token=id_token, address=address, agent=agent)
+
     def lookup(self, token: str | None, now: float | None = None) -> dict[str, Any] | None:
         """The live session of a cookie token, else None (an expired one is
         removed). For code off the event loop; async code uses `alookup`."""
@@ -118,6 +124,11 @@ class SessionService:
         with self.store.transaction():
             return self.sessions.delete(session_id)
 
+    async def aend(self, session_id: str) -> bool:
+        """`end` for a request: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.end(session_id)
+
     def end_token(self, token: str | None) -> dict[str, Any] | None:
         """Log out the session of a cookie token; the session it was, if any."""
         if not token:
@@ -126,6 +137,11 @@ class SessionService:
         if doc is not None:
             self.end(doc["_id"])
         return doc
+
+    async def aend_token(self, token: str | None) -> dict[str, Any] | None:
+        """`end_token` for a request: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.end_token(token)
 
     def end_user(self, user_id: str) -> int:
         with self.store.transaction():

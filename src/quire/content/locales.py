@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from quire.bundleparts import BundlePart, Checked
 from quire.cache import SystemCache, bump_system_version
 from quire.content.fields import is_empty
 from quire.errors import BadRequest
@@ -47,6 +48,16 @@ class LocaleService:
         return [item["i18n"] for item in self._cache.get()]
 
     def save(self, body: Any) -> builtins.list[dict[str, Any]]:
+        items = self._checked(body)
+        with self.store.transaction():
+            self.config.replace({"_id": "locales", "items": items})
+            bump_system_version(self.store)
+            for listener in self.on_change:
+                listener([item["i18n"] for item in items])
+        return self.list()
+
+    def _checked(self, body: Any) -> builtins.list[dict[str, str]]:
+        """The locales to store (the default one left out); 400 naming a bad entry."""
         if not isinstance(body, list):
             raise BadRequest('Body must be a list like [{"i18n": "de", "name": "Deutsch"}]')
         items: builtins.list[dict[str, str]] = []
@@ -65,12 +76,31 @@ class LocaleService:
                 raise BadRequest(f"Locale {code} is listed twice", fields=[f"locales[{i}].i18n"])
             seen.add(code)
             items.append({"i18n": code, "name": name})
-        with self.store.transaction():
-            self.config.replace({"_id": "locales", "items": items})
-            bump_system_version(self.store)
-            for listener in self.on_change:
-                listener([item["i18n"] for item in items])
-        return self.list()
+        return items
+
+    async def asave(self, body: Any) -> builtins.list[dict[str, Any]]:
+        """`save` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.save(body)
+
+    # -- bundles ----------------------------------------------------------
+
+    def bundle_part(self) -> BundlePart:
+        """The non-default locales in export/import bundles, checked as a PUT
+        of them. A bundle without locales leaves the stored ones."""
+        return BundlePart("locales", "locales", lambda: [loc for loc in self.list() if not loc["default"]],
+                          self._check_bundle, self._load_bundle)
+
+    def _check_bundle(self, value: Any, checked: Checked) -> Any:
+        if value:
+            self._checked(value)
+        return value
+
+    async def _load_bundle(self, value: Any, identity: Any) -> int:
+        if not value:
+            return 0
+        self.save(value)
+        return len(value)
 
 
 def localize(doc: dict[str, Any], localized: list[str], codes: list[str], locale: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from quire.bundleparts import BundlePart, Checked
 from quire.cache import SystemCache, bump_system_version
 from quire.content.fields import FIELD_NAME, HINTS, FieldError, validate_definition_field
 from quire.content.fill import Filler
@@ -267,6 +268,11 @@ class ModelService:
             bump_system_version(self.store)
         return model
 
+    async def asave(self, model: Model) -> Model:
+        """`save` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            return self.save(model)
+
     def _check_stored_values_fit(self, previous: Model, model: Model) -> None:
         """Filters on a single-valued text, number or boolean field compile to
         a plain comparison that assumes every stored value has that type. A
@@ -307,3 +313,32 @@ class ModelService:
             bump_system_version(self.store)
             for listener in self.on_delete:  # in the transaction: search indexes of the model empty too
                 listener(name)
+
+    # -- bundles ----------------------------------------------------------
+
+    def bundle_part(self) -> BundlePart:
+        """Model definitions in export/import bundles, checked as a PUT of
+        each; the checked value maps names to models (items check against it)."""
+        return BundlePart("models", "models", lambda: [m.to_json() for m in self.all()],
+                          _check_bundle_models, self._load_bundle)
+
+    async def _load_bundle(self, models: dict[str, Model], identity: Any) -> int:
+        for model in models.values():
+            self.save(model)
+        return len(models)
+
+    async def adelete(self, name: str) -> None:
+        """`delete` for async code: waits for the write lock off the event loop."""
+        async with self.store.atomic():
+            self.delete(name)
+
+
+def _check_bundle_models(definitions: Any, checked: Checked) -> dict[str, Model]:
+    if not isinstance(definitions or [], list):
+        raise BadRequest("models must be a list")
+    models: dict[str, Model] = {}
+    for definition in definitions or []:
+        if not isinstance(definition, dict) or not isinstance(definition.get("name"), str):
+            raise BadRequest("every model needs a name")
+        models[definition["name"]] = parse_model(definition["name"], definition)
+    return models

@@ -9,6 +9,7 @@ from typing import Any
 
 from quire.auth.permissions import content as perm
 from quire.auth.service import Identity
+from quire.bundleparts import naming
 from quire.content.fields import FieldError, check_value, is_empty
 from quire.content.locales import LocaleService
 from quire.content.models import Model, ModelService
@@ -22,6 +23,8 @@ from quire.store.sqlite import Collection
 # it was read (a tree item with its `_children` too).
 READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model", "_children"}
 STATES = (-1, 0, 1)
+# System fields an imported item keeps from its bundle (checked, not set anew)
+KEPT_SYSTEM = ("_id", "_created", "_modified", "_cby", "_mby", "_state", "_pid", "_o", "_model")
 
 
 class ContentWriter:
@@ -121,16 +124,69 @@ class ContentWriter:
             self._check_required(model, item)
             if model.type == "tree":
                 self._check_parent(coll, item)
-            with refusals_as_412():
-                await self.events.emit(
-                    "content.item.save.before", model=name, item=item, is_update=is_update, identity=identity
-                )
-            coll.replace(item)
-            await self.stored(name, item, is_update, identity)
+            await self._write(name, coll, item, is_update, identity)
         await self.events.emit_after(
             "content.item.save.after", model=name, item=item, is_update=is_update, identity=identity
         )
         return model.filler.doc(item)  # answered with every field; stored as sent
+
+    async def _write(self, name: str, coll: Collection, item: dict[str, Any], is_update: bool,
+                     identity: Identity, refused: str = "") -> None:
+        """Store a checked item with the events of a write, inside the
+        caller's transaction; `refused` goes before a handler's refusal."""
+        with refusals_as_412(refused):
+            await self.events.emit(
+                "content.item.save.before", model=name, item=item, is_update=is_update, identity=identity
+            )
+        coll.replace(item)
+        await self.stored(name, item, is_update, identity)
+
+    # -- imports ----------------------------------------------------------
+
+    def check_imported(
+        self, model: Model, doc: dict[str, Any], identity: Identity, codes: list[str] | None = None
+    ) -> dict[str, Any]:
+        """An item of a bundle, checked as an API write checks it (the sent
+        fields, `_state`, `_pid` and `_o`, required fields), plus its time
+        and author stamps: the item ready for `store_imported`, with the
+        bundle's system fields kept. `codes` as for `check_data`."""
+        fields = {k: v for k, v in doc.items() if not k.startswith("_") or k in ("_state", "_pid", "_o")}
+        item = self.check_data(model, fields, identity, codes=codes)
+        _check_stamps(doc)
+        item.update({k: doc[k] for k in KEPT_SYSTEM if k in doc})
+        self._check_required(model, item)
+        return item
+
+    def check_imported_tree(self, model: Model, items: list[dict[str, Any]]) -> None:
+        """The parents of a tree model's imported items, checked as an API
+        write checks them: each is an item of the bundle or a stored one,
+        and no item becomes its own ancestor."""
+        coll = self.store.collection(model.collection)
+        parents = {d["_id"]: d.get("_pid") for d in coll.pick(["_pid"])} if coll.exists() else {}
+        parents.update((item["_id"], item.get("_pid")) for item in items)
+        for item in items:
+            pid, seen = item.get("_pid"), {item["_id"]}
+            with naming(f"{model.name}/{item['_id']}: "):
+                while pid is not None:
+                    if pid in seen:
+                        raise ValidationError("item data", {"_pid": "would make the item its own ancestor"})
+                    if pid not in parents:
+                        raise ValidationError("item data", {"_pid": "is not an item of this model"})
+                    seen.add(pid)
+                    pid = parents[pid]
+
+    async def store_imported(self, model: Model, coll: Collection, item: dict[str, Any],
+                             identity: Identity) -> None:
+        """Store one item of `check_imported`, matched by `_id` (running the
+        same import again changes nothing), with the events of an API write,
+        inside the caller's transaction; `content.item.save.after` follows
+        that transaction's commit."""
+        current = coll.get(item["_id"])
+        is_update = current is not None
+        _fill_system(model, coll, item, current, identity)
+        await self._write(model.name, coll, item, is_update, identity, f"{model.name}/{item['_id']}: ")
+        self.store.after_commit(lambda: self.events.emit_after(
+            "content.item.save.after", model=model.name, item=item, is_update=is_update, identity=identity))
 
     async def stored(self, name: str, item: dict[str, Any], is_update: bool, identity: Identity) -> None:
         """`content.item.saved`: the item as stored, inside the write's
@@ -189,3 +245,37 @@ class ContentWriter:
                 coll.delete(doc["_id"])
                 with refusals_as_412():
                     await self.events.emit("content.item.remove", model=name, item=doc, identity=identity)
+
+
+def _check_stamps(doc: dict[str, Any]) -> None:
+    """Times are whole seconds, authors are key or user ids (or null)."""
+    errors: dict[str, str] = {}
+    for key in ("_created", "_modified"):
+        if key in doc and (isinstance(doc[key], bool) or not isinstance(doc[key], int)):
+            errors[key] = "must be a time in whole seconds since 1970"
+    for key in ("_cby", "_mby"):
+        if key in doc and doc[key] is not None and not isinstance(doc[key], str):
+            errors[key] = "must be a string or null"
+    if errors:
+        raise ValidationError("item data", errors)
+
+
+def _fill_system(model: Model, coll: Collection, item: dict[str, Any], current: dict[str, Any] | None,
+                 identity: Identity) -> None:
+    """System fields a bundle leaves out (one written by hand, for seeding)
+    are kept from the stored item or set as an API create sets them: reads
+    ask for `_state` 1 and sort by `_created`, so an item without them would
+    be stored but never shown. Running the import again changes nothing."""
+    now = int(time.time())
+    defaults: dict[str, Any] = {"_state": 1, "_created": now, "_modified": now,
+                                "_cby": identity.actor, "_mby": identity.actor}
+    if model.type == "singleton":
+        defaults["_model"] = model.name
+    if model.type == "tree":
+        defaults["_pid"] = None
+    for key, value in defaults.items():
+        if key not in item:
+            item[key] = current[key] if current is not None and key in current else value
+    if model.type == "tree" and "_o" not in item:
+        # after its siblings, as a new node of the API
+        item["_o"] = current["_o"] if current is not None and "_o" in current else coll.count({"_pid": item["_pid"]})

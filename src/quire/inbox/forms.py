@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from quire.auth.service import Identity
+from quire.bundleparts import BundlePart, Checked, as_list
 from quire.emails import normal_email
 from quire.errors import BadRequest, NotFound, PreconditionFailed, ValidationError
 from quire.events import Events, refusals_as_412
@@ -88,6 +89,28 @@ class FormService:
             self.forms.replace(form)
         return form
 
+    def by_name(self, name: str) -> dict[str, Any] | None:
+        """The first form of that name, if any (no permission check: for
+        server-side code)."""
+        return self.forms.find_one({"name": name})
+
+    # -- bundles ----------------------------------------------------------
+
+    def bundle_part(self) -> BundlePart:
+        """Forms in export/import bundles. A form keeps its id and token, so
+        the site's forms keep working after a move."""
+        return BundlePart("forms", "forms", lambda: self.forms.find(None, [(("name",), 1)]),
+                          _check_bundle_forms, self._load_bundle)
+
+    async def _load_bundle(self, forms: list[dict[str, Any]], identity: Identity) -> int:
+        for form in forms:
+            doc = {"group": "", "emails": [], "domains": [], "fields": [], "honeypot": None,
+                   "languages": [], "store": True, **form}
+            with refusals_as_412(f"form {form['_id']}: "):
+                await self.events.emit("inbox.form.save", form=doc, identity=identity)
+            self.forms.replace(doc)
+        return len(forms)
+
     async def _emit_save(self, form: dict[str, Any], identity: Identity) -> None:
         with refusals_as_412():
             await self.events.emit("inbox.form.save", form=form, identity=identity)
@@ -142,3 +165,13 @@ def _check(key: str, value: Any) -> tuple[str | None, Any]:
     if unknown:
         return f"has codes the language detector does not know: {', '.join(unknown)} (use ISO 639-1, like en, de)", value
     return None, list(dict.fromkeys(codes))
+
+
+def _check_bundle_forms(value: Any, checked: Checked) -> list[dict[str, Any]]:
+    forms = []
+    for form in as_list(value):
+        if not isinstance(form, dict) or not is_id(form.get("_id")) or not isinstance(form.get("token"), str):
+            raise BadRequest("every form needs an _id and a token")
+        clean = check_form(form)
+        forms.append({**{k: form[k] for k in ("_id", "token", "_created", "_modified") if k in form}, **clean})
+    return forms

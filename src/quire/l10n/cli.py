@@ -118,14 +118,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     quire = _quire(args)
 
     async def run() -> list[str]:
-        lines = []
-        # one transaction: when one file is refused, none is imported
-        async with quire.store.atomic():
-            for plan in plans:
-                project = await quire.l10n.import_file(plan.project, plan.fmt, plan.raw, plan.locale, ADMIN)
-                lines.append(f"Imported {plan.path} ({plan.fmt}) into project {project['name']}: "
-                             f"{len(project['keys'])} keys, locales {', '.join(project['locales'])}")
-        return lines
+        projects = await quire.l10n.import_files([(p.project, p.fmt, p.raw, p.locale) for p in plans], ADMIN)
+        return [f"Imported {plan.path} ({plan.fmt}) into project {project['name']}: "
+                f"{len(project['keys'])} keys, locales {', '.join(project['locales'])}"
+                for plan, project in zip(plans, projects, strict=True)]
 
     try:
         for line in asyncio.run(run()):

@@ -21,6 +21,7 @@ from babel import Locale, UnknownLocaleError
 from babel.core import parse_locale
 
 from quire.auth.service import Identity
+from quire.bundleparts import BundlePart, Checked, check_named
 from quire.errors import BadRequest, NotFound, ValidationError
 from quire.events import Events, refusals_as_412
 from quire.ids import new_id
@@ -133,6 +134,22 @@ class L10nService:
             return Export(body, f"{project['name']}.{code}.po", formats.PO_TYPE)
         return Export(formats.write_i18next(values), f"{project['name']}.{code}.json", formats.JSON_TYPE)
 
+    # -- bundles ----------------------------------------------------------
+
+    def bundle_part(self) -> BundlePart:
+        """Translation projects in export/import bundles, stored as a PUT of each."""
+        return BundlePart("l10n", "translation projects", self._export_bundle, _check_bundle_projects,
+                          self._load_bundle)
+
+    def _export_bundle(self) -> list[dict[str, Any]]:
+        return [{k: p[k] for k in ("name", "label", "locales", "keys")}
+                for p in self.projects.find(None, [(("name",), 1)])]
+
+    async def _load_bundle(self, projects: list[dict[str, Any]], identity: Identity) -> int:
+        for project in projects:
+            await self.put(project["name"], project, identity)
+        return len(projects)
+
     # -- writes -----------------------------------------------------------
 
     async def put(self, name: str, body: Any, identity: Identity) -> dict[str, Any]:
@@ -154,6 +171,14 @@ class L10nService:
             self.projects.delete(project["_id"])
             with refusals_as_412():
                 await self.events.emit("l10n.project.remove", project=project, identity=identity)
+
+    async def import_files(
+        self, files: list[tuple[str, str, bytes, str | None]], identity: Identity
+    ) -> list[dict[str, Any]]:
+        """`import_file` for each (project, format, raw, locale), in one
+        transaction: when one file is refused, none is imported."""
+        async with self.store.atomic():
+            return [await self.import_file(name, fmt, raw, locale, identity) for name, fmt, raw, locale in files]
 
     async def import_file(
         self, name: str, fmt: str, raw: bytes, locale: str | None, identity: Identity
@@ -357,3 +382,7 @@ def _apply(
         "_created": current["_created"] if current else now,
         "_modified": now,
     }
+
+
+def _check_bundle_projects(value: Any, checked: Checked) -> list[dict[str, Any]]:
+    return check_named(value, "l10n", "translation project")

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from quire.auth.service import Identity
+from quire.bundleparts import BundlePart, Checked, check_list
 from quire.content.fields import is_empty
 from quire.errors import NotFound, PreconditionFailed, ValidationError
 from quire.events import Events, refusals_as_412
@@ -176,3 +177,28 @@ class MenuService:
             self.settings_coll.replace(doc)
         return self._settings(None)
 
+    # -- bundles ----------------------------------------------------------
+
+    def bundle_parts(self) -> list[BundlePart]:
+        """Menus and the settings document in export/import bundles, stored
+        as `save` and `save_settings` store them."""
+        return [
+            BundlePart("menus", "menus", lambda: self.menus.find(), _check_bundle_menus, self._load_menus),
+            BundlePart("pageSettings", None, lambda: self.settings_coll.get("settings"),
+                       lambda value, checked: value, self._load_settings),
+        ]
+
+    async def _load_menus(self, menus: list[dict[str, Any]], identity: Identity) -> int:
+        for menu in menus:
+            # by name: ids of menus are not referenced anywhere
+            await self.save({k: v for k, v in menu.items() if k != "_id"}, identity)
+        return len(menus)
+
+    async def _load_settings(self, settings: Any, identity: Identity) -> int:
+        if settings:
+            await self.save_settings(settings, identity)
+        return 0
+
+
+def _check_bundle_menus(value: Any, checked: Checked) -> list[dict[str, Any]]:
+    return check_list(value, "menus", "menu")

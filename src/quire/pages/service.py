@@ -18,6 +18,7 @@ import orjson
 
 from quire.auth.permissions import content as content_perm
 from quire.auth.service import Identity
+from quire.bundleparts import BundlePart, Checked, check_list
 from quire.content.fields import is_empty
 from quire.content.locales import rewrite_locale_keys
 from quire.content.service import ContentService, ReadOptions
@@ -417,6 +418,11 @@ class PagesService:
                 changed[pid] = after
         return changed
 
+    def bundle_part(self) -> BundlePart:
+        """Pages in export/import bundles, in creation order (the default
+        list order); loaded by `load`."""
+        return BundlePart("pages", "pages", lambda: self.collection().find(), _check_bundle_pages, self.load)
+
     async def load(self, docs: Any, identity: Identity) -> int:
         """Store pages as exported (ids, tree, order and states kept),
         checked like API writes, every route recomputed. For bundle imports:
@@ -517,3 +523,7 @@ class GenerationCache:
 def _drop_nulls(page: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
     """A localized value sent as null removes that locale's value."""
     return {k: v for k, v in page.items() if not (v is None and k in sent and k != "_pid")}
+
+
+def _check_bundle_pages(value: Any, checked: Checked) -> list[dict[str, Any]]:
+    return check_list(value, "pages", "page")

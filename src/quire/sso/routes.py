@@ -74,10 +74,9 @@ async def callback(request: Request) -> Response:
         response = _failed(request, str(exc))
         response.delete_cookie(BINDING_COOKIE, path="/sso/")
         return response
-    async with quire.store.atomic():
-        token, _ = quire.sessions.start(done.user, sso=done.sso, id_token=done.id_token,
-                                        address=client_address(request),
-                                        agent=request.headers.get("user-agent", ""))
+    token, _ = await quire.sessions.astart(done.user, sso=done.sso, id_token=done.id_token,
+                                           address=client_address(request),
+                                           agent=request.headers.get("user-agent", ""))
     log.info("sso login of user %s", done.user["_id"])
     response = redirect(done.next)
     set_session_cookie(response, request, token)
@@ -90,8 +89,7 @@ async def logout(request: Request) -> Response:
     an end-session endpoint (back to the login page afterwards)."""
     sso = _sso(request)
     quire = quire_of(request)
-    async with quire.store.atomic():
-        session = quire.sessions.end_token(request.cookies.get(SESSION_COOKIE))
+    session = await quire.sessions.aend_token(request.cookies.get(SESSION_COOKIE))
     target = None
     if session is not None and "sso" in session:
         target = await sso.end_session_url(session.get("id_token"), _base(request) + "/auth/login")

@@ -32,16 +32,14 @@ async def put_model(request: Request) -> Response:
     require_manage(request)
     model = parse_model(request.path_params["name"], await _body(request))
     quire = quire_of(request)
-    async with quire.store.atomic():
-        saved = quire.models.save(model)
+    saved = await quire.models.asave(model)
     return json_response(saved.to_json())
 
 
 async def delete_model(request: Request) -> Response:
     require_manage(request)
     quire = quire_of(request)
-    async with quire.store.atomic():
-        quire.models.delete(request.path_params["name"])
+    await quire.models.adelete(request.path_params["name"])
     return json_response({"success": True})
 
 
@@ -59,16 +57,14 @@ async def put_role(request: Request) -> Response:
     require_manage(request)
     body = await _body(request)
     quire = quire_of(request)
-    async with quire.store.atomic():
-        role = quire.auth.save_role(request.path_params["name"], body)
+    role = await quire.auth.asave_role(request.path_params["name"], body)
     return json_response(role)
 
 
 async def delete_role(request: Request) -> Response:
     require_manage(request)
     quire = quire_of(request)
-    async with quire.store.atomic():
-        quire.auth.delete_role(request.path_params["name"])
+    await quire.auth.adelete_role(request.path_params["name"])
     return json_response({"success": True})
 
 
@@ -83,16 +79,14 @@ async def create_key(request: Request) -> Response:
     if not isinstance(body, dict):
         body = {}
     quire = quire_of(request)
-    async with quire.store.atomic():
-        created = quire.auth.create_key(body.get("name"), body.get("role"))
+    created = await quire.auth.acreate_key(body.get("name"), body.get("role"))
     return json_response(created)
 
 
 async def delete_key(request: Request) -> Response:
     require_manage(request)
     quire = quire_of(request)
-    async with quire.store.atomic():
-        quire.auth.delete_key(request.path_params["id"])
+    await quire.auth.adelete_key(request.path_params["id"])
     return json_response({"success": True})
 
 
@@ -105,8 +99,7 @@ async def put_locales(request: Request) -> Response:
     require_manage(request)
     body = await _body(request)
     quire = quire_of(request)
-    async with quire.store.atomic():  # sync services write inside the async lock: see SqliteStore.transaction
-        saved = quire.locales.save(body)
+    saved = await quire.locales.asave(body)
     return json_response(saved)
 
 
