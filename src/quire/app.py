@@ -14,6 +14,7 @@ from quire.assets.service import AssetService
 from quire.auth.service import AuthService
 from quire.auth.sessions import SessionService
 from quire.auth.users import UserService
+from quire.cache import Cache
 from quire.config import Settings, load_settings
 from quire.content import routes as content_routes
 from quire.content.locales import LocaleService
@@ -50,8 +51,9 @@ class Quire:
         self.settings = settings
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = SqliteStore(settings.db_path, lock_timeout=settings.get("store", "lock_timeout_ms") / 1000)
+        self.cache = Cache(self.store)
         self.events = events or Events()
-        self.auth = AuthService(self.store)
+        self.auth = AuthService(self.store, self.cache)
         self.users = UserService(self.store, self.auth)
         admin = settings.values["admin"]
         self.sessions = SessionService(self.store, admin["session_idle_seconds"], admin["session_max_seconds"])
@@ -59,22 +61,22 @@ class Quire:
                                          "system/login_failures")
         self.sso = SsoService(self.store, SsoSettings.from_values(settings.values["sso"]), self.auth,
                               self.users, self.sessions)
-        self.locales = LocaleService(self.store, settings.get("content", "default_locale_name"))
-        self.models = ModelService(self.store, self.locales)
+        self.locales = LocaleService(self.store, self.cache, settings.get("content", "default_locale_name"))
+        self.models = ModelService(self.store, self.cache, self.locales)
         self.content = ContentService(
-            self.store, self.models, self.locales, self.events, settings.get("api", "max_populate_depth")
+            self.store, self.cache, self.models, self.locales, self.events, settings.get("api", "max_populate_depth")
         )
-        self.assets = AssetService(self.store, settings.data_dir, self.events, settings.values["assets"])
+        self.assets = AssetService(self.store, self.cache, settings.data_dir, self.events, settings.values["assets"])
         self.content.resolve_assets = self.assets.get_many
         self.content.resolve_asset_json = self.assets.get_many_json
-        self.pages = PagesService(self.store, self.content, self.events, settings.values["pages"])
+        self.pages = PagesService(self.store, self.cache, self.content, self.events, settings.values["pages"])
         self.menus = MenuService(self.store, self.pages, self.events)
         self.l10n = L10nService(self.store, self.events)
         self.mailer = Mailer(settings.values["smtp"], settings.db_path, self.assets.uploads)
         self.forms = FormService(self.store, self.events)
         self.inbox = SubmitService(self.store, self.events, self.mailer, self.assets.uploads,
                                    settings.values["inbox"], settings.values["assets"])
-        self.submissions = SubmissionService(self.store, self.events, self.forms, self.assets.uploads)
+        self.submissions = SubmissionService(self.store, self.cache, self.events, self.forms, self.assets.uploads)
         self.search = SearchService(self.store, self.content, self.models, self.events)
         inbox = settings.values["inbox"]
         self.rate_limiter = RateLimiter(self.store, inbox["rate_limit"], inbox["rate_window_seconds"])
@@ -110,6 +112,7 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
         access_log_enabled=not settings.get("server", "quiet"),
         on_startup=quire.start,
         on_shutdown=quire.close,
+        before_request=quire.cache.refresh,
     )
     app.state.quire = quire
     return app

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from quire.auth.permissions import BUILTIN_ROLES, ROLE_NAME, is_known
-from quire.cache import SystemCache, bump_system_version
+from quire.cache import Cache, SystemValue
 from quire.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from quire.ids import new_id
 from quire.store import SqliteStore
@@ -63,12 +63,13 @@ class Identity:
 
 
 class AuthService:
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: SqliteStore, cache: Cache) -> None:
         self.store = store
+        self.cache = cache
         self.keys = store.collection(KEYS)
         self.roles = store.collection(ROLES)
-        self._key_index: SystemCache[dict[str, dict[str, Any]]] = SystemCache(store, self._load_keys)
-        self._role_index: SystemCache[dict[str, frozenset[str]]] = SystemCache(store, self._load_roles)
+        self._key_index: SystemValue[dict[str, dict[str, Any]]] = cache.system(self._load_keys)
+        self._role_index: SystemValue[dict[str, frozenset[str]]] = cache.system(self._load_roles)
 
     # -- identity ---------------------------------------------------------
 
@@ -130,7 +131,7 @@ class AuthService:
             raise BadRequest(f"Permission values must be true or false: {', '.join(bad)}", fields=bad)
         with self.store.transaction():
             self.roles.replace({"_id": name, "permissions": perms, "_modified": int(time.time())})
-            bump_system_version(self.store)
+            self.cache.bump_system()
         return self.get_role(name)
 
     def delete_role(self, name: str) -> None:
@@ -145,7 +146,7 @@ class AuthService:
         with self.store.transaction():
             if not self.roles.delete(name) and name != "public":
                 raise NotFound(f"Role {name} not found")
-            bump_system_version(self.store)
+            self.cache.bump_system()
 
     # -- keys -------------------------------------------------------------
 
@@ -165,7 +166,7 @@ class AuthService:
         }
         with self.store.transaction():
             self.keys.insert(doc)
-            bump_system_version(self.store)
+            self.cache.bump_system()
         return {"_id": doc["_id"], "name": doc["name"], "role": role, "key": key}
 
     def list_keys(self) -> list[dict[str, Any]]:
@@ -178,4 +179,4 @@ class AuthService:
         with self.store.transaction():
             if not self.keys.delete(key_id):
                 raise NotFound("Key not found")
-            bump_system_version(self.store)
+            self.cache.bump_system()

@@ -17,6 +17,7 @@ import orjson
 
 from quire.auth.permissions import content as perm
 from quire.auth.service import Identity
+from quire.cache import Cache
 from quire.content.fields import FieldError, check_value, is_empty
 from quire.content.locales import LocaleService, localize, rewrite_locale_keys
 from quire.content.models import Model, ModelService
@@ -76,12 +77,14 @@ class ContentService:
     def __init__(
         self,
         store: SqliteStore,
+        cache: Cache,
         models: ModelService,
         locales: LocaleService,
         events: Events,
         max_populate: int = 5,
     ) -> None:
         self.store = store
+        self.cache = cache
         self.models = models
         self.locales = locales
         self.events = events
@@ -151,14 +154,14 @@ class ContentService:
         sort = self._sort(opts.sort)
         projection = parse_fields(opts.fields)
         rows = coll.find_raw(node, sort, opts.limit or None, opts.skip)
-        total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
+        total = self.cache.count(coll, node) if opts.limit is not None and opts.skip is not None else None
         # a whole list (limit=0) is not kept, like a streamed one
         return Page(self.render(model, rows, opts, projection, identity, keep=bool(opts.limit)), total)
 
     def count(self, name: str, opts: ReadOptions, identity: Identity) -> int:
         """How many items the list of `opts` has, before skip and limit."""
         model = self.readable(name, identity)
-        return self.collection(model).count(self.query(model, opts.filter, identity))
+        return self.cache.count(self.collection(model), self.query(model, opts.filter, identity))
 
     def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Generator[list[bytes], None, None]:
         """An unbounded list, chunk by chunk from the database."""
