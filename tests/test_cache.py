@@ -130,7 +130,7 @@ def _persona_site(app: Any, heading: str) -> Api:
 
 
 def test_two_apps_in_one_process_share_no_cached_entries(two_apps: list[Any]) -> None:
-    first, second = (_persona_site(app, heading) for app, heading in zip(two_apps, ("first", "second")))
+    first, second = (_persona_site(app, heading) for app, heading in zip(two_apps, ("first", "second"), strict=True))
     stores = [app.state.quire.store for app in two_apps]
     assert stores[0].generation == stores[1].generation  # what a shared cache would mix up
     params = {"persona": "member", "limit": 10}
