@@ -120,15 +120,20 @@ class SystemValue(Generic[T]):
 
     def __init__(self, cache: Cache, loader: Callable[[], T]) -> None:
         self._cache = cache
+        self._store = cache.store
         self._loader = loader
+        self._generation = -1
         self._version: str | None = None
         self._value: Any = _MISSING
 
     def get(self) -> T:
-        version = self._cache.system_version()
-        if version != self._version or self._value is _MISSING:
-            self._value = self._loader()
-            self._version = version
+        generation = self._store.generation
+        if generation != self._generation:  # else nothing was committed: no look at the version
+            version = self._cache.system_version()
+            if version != self._version or self._value is _MISSING:
+                self._value = self._loader()
+                self._version = version
+            self._generation = generation
         return self._value
 
 
