@@ -22,6 +22,7 @@ from quire import (
     system,
 )
 from quire.asgi import App
+from quire.cache import Cache
 from quire.config import Settings, load_settings
 from quire.events import Events
 from quire.hooks import load_hooks
@@ -44,7 +45,7 @@ class Quire(Services):
                  modules: list[Module] | None = None) -> None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = SqliteStore(settings.db_path, lock_timeout=settings.get("store", "lock_timeout_ms") / 1000)
-        super().__init__(settings, store, events or Events())
+        super().__init__(settings, store, Cache(store), events or Events())
         self.on_close(store.close)
         self.modules = MODULES if modules is None else modules
         for module in self.modules:
@@ -72,6 +73,7 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
         access_log_enabled=not settings.get("server", "quiet"),
         on_startup=quire.start,
         on_shutdown=quire.close,
+        before_request=quire.cache.refresh,
     )
     app.state.quire = quire
     return app

@@ -70,6 +70,7 @@ class App:
         cors_methods: list[str],
         on_startup: Callable[[], None] | None = None,
         on_shutdown: Callable[[], None] | None = None,
+        before_request: Callable[[], None] | None = None,
     ) -> None:
         self.routes = routes
         self.state = State()
@@ -83,6 +84,9 @@ class App:
         self._log = access_log_enabled
         self._on_startup = on_startup
         self._on_shutdown = on_shutdown
+        # run once per request before its handler (the app's cache looks
+        # for commits of other processes there)
+        self._before_request = before_request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -182,6 +186,8 @@ class App:
                 allow = ", ".join(target.handlers)
                 return json_response({"error": "Method not allowed"}, 405, {"Allow": allow})
             scope["path_params"] = params
+            if self._before_request is not None:
+                self._before_request()
             return await handler(Request(scope, receive))
         except ApiError as exc:
             return json_response(exc.body(), exc.status, exc.headers or None)

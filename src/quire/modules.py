@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from quire.asgi import Route
+    from quire.cache import Cache
     from quire.config import Settings
     from quire.events import Events
     from quire.store import SqliteStore
@@ -27,9 +28,10 @@ class Services:
     built them: by name (`services.content`, as hooks and the CLI use them)
     and by type (`services.get(ContentService)`, as routes use them, typed)."""
 
-    def __init__(self, settings: Settings, store: SqliteStore, events: Events) -> None:
+    def __init__(self, settings: Settings, store: SqliteStore, cache: Cache, events: Events) -> None:
         self.settings = settings
         self.store = store
+        self.cache = cache  # the one cache of the instance (cache.py)
         self.events = events
         # every permission name the modules declare (auth checks roles against it)
         self.permissions: set[str] = set()

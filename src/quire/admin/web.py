@@ -64,7 +64,6 @@ async def current_login(request: Request) -> Login | None:
     writes (ending an expired session or one of a deactivated user) wait
     for the write lock off the event loop."""
     quire = quire_of(request)
-    quire.store.refresh()
     session = await quire.sessions.alookup(request.cookies.get(SESSION_COOKIE))
     if session is None:
         return None

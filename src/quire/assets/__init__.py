@@ -20,7 +20,7 @@ config.add_check("assets.presets", check_settings)
 
 def build(services: Services) -> None:
     settings = services.settings
-    services.add("assets", AssetService(services.store, settings.data_dir, services.events, settings.values["assets"]))
+    services.add("assets", AssetService(services.store, services.cache, settings.data_dir, services.events, settings.values["assets"]))
 
 
 module = Module("assets", build=build, routes=routes.routes, openapi=openapi.paths,

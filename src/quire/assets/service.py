@@ -32,6 +32,7 @@ import orjson
 from quire.assets import images, presets, sniff
 from quire.assets.thumbcache import ThumbCache, folder_size
 from quire.auth.service import Identity
+from quire.cache import Cache
 from quire.errors import (
     ApiError,
     BadRequest,
@@ -53,6 +54,7 @@ from quire.store.query import parse_fields, parse_filter, parse_sort
 ASSETS = "assets/assets"
 FOLDERS = "assets/folders"
 RENDERS = "assets/renders"  # distinct renders per source and hour, shared by all workers
+ASSETS_KEPT = 10_000  # asset documents kept in memory (and as many JSON answers)
 HINTS = {"title": "text", "mime": "text", "type": "text", "size": "number", "width": "number",
          "height": "number", "folder": "text", "_hash": "text", "path": "text", "altText": "text",
          "description": "text", "_created": "number", "_modified": "number", "_cby": "text"}
@@ -104,8 +106,10 @@ def safe_name(filename: str) -> str:
 
 
 class AssetService:
-    def __init__(self, store: SqliteStore, data_dir: Path, events: Events, settings: dict[str, Any]) -> None:
+    def __init__(self, store: SqliteStore, cache: Cache, data_dir: Path, events: Events,
+                 settings: dict[str, Any]) -> None:
         self.store = store
+        self.cache = cache
         self.events = events
         self.settings = settings
         self.uploads = data_dir / "uploads"
@@ -119,9 +123,11 @@ class AssetService:
         self._rendering = 0  # renders running in this process (all its event loops)
         self._rendering_lock = threading.Lock()  # test clients run event loops in several threads
         self._slots = LoopSlots(lambda: self.settings["max_concurrent_renders"])
-        self._cache: dict[str, dict[str, Any] | None] = {}
-        self._json: dict[str, bytes] = {}
-        self._cache_generation = -1
+        # Asset documents by id (None: no such asset) and their JSON, kept
+        # until the next commit of any process, so lists of items with
+        # pictures cost no query.
+        self._docs = cache.region("assets.docs", ASSETS_KEPT)
+        self._json = cache.region("assets.json", ASSETS_KEPT)
 
     # -- reading ------------------------------------------------------------
 
@@ -135,31 +141,26 @@ class AssetService:
         """Like get_many, each asset as its JSON bytes (made once per
         generation)."""
         found = self.get_many(ids)
-        out = {}
+        out = self._json.get_many(found)
         for asset_id, doc in found.items():
-            cached = self._json.get(asset_id)
-            if cached is None:
-                cached = self._json[asset_id] = orjson.dumps(doc)
-            out[asset_id] = cached
+            if asset_id not in out:
+                out[asset_id] = encoded = orjson.dumps(doc)
+                self._json.put(asset_id, encoded)
         return out
 
     def get_many(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """Assets by id, for content answers. Asset objects are kept in
         memory until the next commit of any process (the store's generation
         moves), so lists of items with pictures cost no query."""
-        if self._cache_generation != self.store.generation:
-            self._cache.clear()
-            self._json.clear()
-            self._cache_generation = self.store.generation
-        missing = [i for i in ids if i not in self._cache and is_id(i)]
+        kept = self._docs.get_many(ids)
+        missing = [i for i in ids if i not in kept and is_id(i)]
         if missing:
+            generation = self.cache.generation
             found = self.assets.get_many(missing)
-            if len(self._cache) > 10_000:
-                self._cache.clear()
-                self._json.clear()
             for asset_id in missing:
-                self._cache[asset_id] = found.get(asset_id)
-        return {i: doc for i in ids if (doc := self._cache.get(i)) is not None}
+                kept[asset_id] = doc = found.get(asset_id)
+                self._docs.put(asset_id, doc, generation)
+        return {i: doc for i in ids if (doc := kept.get(i)) is not None}
 
     def find(self, spec: Any, sort: Any, limit: int | None, skip: int | None,
              fields: Any) -> tuple[list[dict[str, Any]], int | None]:
@@ -167,7 +168,7 @@ class AssetService:
         JSON values (filter, sort and projection), checked here."""
         node, order, projection = parse_filter(spec), parse_sort(sort), parse_fields(fields)
         docs = self.assets.find(node, order, limit or None, skip, projection)  # limit=0: no limit
-        total = self.assets.count(node) if limit is not None and skip is not None else None
+        total = self.cache.count(self.assets, node) if limit is not None and skip is not None else None
         return docs, total
 
     # -- uploading ----------------------------------------------------------

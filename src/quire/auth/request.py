@@ -28,7 +28,6 @@ def request_key(request: Request) -> str | None:
 
 def identify(request: Request) -> Identity:
     quire: Services = request.app.state.quire
-    quire.store.refresh()  # drop caches if another worker committed
     return quire.auth.identify(request_key(request))
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from quire.auth.permissions import BUILTIN_ROLES, ROLE_NAME, is_known
 from quire.bundleparts import BundlePart, Checked, check_named
-from quire.cache import SystemCache, bump_system_version
+from quire.cache import Cache, SystemValue
 from quire.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from quire.ids import new_id
 from quire.store import SqliteStore
@@ -65,14 +65,15 @@ class Identity:
 
 
 class AuthService:
-    def __init__(self, store: SqliteStore, permissions: Collection[str] = ()) -> None:
+    def __init__(self, store: SqliteStore, cache: Cache, permissions: Collection[str] = ()) -> None:
         self.store = store
+        self.cache = cache
         # the names the modules declare (the app's set; modules built later add theirs)
         self.permissions = permissions
         self.keys = store.collection(KEYS)
         self.roles = store.collection(ROLES)
-        self._key_index: SystemCache[dict[str, dict[str, Any]]] = SystemCache(store, self._load_keys)
-        self._role_index: SystemCache[dict[str, frozenset[str]]] = SystemCache(store, self._load_roles)
+        self._key_index: SystemValue[dict[str, dict[str, Any]]] = cache.system(self._load_keys)
+        self._role_index: SystemValue[dict[str, frozenset[str]]] = cache.system(self._load_roles)
 
     # -- identity ---------------------------------------------------------
 
@@ -148,7 +149,7 @@ class AuthService:
             raise BadRequest(f"Permission values must be true or false: {', '.join(bad)}", fields=bad)
         with self.store.transaction():
             self.roles.replace({"_id": name, "permissions": perms, "_modified": int(time.time())})
-            bump_system_version(self.store)
+            self.cache.bump_system()
         return self.get_role(name)
 
     async def asave_role(self, name: str, body: Any) -> dict[str, Any]:
@@ -168,7 +169,7 @@ class AuthService:
         with self.store.transaction():
             if not self.roles.delete(name) and name != "public":
                 raise NotFound(f"Role {name} not found")
-            bump_system_version(self.store)
+            self.cache.bump_system()
 
     async def adelete_role(self, name: str) -> None:
         """`delete_role` for async code: waits for the write lock off the event loop."""
@@ -193,7 +194,7 @@ class AuthService:
         }
         with self.store.transaction():
             self.keys.insert(doc)
-            bump_system_version(self.store)
+            self.cache.bump_system()
         return {"_id": doc["_id"], "name": doc["name"], "role": role, "key": key}
 
     async def acreate_key(self, name: Any, role: Any) -> dict[str, Any]:
@@ -211,7 +212,7 @@ class AuthService:
         with self.store.transaction():
             if not self.keys.delete(key_id):
                 raise NotFound("Key not found")
-            bump_system_version(self.store)
+            self.cache.bump_system()
 
     async def adelete_key(self, key_id: str) -> None:
         """`delete_key` for async code: waits for the write lock off the event loop."""

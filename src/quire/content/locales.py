@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from quire.bundleparts import BundlePart, Checked
-from quire.cache import SystemCache, bump_system_version
+from quire.cache import Cache, SystemValue
 from quire.content.fields import is_empty
 from quire.errors import BadRequest
 from quire.store import SqliteStore
@@ -26,11 +26,12 @@ _CODE = re.compile(r"^[a-zA-Z]{2,3}(?:[_-][a-zA-Z0-9]{2,8})*$")
 
 
 class LocaleService:
-    def __init__(self, store: SqliteStore, default_name: str = "Default") -> None:
+    def __init__(self, store: SqliteStore, cache: Cache, default_name: str = "Default") -> None:
         self.store = store
+        self.cache = cache
         self.default_name = default_name
         self.config = store.collection(CONFIG)
-        self._cache: SystemCache[builtins.list[dict[str, str]]] = SystemCache(store, self._load)
+        self._locales: SystemValue[builtins.list[dict[str, str]]] = cache.system(self._load)
         # called inside the transaction that changes the locales (pages index routes per locale)
         self.on_change: builtins.list[Callable[[builtins.list[str]], None]] = []
 
@@ -40,18 +41,18 @@ class LocaleService:
 
     def list(self) -> builtins.list[dict[str, Any]]:
         return [{"i18n": DEFAULT, "name": self.default_name, "default": True}] + [
-            {**item, "default": False} for item in self._cache.get()
+            {**item, "default": False} for item in self._locales.get()
         ]
 
     def codes(self) -> builtins.list[str]:
         """Codes of the non-default locales."""
-        return [item["i18n"] for item in self._cache.get()]
+        return [item["i18n"] for item in self._locales.get()]
 
     def save(self, body: Any) -> builtins.list[dict[str, Any]]:
         items = self._checked(body)
         with self.store.transaction():
             self.config.replace({"_id": "locales", "items": items})
-            bump_system_version(self.store)
+            self.cache.bump_system()
             for listener in self.on_change:
                 listener([item["i18n"] for item in items])
         return self.list()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from quire.bundleparts import BundlePart, Checked
-from quire.cache import SystemCache, bump_system_version
+from quire.cache import Cache, SystemValue
 from quire.content.fields import FIELD_NAME, HINTS, FieldError, validate_definition_field
 from quire.content.fill import Filler
 from quire.errors import BadRequest, NotFound
@@ -216,11 +216,12 @@ def _parse_indexes(raw: Any, names: set[str]) -> list[list[str]]:
 
 
 class ModelService:
-    def __init__(self, store: SqliteStore, locales: Any) -> None:
+    def __init__(self, store: SqliteStore, cache: Cache, locales: Any) -> None:
         self.store = store
+        self.cache = cache
         self.locales = locales
         self.models = store.collection(MODELS)
-        self._cache: SystemCache[dict[str, Model]] = SystemCache(store, self._load)
+        self._definitions: SystemValue[dict[str, Model]] = cache.system(self._load)
         self.on_delete: list[Callable[[str], None]] = []
 
     def _load(self) -> dict[str, Model]:
@@ -232,13 +233,13 @@ class ModelService:
         return out
 
     def all(self) -> list[Model]:
-        return sorted(self._cache.get().values(), key=lambda m: m.name)
+        return sorted(self._definitions.get().values(), key=lambda m: m.name)
 
     def find(self, name: str) -> Model | None:
-        return self._cache.get().get(name)
+        return self._definitions.get().get(name)
 
     def get(self, name: str) -> Model:
-        model = self._cache.get().get(name)
+        model = self._definitions.get().get(name)
         if model is None:
             raise NotFound(f"Model <{name}> not found")  # Cockpit's words, brackets included
         return model
@@ -265,7 +266,7 @@ class ModelService:
             self.models.replace(doc)
             self.store.ensure_table(model.collection)
             self.store.ensure_indexes(model.collection, self.index_paths(model))
-            bump_system_version(self.store)
+            self.cache.bump_system()
         return model
 
     async def asave(self, model: Model) -> Model:
@@ -310,7 +311,7 @@ class ModelService:
         with self.store.transaction():
             self.models.delete(name)
             self.store.drop_collection(collection_name(name))
-            bump_system_version(self.store)
+            self.cache.bump_system()
             for listener in self.on_delete:  # in the transaction: search indexes of the model empty too
                 listener(name)
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from quire.auth.permissions import content as perm
 from quire.auth.service import Identity
+from quire.cache import Cache
 from quire.content.locales import LocaleService, localize, rewrite_locale_keys
 from quire.content.models import Model, ModelService
 from quire.content.populate import populate
@@ -66,18 +67,32 @@ class Page:
     total: int | None
 
 
+class AssetLookup(Protocol):
+    """What content needs of the assets module, handed to it when the app
+    is built (the assets service is one): asset objects by id, as objects
+    and as their JSON bytes; unknown ids are left out."""
+
+    def get_many(self, ids: list[str]) -> dict[str, dict[str, Any]]: ...
+
+    def get_many_json(self, ids: list[str]) -> dict[str, bytes]: ...
+
+
 class ContentReader:
     """Reads content: the permission to read, the user's filter (with link
     filters resolved), sort and projection, and the rendering of rows. It
     writes nothing; `ContentWriter` owns every change."""
 
-    def __init__(self, models: ModelService, locales: LocaleService, max_populate: int = 5) -> None:
+    def __init__(self, cache: Cache, models: ModelService, locales: LocaleService,
+                 assets: AssetLookup | None = None, max_populate: int = 5) -> None:
+        self.cache = cache
         self.models = models
         self.locales = locales
         self.max_populate = max_populate
-        # ids -> {id: asset}; set by the app (the assets module's service)
+        # ids -> {id: asset}: asset references in answers become asset objects
         self.resolve_assets: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None
         self.resolve_asset_json: Callable[[list[str]], dict[str, bytes]] | None = None
+        if assets is not None:
+            self.resolve_assets, self.resolve_asset_json = assets.get_many, assets.get_many_json
 
     def collection(self, model: Model) -> Collection:
         return self.models.collection(model)
@@ -140,14 +155,14 @@ class ContentReader:
         sort = self._sort(opts.sort)
         projection = parse_fields(opts.fields)
         rows = coll.find_raw(node, sort, opts.limit or None, opts.skip)
-        total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
+        total = self.cache.count(coll, node) if opts.limit is not None and opts.skip is not None else None
         # a whole list (limit=0) is not kept, like a streamed one
         return Page(self.render(model, rows, opts, projection, identity, keep=bool(opts.limit)), total)
 
     def count(self, name: str, opts: ReadOptions, identity: Identity) -> int:
         """How many items the list of `opts` has, before skip and limit."""
         model = self.readable(name, identity)
-        return self.collection(model).count(self.query(model, opts.filter, identity))
+        return self.cache.count(self.collection(model), self.query(model, opts.filter, identity))
 
     def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Generator[list[bytes], None, None]:
         """An unbounded list, chunk by chunk from the database."""

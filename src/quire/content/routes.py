@@ -65,7 +65,7 @@ async def get_item(request: Request) -> Response:
 def _personalized(rows: list[bytes], persona: Persona | None, quire: Services, view: Any) -> list[bytes]:
     """Rows as sent: the stored bytes, or resolved for the request's persona
     (called right after the rows were read, so the generation is theirs)."""
-    return rows if persona is None else persona.apply_rows(rows, quire.store.generation, view)
+    return rows if persona is None else persona.apply_rows(rows, quire.cache, view)
 
 
 def _view(model: str, opts: ReadOptions, identity: Identity) -> Any:

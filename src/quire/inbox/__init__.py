@@ -21,7 +21,7 @@ def build(services: Services) -> None:
     forms = services.add("forms", FormService(store, events))
     services.add("inbox", SubmitService(store, events, mailer, uploads, settings.values["inbox"],
                                         settings.values["assets"]))
-    services.add("submissions", SubmissionService(store, events, forms, uploads))
+    services.add("submissions", SubmissionService(store, services.cache, events, forms, uploads))
     inbox = settings.values["inbox"]
     services.add("rate_limiter", RateLimiter(store, inbox["rate_limit"], inbox["rate_window_seconds"]))
 

@@ -39,7 +39,6 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 async def submit(request: Request) -> Response:
     quire = quire_of(request)
-    quire.store.refresh()
     form = quire.forms.by_token(request.path_params["token"])
     retry = await quire.rate_limiter.hit(form["_id"], client_address(request))
     if retry is not None:

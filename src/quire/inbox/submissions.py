@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from quire.auth.service import Identity
+from quire.cache import Cache
 from quire.errors import BadRequest, NotFound, PreconditionFailed
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id
@@ -32,8 +33,9 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 class SubmissionService:
-    def __init__(self, store: SqliteStore, events: Events, forms: FormService, uploads: Path) -> None:
+    def __init__(self, store: SqliteStore, cache: Cache, events: Events, forms: FormService, uploads: Path) -> None:
         self.store = store
+        self.cache = cache
         self.events = events
         self.forms = forms
         self.uploads = uploads
@@ -56,7 +58,7 @@ class SubmissionService:
             self.forms.by_id(form_id)  # 404 for a form that does not exist
         node = self.query(form_id, spec)
         docs = self.submissions.find(node, order or NEWEST_FIRST, limit or None, skip, projection)  # 0: no limit
-        total = self.submissions.count(node) if limit is not None and skip is not None else None
+        total = self.cache.count(self.submissions, node) if limit is not None and skip is not None else None
         return docs, total
 
     def get(self, record_id: str, identity: Identity) -> dict[str, Any]:

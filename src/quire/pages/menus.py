@@ -51,7 +51,7 @@ class MenuService:
 
     def all_json(self, locale: str | None, identity: Identity) -> bytes:
         identity.require(READ)
-        return self.pages.cache.get(("menus", locale), lambda: orjson.dumps(self._resolve(
+        return self.pages.answers.fetch(("menus", locale), lambda: orjson.dumps(self._resolve(
             self.menus.find(None, [(("name",), 1)]), locale)))
 
     def get(self, name: str, locale: str | None, identity: Identity) -> dict[str, Any]:
@@ -59,7 +59,7 @@ class MenuService:
 
     def get_json(self, name: str, locale: str | None, identity: Identity) -> bytes:
         identity.require(READ)
-        return self.pages.cache.get(("menu", name, locale), lambda: orjson.dumps(self._menu(name, locale)))
+        return self.pages.answers.fetch(("menu", name, locale), lambda: orjson.dumps(self._menu(name, locale)))
 
     def _menu(self, name: str, locale: str | None) -> dict[str, Any]:
         menu = self.menus.find_one({"name": name})

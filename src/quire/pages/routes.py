@@ -135,7 +135,7 @@ async def get_sitemap_xml(request: Request) -> Response:
         return sitemap.render(quire.pages.sitemap(identity), site, config["default_language"],
                               config["locale_prefix"], config["max_sitemap_urls"])
 
-    body = quire.pages.cache.get(("sitemap.xml", site, identity.role, identity.permissions), render)
+    body = quire.pages.answers.fetch(("sitemap.xml", site, identity.role, identity.permissions), render)
     return Response(body, media_type="application/xml; charset=utf-8")
 
 

@@ -19,6 +19,7 @@ import orjson
 from quire.auth.permissions import content as content_perm
 from quire.auth.service import Identity
 from quire.bundleparts import BundlePart, Checked, check_list
+from quire.cache import Cache
 from quire.content.fields import is_empty
 from quire.content.locales import rewrite_locale_keys
 from quire.content.service import ContentService, ReadOptions
@@ -43,6 +44,7 @@ from quire.store.sqlite import Collection
 PAGES = "pages/pages"
 READ = "pages/read"
 MANAGE = "pages/manage"
+ANSWERS_KEPT = 64  # routes, sitemaps and menus kept per generation
 PUBLISHED = Cond(("_state",), "eq", 1)
 # Where a localized object (data, seo) lacks a key, the default's value shows.
 _LOCALIZED_READ = (*LOCALIZED, "_r")
@@ -86,13 +88,18 @@ def localize_page(doc: dict[str, Any], codes: list[str], locale: str | None) -> 
 
 
 class PagesService:
-    def __init__(self, store: SqliteStore, content: ContentService, events: Events, settings: dict[str, Any]) -> None:
+    def __init__(self, store: SqliteStore, cache: Cache, content: ContentService, events: Events,
+                 settings: dict[str, Any]) -> None:
         self.store = store
+        self.cache = cache
         self.content = content
         self.events = events
         self.settings = settings
         self._collections: dict[tuple[str, ...], Collection] = {}
-        self.cache = GenerationCache(store)
+        # Answers computed from the store (routes, sitemaps, menus as JSON
+        # bytes), kept until the next commit of any process: any collection,
+        # since sitemaps list content items too. Immutable values only.
+        self.answers = cache.region("pages.answers", ANSWERS_KEPT)
         self.ensure_indexes(self.codes())
         content.locales.on_change.append(self.ensure_indexes)
 
@@ -138,7 +145,7 @@ class PagesService:
         projection = parse_fields(opts.fields)
         coll = self.collection()
         docs = coll.find(node, sort, opts.limit or None, opts.skip)  # limit=0: no limit, as for content
-        total = coll.count(node) if opts.limit is not None and opts.skip is not None else None
+        total = self.cache.count(coll, node) if opts.limit is not None and opts.skip is not None else None
         return self.answer(docs, opts, identity, projection), total
 
     def by_id(self, page_id: str, opts: PageOptions, identity: Identity) -> dict[str, Any]:
@@ -246,7 +253,7 @@ class PagesService:
 
     def routes_json(self, locale: str | None, identity: Identity) -> bytes:
         identity.require(READ)
-        return self.cache.get(("routes", locale), lambda: orjson.dumps(self._routes(locale)))
+        return self.answers.fetch(("routes", locale), lambda: orjson.dumps(self._routes(locale)))
 
     def _routes(self, locale: str | None) -> dict[str, list[dict[str, Any]]]:
         wanted = [locale] if locale else self.locales()
@@ -265,8 +272,8 @@ class PagesService:
     def sitemap_json(self, identity: Identity, limit: int | None = None) -> bytes:
         identity.require(READ)
         # the items listed depend on what the key may read
-        return self.cache.get(("sitemap", identity.role, identity.permissions, limit),
-                              lambda: orjson.dumps(self._sitemap(identity, limit)))
+        return self.answers.fetch(("sitemap", identity.role, identity.permissions, limit),
+                                  lambda: orjson.dumps(self._sitemap(identity, limit)))
 
     def _sitemap(self, identity: Identity, limit: int | None) -> list[dict[str, Any]]:
         locales = self.locales()
@@ -496,28 +503,6 @@ def _set_routes(doc: dict[str, Any], keys: dict[str, str]) -> dict[str, Any]:
         del doc[key]
     doc.update(keys)
     return doc
-
-
-class GenerationCache:
-    """Answers computed from the store, kept until the next commit seen by
-    this process (any collection: sitemaps list content items too). Keep
-    immutable values (JSON bytes): callers must not share mutable ones."""
-
-    def __init__(self, store: SqliteStore, size: int = 64) -> None:
-        self.store = store
-        self.size = size
-        self._entries: dict[Any, tuple[int, Any]] = {}
-
-    def get(self, key: Any, compute: Any) -> Any:
-        generation = self.store.generation
-        hit = self._entries.get(key)
-        if hit is not None and hit[0] == generation:
-            return hit[1]
-        value = compute()
-        if len(self._entries) >= self.size:
-            self._entries.clear()
-        self._entries[key] = (generation, value)
-        return value
 
 
 def _drop_nulls(page: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:

@@ -12,89 +12,22 @@ from typing import Any, NamedTuple
 import orjson
 from starlette.requests import Request
 
+from quire.cache import Cache
 from quire.errors import BadRequest
 from quire.http import json_param, parse_json_text
 from quire.persona.resolve import resolve
 from quire.persona.schedule import parse_offset
 
-ROWS_KEPT = 4096
+ROWS_KEPT = 4096  # resolved rows kept per app (and as many whole pages)
+
 
 
 class _Kept(NamedTuple):
-    """One resolved row, as kept."""
+    """What a list row resolves to for one persona."""
 
     stored: bytes  # the row as read from the store
     resolved: bytes  # the row as answered to this persona
     minute: int  # the Unix minute it was resolved in; -1: it has no schedule
-    generation: int  # the store generation it was last seen in
-
-
-class _RowCache:
-    """Resolved list rows, per persona (audience, offset, variables) and
-    then per row. Visitors of one audience ask for the same items over and
-    over. A row is found by its first bytes (its id). While the store's
-    generation is the one the row was resolved in, nothing was written and
-    the entry stands; after a write it is compared whole with the stored
-    bytes it was resolved from (a memory-bound look, hence the generation),
-    so a changed item is resolved again and no row can be served another's
-    answer. A row with a schedule is kept with the minute it was resolved
-    in (lists evaluate schedules to the minute) and resolved again in a
-    later minute, in place. When full, everything is dropped at once
-    (cheaper than tracking age per row)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.count = 0
-        self.personas: dict[Any, dict[bytes, _Kept]] = {}
-
-    def rows_of(self, persona: Any) -> dict[bytes, _Kept]:
-        found = self.personas.get(persona)
-        if found is None:
-            if len(self.personas) >= 256:  # many personas each with few rows: start afresh
-                self.personas.clear()
-                self.count = 0
-            found = self.personas[persona] = {}
-        return found
-
-    def added(self) -> None:
-        self.count += 1
-        if self.count > self.size:
-            self.personas.clear()
-            self.count = 0
-
-
-_rows = _RowCache(ROWS_KEPT)
-
-
-class _PageMemo:
-    """The resolved rows of whole pages, by the ids of their rows: a page
-    read again in the same store generation (and minute, when one of its
-    rows has a schedule) is answered with the rows resolved last time,
-    joined with commas, without a look per row. It is emptied when the
-    generation moves on, and when full."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.generation = -1
-        self.pages: dict[Any, tuple[int, bytes]] = {}
-
-    def get(self, key: Any, generation: int, minute: int) -> bytes | None:
-        if generation != self.generation:
-            self.pages.clear()
-            self.generation = generation
-            return None
-        found = self.pages.get(key)
-        if found is None or (found[0] >= 0 and found[0] != minute):
-            return None
-        return found[1]
-
-    def put(self, key: Any, minute: int, rows: bytes) -> None:
-        if len(self.pages) >= self.size:
-            self.pages.clear()
-        self.pages[key] = (minute, rows)
-
-
-_pages = _PageMemo(ROWS_KEPT)
 
 
 @dataclass
@@ -111,39 +44,48 @@ class Persona:
         return (None if self.audience is None else tuple(sorted(self.audience)), self.tzoffset,
                 None if self.variables is None else orjson.dumps(self.variables, option=orjson.OPT_SORT_KEYS))
 
-    def apply_rows(self, rows: list[bytes], generation: int, view: Any) -> list[bytes]:
+    def apply_rows(self, rows: list[bytes], cache: Cache, view: Any) -> list[bytes]:
         """Stored list rows resolved: rows without a container (or, with
         variables, a placeholder) go out as stored; the others are resolved
         once per persona (and minute, when they have a schedule) and then
-        served from memory. The answer is to be joined with commas: a page
-        seen before comes back as one element, its rows already joined.
-        `generation` is the store's generation the rows
-        were read in; `view` is everything else the stored bytes of a row
-        depend on (model, locale, projection, population and who reads)."""
+        served from the app's cache. The answer is to be joined with commas:
+        a page seen before comes back as one element, its rows already
+        joined. `view` is everything else the stored bytes of a row depend
+        on (model, locale, projection, population and who reads); called
+        right after the rows were read, so the cache's generation is theirs.
+
+        Two caches: whole pages by the ids of their rows (`persona.pages`),
+        kept for the store's generation (and minute, when one of the rows
+        has a schedule), so a page read again costs no look per row; and
+        resolved rows per persona and row id (`persona.rows`), each checked
+        against the stored bytes it was resolved from, which no write can
+        make stale, so they outlive the generation: visitors of one
+        audience ask for the same items over and over."""
         if not rows:
             return rows
         placeholders = self.variables is not None
         minute = int(time.time()) // 60
         persona = (self.key(), view)
         page_key = (persona, b"".join([row[:40] for row in rows]))
-        memo = _pages.get(page_key, generation, minute)
-        if memo is not None:
-            return [memo]  # the page's rows, joined once: one block to copy, not 20 scattered rows
-        kept = _rows.rows_of(persona)
+        pages = cache.region("persona.pages", ROWS_KEPT)
+        generation = cache.generation
+        page = pages.get(page_key)
+        if page is not None and (page[0] < 0 or page[0] == minute):
+            return [page[1]]  # the page's rows, joined once: one block to copy, not 20 scattered rows
+        resolved = cache.memo("persona.rows", ROWS_KEPT)
+        kept: dict[bytes, _Kept] | None = resolved.get(persona)
+        if kept is None:
+            kept = {}
+            resolved.put(persona, kept)
         out = []
         timed = False
         for row in rows:
             head = row[:40]
             found = kept.get(head)
-            if found is not None and (found.minute < 0 or found.minute == minute):
+            if found is not None and found.stored == row and (found.minute < 0 or found.minute == minute):
                 timed = timed or found.minute >= 0
-                if found.generation == generation:
-                    out.append(found.resolved)
-                    continue
-                if found.stored == row:
-                    kept[head] = _Kept(row, found.resolved, found.minute, generation)
-                    out.append(found.resolved)
-                    continue
+                out.append(found.resolved)
+                continue
             if b'"persona:variants"' not in row and not (placeholders and b"{{" in row):
                 done = row  # nothing to resolve: kept too, so the next look is one comparison
             else:
@@ -151,12 +93,12 @@ class Persona:
                 done = orjson.dumps(resolve(orjson.loads(row), self.audience, tzoffset=self.tzoffset,
                                             variables=self.variables, now=now))
             if found is None:
-                _rows.added()
+                resolved.grow(1)
             scheduled = b'"schedule"' in row
             timed = timed or scheduled
-            kept[head] = _Kept(row, done, minute if scheduled else -1, generation)
+            kept[head] = _Kept(row, done, minute if scheduled else -1)
             out.append(done)
-        _pages.put(page_key, minute if timed else -1, b",".join(out))
+        pages.put(page_key, (minute if timed else -1, b",".join(out)), generation)
         return out
 
 

@@ -20,7 +20,7 @@ import struct
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -173,7 +173,6 @@ class SqliteStore:
         self._after_commit: list[Any] = []
         self._generation = 0
         self._data_version = self._read_data_version()
-        self._count_cache: dict[tuple[Any, ...], tuple[int, int]] = {}
         self._known_tables: set[str] = set()
         self.queries = 0  # SELECTs run, for tests that count queries
         self._setup()
@@ -209,7 +208,7 @@ class SqliteStore:
         return int(self._reader.execute("PRAGMA data_version").fetchone()[0])
 
     def refresh(self) -> bool:
-        """Drop caches when another connection committed; True if it had."""
+        """Move the generation when another connection committed; True if it had."""
         current = self._read_data_version()
         if current != self._data_version:
             self._data_version = current
@@ -220,7 +219,6 @@ class SqliteStore:
 
     def _bump(self) -> None:
         self._generation += 1
-        self._count_cache.clear()
 
     def touch(self) -> None:
         """Mark data as changed now (caches re-check), inside a transaction too."""
@@ -228,8 +226,13 @@ class SqliteStore:
 
     @property
     def generation(self) -> int:
-        """Changes whenever any data may have changed (this or another process)."""
+        """Changes whenever any data may have changed (this or another
+        process): what every cache of `quire.cache` is keyed by."""
         return self._generation
+
+    def in_transaction(self) -> bool:
+        """True inside a write transaction of the calling task."""
+        return _in_tx.get()
 
     def _read_conn(self) -> sqlite3.Connection:
         return self._writer if _in_tx.get() else self._reader
@@ -473,18 +476,6 @@ class SqliteStore:
                         f"CREATE INDEX IF NOT EXISTS {_table(index)} ON {_table(name)} ({exprs})"
                     )
 
-    def cached_count(self, key: tuple[Any, ...], compute: Any) -> int:
-        if _in_tx.get():  # uncommitted writes of this transaction count too
-            return int(compute())
-        hit = self._count_cache.get(key)
-        if hit is not None and hit[0] == self._generation:
-            return hit[1]
-        value = compute()
-        if len(self._count_cache) > 1024:
-            self._count_cache.clear()
-        self._count_cache[key] = (self._generation, value)
-        return int(value)
-
 
 class Collection:
     """Documents of one collection; every method takes the same filter AST."""
@@ -650,15 +641,20 @@ class Collection:
         return out
 
     def count(self, node: Node | dict[str, Any] | None = None) -> int:
+        return self.counter(node)[1]()
+
+    def counter(self, node: Node | dict[str, Any] | None = None) -> tuple[Hashable, Callable[[], int]]:
+        """What `count(node)` runs: a key that names this count (its SQL and
+        parameters), for caches of counts, and the function that counts."""
         if not self.exists():
-            return 0
+            return ("none", self.table), lambda: 0
         where, params = self._where(node)
         sql = f"SELECT COUNT(*) FROM {self.table} WHERE {where}"
 
-        def compute() -> int:
+        def run() -> int:
             return int(self.store.execute_read(sql, params).fetchone()[0])
 
-        return self.store.cached_count((sql, tuple(params)), compute)
+        return (sql, tuple(params)), run
 
     def count_misfits(self, path: Path, hint: str) -> int:
         """How many documents hold a value at `path` that is neither null nor
