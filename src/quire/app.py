@@ -36,7 +36,6 @@ from quire.searchmod import routes as search_routes
 from quire.searchmod.service import SearchService
 from quire.sso import routes as sso_routes
 from quire.sso.service import SsoService
-from quire.sso.settings import SsoSettings
 from quire.store import SqliteStore
 from quire.system import routes as system_routes
 
@@ -49,40 +48,40 @@ class Quire:
     def __init__(self, settings: Settings, events: Events | None = None) -> None:
         self.settings = settings
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        self.store = SqliteStore(settings.db_path, lock_timeout=settings.get("store", "lock_timeout_ms") / 1000)
+        self.store = SqliteStore(settings.db_path, lock_timeout=settings.store.lock_timeout_ms / 1000)
         self.events = events or Events()
         self.auth = AuthService(self.store)
         self.users = UserService(self.store, self.auth)
-        admin = settings.values["admin"]
-        self.sessions = SessionService(self.store, admin["session_idle_seconds"], admin["session_max_seconds"])
-        self.login_limiter = RateLimiter(self.store, admin["login_attempts"], admin["login_window_seconds"],
+        admin = settings.admin
+        self.sessions = SessionService(self.store, admin.session_idle_seconds, admin.session_max_seconds)
+        self.login_limiter = RateLimiter(self.store, admin.login_attempts, admin.login_window_seconds,
                                          "system/login_failures")
-        self.sso = SsoService(self.store, SsoSettings.from_values(settings.values["sso"]), self.auth,
+        self.sso = SsoService(self.store, settings.sso, self.auth,
                               self.users, self.sessions)
-        self.locales = LocaleService(self.store, settings.get("content", "default_locale_name"))
+        self.locales = LocaleService(self.store, settings.content.default_locale_name)
         self.models = ModelService(self.store, self.locales)
         self.content = ContentService(
-            self.store, self.models, self.locales, self.events, settings.get("api", "max_populate_depth")
+            self.store, self.models, self.locales, self.events, settings.api.max_populate_depth
         )
-        self.assets = AssetService(self.store, settings.data_dir, self.events, settings.values["assets"])
+        self.assets = AssetService(self.store, settings.data_dir, self.events, settings.assets)
         self.content.resolve_assets = self.assets.get_many
         self.content.resolve_asset_json = self.assets.get_many_json
-        self.pages = PagesService(self.store, self.content, self.events, settings.values["pages"])
+        self.pages = PagesService(self.store, self.content, self.events, settings.pages)
         self.menus = MenuService(self.store, self.pages, self.events)
         self.l10n = L10nService(self.store, self.events)
-        self.mailer = Mailer(settings.values["smtp"], settings.db_path, self.assets.uploads)
+        self.mailer = Mailer(settings.smtp, settings.db_path, self.assets.uploads)
         self.forms = FormService(self.store, self.events)
         self.inbox = SubmitService(self.store, self.events, self.mailer, self.assets.uploads,
-                                   settings.values["inbox"], settings.values["assets"])
+                                   settings.inbox, settings.assets)
         self.submissions = SubmissionService(self.store, self.events, self.forms, self.assets.uploads)
         self.search = SearchService(self.store, self.content, self.models, self.events)
-        inbox = settings.values["inbox"]
-        self.rate_limiter = RateLimiter(self.store, inbox["rate_limit"], inbox["rate_window_seconds"])
-        self.public_url: str = settings.get("server", "public_url")
-        self.max_body: int = settings.get("api", "max_body_bytes")
-        self.max_depth: int = settings.get("api", "max_json_depth")
+        inbox = settings.inbox
+        self.rate_limiter = RateLimiter(self.store, inbox.rate_limit, inbox.rate_window_seconds)
+        self.public_url: str = settings.server.public_url
+        self.max_body: int = settings.api.max_body_bytes
+        self.max_depth: int = settings.api.max_json_depth
         try:
-            load_hooks(self.events, settings.get("hooks", "modules"), settings.data_dir, self)
+            load_hooks(self.events, list(settings.hooks.modules), settings.data_dir, self)
         except BaseException:
             self.close()
             raise
@@ -104,10 +103,10 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
             *pages_routes.routes, *l10n_routes.routes, *inbox_routes.routes,
             *search_routes.routes, *openapi.routes, *admin_routes.routes, *sso_routes.routes,
         ],
-        cors_origins=settings.get("api", "cors_origins"),
-        cors_headers=settings.get("api", "cors_headers"),
-        cors_methods=settings.get("api", "cors_methods"),
-        access_log_enabled=not settings.get("server", "quiet"),
+        cors_origins=list(settings.api.cors_origins),
+        cors_headers=list(settings.api.cors_headers),
+        cors_methods=list(settings.api.cors_methods),
+        access_log_enabled=not settings.server.quiet,
         on_startup=quire.start,
         on_shutdown=quire.close,
     )

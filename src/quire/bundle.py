@@ -120,7 +120,7 @@ async def import_bundle(
         for project in _as_list(bundle, "l10n"):
             await quire.l10n.put(project["name"], project, IMPORTER)
             counts["translation projects"] += 1
-    size = batch or quire.settings.get("store", "import_batch_items")
+    size = batch or quire.settings.store.import_batch_items
     await _import_items(quire, items, size, counts, progress)
     return counts
 

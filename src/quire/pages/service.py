@@ -18,6 +18,7 @@ import orjson
 
 from quire.auth.permissions import content as content_perm
 from quire.auth.service import Identity
+from quire.config import PagesSettings
 from quire.content.fields import is_empty
 from quire.content.locales import rewrite_locale_keys
 from quire.content.service import ContentService, ReadOptions
@@ -78,7 +79,7 @@ def localize_page(doc: dict[str, Any], codes: list[str], locale: str | None) -> 
 
 
 class PagesService:
-    def __init__(self, store: SqliteStore, content: ContentService, events: Events, settings: dict[str, Any]) -> None:
+    def __init__(self, store: SqliteStore, content: ContentService, events: Events, settings: PagesSettings) -> None:
         self.store = store
         self.content = content
         self.events = events
@@ -262,7 +263,7 @@ class PagesService:
 
     def _sitemap(self, identity: Identity, limit: int | None) -> list[dict[str, Any]]:
         locales = self.locales()
-        limit = limit or int(self.settings["max_sitemap_urls"])
+        limit = limit or int(self.settings.max_sitemap_urls)
         out: list[dict[str, Any]] = []
         pages = [p for p in self.tree_order() if p.get("_state") == 1 and p.get("type") != "link"]
         for page in pages:
