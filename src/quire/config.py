@@ -1,8 +1,11 @@
 """Settings: built-in defaults < `<data>/quire.toml` (or --config) < QUIRE_* env.
 
 Every setting lives in a section; the environment variable of
-`[server] port` is QUIRE_SERVER_PORT. Settings are validated once at start
-and a bad one stops the service with a message that names its key.
+`[server] port` is QUIRE_SERVER_PORT. Each section is a frozen dataclass
+(see quire.sections) whose fields declare the settings' types and defaults;
+`load_settings` checks what the file and the environment give against them
+and builds the sections once at start, and a bad setting stops the service
+with a message that names its key. Services get their section object.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ CORS_HEADERS = [
 ]
 CORS_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _TOKEN = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an HTTP header or method name
+
 
 @dataclass(frozen=True)
 class ServerSettings(Section):

@@ -115,6 +115,8 @@ def _read_specs(cls: type[Section]) -> tuple[Spec, ...]:
             default = f.default_factory()
         else:
             raise TypeError(f"setting {cls.NAME}.{f.name} has no default")
+        if not conforms(default, hint):  # also refuses a type the loader cannot read
+            raise TypeError(f"setting {cls.NAME}.{f.name}: the default {default!r} is not a {hint!r}")
         meta = f.metadata
         describe = meta.get("describe") or _plain_name(hint)
         if describe is None:
