@@ -44,7 +44,7 @@ class Quire(Services):
     def __init__(self, settings: Settings, events: Events | None = None,
                  modules: list[Module] | None = None) -> None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        store = SqliteStore(settings.db_path, lock_timeout=settings.get("store", "lock_timeout_ms") / 1000)
+        store = SqliteStore(settings.db_path, lock_timeout=settings.store.lock_timeout_ms / 1000)
         super().__init__(settings, store, Cache(store), events or Events())
         self.on_close(store.close)
         self.modules = MODULES if modules is None else modules
@@ -57,7 +57,7 @@ class Quire(Services):
             for module in self.modules:
                 if module.subscribe is not None:
                     module.subscribe(self)
-            load_hooks(self.events, settings.get("hooks", "modules"), settings.data_dir, self)
+            load_hooks(self.events, list(settings.hooks.modules), settings.data_dir, self)
         except BaseException:
             self.close()
             raise
@@ -67,10 +67,10 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
     quire = Quire(settings, events)
     app = App(
         [r for module in quire.modules for r in module.routes],
-        cors_origins=settings.get("api", "cors_origins"),
-        cors_headers=settings.get("api", "cors_headers"),
-        cors_methods=settings.get("api", "cors_methods"),
-        access_log_enabled=not settings.get("server", "quiet"),
+        cors_origins=list(settings.api.cors_origins),
+        cors_headers=list(settings.api.cors_headers),
+        cors_methods=list(settings.api.cors_methods),
+        access_log_enabled=not settings.server.quiet,
         on_startup=quire.start,
         on_shutdown=quire.close,
         before_request=quire.cache.refresh,

@@ -102,7 +102,7 @@ async def import_bundle(
             stored = await plain_part.load(checked.values[plain_part.key], IMPORTER)
             if plain_part.counted is not None:
                 counts[plain_part.counted] += stored
-    size = batch or quire.settings.get("store", "import_batch_items")
+    size = batch or quire.settings.store.import_batch_items
     for batched_part in batched:
         await _load_batched(quire, batched_part, checked.values[batched_part.key], size, counts, progress)
     return counts

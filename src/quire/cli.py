@@ -46,21 +46,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     log_deprecations(settings)  # here once; the workers read the same settings again
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     _quire(args).close()  # create the database before the workers race to
-    server = settings.values["server"]
+    server = settings.server
     os.environ["QUIRE_DATA"] = str(settings.data_dir.resolve())
     os.environ["QUIRE_CONFIG"] = str(Path(args.config).resolve()) if args.config else ""
     for key, value in overrides["server"].items():
         os.environ[f"QUIRE_SERVER_{key.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
-    print(f"Quire serving {settings.data_dir} on http://{server['host']}:{server['port']}", flush=True)
+    print(f"Quire serving {settings.data_dir} on http://{server.host}:{server.port}", flush=True)
     Granian(
         "quire.app:app_from_env",
-        address=server["host"],
-        port=server["port"],
+        address=server.host,
+        port=server.port,
         interface="asgi",  # type: ignore[arg-type]
-        workers=server["workers"],
+        workers=server.workers,
         factory=True,
         loop=_event_loop(),  # type: ignore[arg-type]
-        log_enabled=not server["quiet"],
+        log_enabled=not server.quiet,
         log_access=False,
         # A worker killed by the kernel (out of memory) or by a crash in a
         # native library is started again; the others keep serving meanwhile.
@@ -105,7 +105,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         created, key = asyncio.run(install_demo(quire))
         token = contact_token(quire)
         password = rotate_admin_password(quire)
-        host, port = quire.settings.get("server", "host"), quire.settings.get("server", "port")
+        host, port = quire.settings.server.host, quire.settings.server.port
     finally:
         quire.close()
     # `quire serve` with these settings listens there (a wildcard address on

@@ -1,25 +1,31 @@
 """Settings: built-in defaults < `<data>/quire.toml` (or --config) < QUIRE_* env.
 
 Every setting lives in a section; the environment variable of
-`[server] port` is QUIRE_SERVER_PORT. Settings are validated once at start
-and a bad one stops the service with a message that names its key.
+`[server] port` is QUIRE_SERVER_PORT. Each section is a frozen dataclass
+(see quire.sections) whose fields declare the settings' types and defaults;
+`load_settings` checks what the file and the environment give against them
+and builds the sections once at start, and a bad setting stops the service
+with a message that names its key. Services get their section object.
 """
 
 from __future__ import annotations
 
-import json
+import copy
+import functools
 import logging
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parseaddr
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar, Generic, TypeVar
 
 from quire.errors import ConfigError
 from quire.forwarded import MAX_PROXY_HOPS
+from quire.sections import Section, Spec, coerce, conforms, from_env, setting
 
 log = logging.getLogger("quire.config")
 
@@ -32,145 +38,305 @@ CORS_HEADERS = [
 CORS_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _TOKEN = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an HTTP header or method name
 
-# section -> key -> default. The default's type is the setting's type.
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "server": {
-        "host": "127.0.0.1",
-        "port": 8080,
-        "workers": 1,
-        "quiet": False,
-        "public_url": "",
-        "proxy_hops": 0,
-    },
-    "api": {
-        "max_body_bytes": 10 * 1024 * 1024,
-        "max_json_depth": 64,
-        "cors_origins": ["*"],
-        "cors_headers": list(CORS_HEADERS),
-        "cors_methods": list(CORS_METHODS),
-        "max_populate_depth": 5,
-    },
-    "store": {
-        "lock_timeout_ms": 5000,
-        "import_batch_items": 2000,
-    },
-    "content": {
-        "default_locale_name": "Default",
-    },
-    "assets": {
-        "max_upload_bytes": 64 * 1024 * 1024,
-        "max_request_bytes": 256 * 1024 * 1024,
-        "max_output_size": 4096,
-        "max_pixels": 100_000_000,
-        "decode_pixels": 24_000_000,
-        "max_concurrent_renders": 2,
-        "render_wait_seconds": 5,
-        "renders_per_hour": 100,
-        "thumbs_max_bytes": 1024 * 1024 * 1024,
-        "presets": {},
-        "default_quality": 80,
-        "allowed_types": ["image/*", "video/*", "audio/*", "application/pdf", "text/plain",
-                          "text/csv", "text/markdown", "application/json", "application/zip",
-                          "application/gzip", "application/x-tar", "application/x-7z-compressed",
-                          "application/msword", "application/vnd.openxmlformats-officedocument.*",
-                          "application/vnd.ms-excel", "application/vnd.ms-powerpoint",
-                          "application/vnd.oasis.opendocument.*", "application/rtf", "application/xml",
-                          "font/*"],
-        "refused_types": [],
-    },
-    "pages": {
-        "site_url": "",
-        "default_language": "en",
-        "locale_prefix": True,
-        "max_sitemap_urls": 50_000,
-    },
-    "inbox": {
-        "max_file_bytes": 10 * 1024 * 1024,
-        "max_request_bytes": 32 * 1024 * 1024,
-        "max_files": 10,
-        "max_fields": 50,
-        "max_field_length": 10_000,
-        "rate_limit": 10,
-        "rate_window_seconds": 60,
-        "trust_forwarded_for": False,
-    },
-    "smtp": {
-        "host": "",
-        "port": 587,
-        "user": "",
-        "password": "",
-        "starttls": True,
-        "ssl": False,
-        "from": "quire@localhost",
-        "timeout_seconds": 10,
-        "max_attempts": 6,
-        "retry_seconds": 30,
-        "max_attachment_bytes": 10 * 1024 * 1024,
-    },
-    "hooks": {
-        "modules": [],
-    },
-    "admin": {
-        "session_idle_seconds": 2 * 3600,
-        "session_max_seconds": 12 * 3600,
-        "secure_cookies": "auto",
-        "login_attempts": 5,
-        "login_window_seconds": 300,
-    },
-    # api.md's table: "" stands for null (TOML has no null).
-    "sso": {
-        "provider_url": "",
-        "client_id": "",
-        "client_secret": "",
-        "issuer": "",
-        "pkce": True,
-        "scopes": "openid profile email",
-        "mapping": {"email": "email", "user": "preferred_username", "name": "name", "role": "groups"},
-        "allowed_roles": [],
-        "default_role": "",
-        "loginText": "Login via OAuth",
-        "redirect_uri": "",
-        "timeout_seconds": 10,
-        "logout_token_max_age_seconds": 300,
-    },
-}
 
-# Settings whose value may take more than one type: (section, key) -> check, description.
-FLEXIBLE: dict[tuple[str, str], tuple[Any, str]] = {
-    ("sso", "pkce"): (lambda v: isinstance(v, bool | str), "true, false or a method name like \"S256\""),
-    ("assets", "presets"): (
-        lambda v: isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()),
-        "a table of name = {w = ..., h = ..., m = \"...\", q = ..., mime = \"...\"}",
-    ),
-    ("sso", "mapping"): (
-        lambda v: isinstance(v, dict) and all(isinstance(x, str | bool) for x in v.values()),
-        "a table of field = \"claim/path\" (or \"\" for none)",
-    ),
-}
+@dataclass(frozen=True)
+class ServerSettings(Section):
+    NAME: ClassVar[str] = "server"
+    host: str = "127.0.0.1"
+    port: int = setting(8080, between=(1, 65535))
+    workers: int = setting(1, between=(1, 64))
+    quiet: bool = False
+    public_url: str = ""
+    proxy_hops: int = setting(0, between=(0, MAX_PROXY_HOPS))
 
-ENV_PREFIX = "QUIRE_"
+    def check(self) -> None:
+        _check_url("server.public_url", self.public_url)
+
+
+@dataclass(frozen=True)
+class ApiSettings(Section):
+    NAME: ClassVar[str] = "api"
+    max_body_bytes: int = setting(10 * 1024 * 1024, between=(1024, 2**40))
+    max_json_depth: int = setting(64, between=(2, 10000))
+    cors_origins: tuple[str, ...] = ("*",)
+    cors_headers: tuple[str, ...] = tuple(CORS_HEADERS)
+    cors_methods: tuple[str, ...] = tuple(CORS_METHODS)
+    max_populate_depth: int = setting(5, between=(0, 5))
+
+    def check(self) -> None:
+        for key, names in (("cors_headers", self.cors_headers), ("cors_methods", self.cors_methods)):
+            bad = [v for v in names if not _TOKEN.fullmatch(v)]
+            if bad:
+                raise ConfigError(f"setting 'api.{key}' has names that are not HTTP tokens: {', '.join(map(repr, bad))}")
+
+
+@dataclass(frozen=True)
+class StoreSettings(Section):
+    NAME: ClassVar[str] = "store"
+    lock_timeout_ms: int = setting(5000, between=(0, 600_000))
+    import_batch_items: int = setting(2000, between=(1, 1_000_000))
+
+
+@dataclass(frozen=True)
+class ContentSettings(Section):
+    NAME: ClassVar[str] = "content"
+    default_locale_name: str = "Default"
+
+
+@dataclass(frozen=True)
+class AssetSettings(Section):
+    NAME: ClassVar[str] = "assets"
+    max_upload_bytes: int = setting(64 * 1024 * 1024, between=(1, 2**40))
+    max_request_bytes: int = setting(256 * 1024 * 1024, between=(1, 2**42))
+    max_output_size: int = setting(4096, between=(16, 16384))
+    max_pixels: int = setting(100_000_000, between=(1_000_000, 2_000_000_000))
+    decode_pixels: int = setting(24_000_000, between=(1_000_000, 2_000_000_000))
+    max_concurrent_renders: int = setting(2, between=(1, 64))
+    render_wait_seconds: int = setting(5, between=(0, 300))
+    renders_per_hour: int = setting(100, between=(0, 1_000_000))
+    thumbs_max_bytes: int = setting(1024 * 1024 * 1024, between=(1024 * 1024, 2**50))
+    presets: dict[str, dict[str, Any]] = setting(
+        {}, describe="a table of name = {w = ..., h = ..., m = \"...\", q = ..., mime = \"...\"}")
+    default_quality: int = setting(80, between=(1, 100))
+    allowed_types: tuple[str, ...] = (
+        "image/*", "video/*", "audio/*", "application/pdf", "text/plain", "text/csv", "text/markdown",
+        "application/json", "application/zip", "application/gzip", "application/x-tar",
+        "application/x-7z-compressed", "application/msword", "application/vnd.openxmlformats-officedocument.*",
+        "application/vnd.ms-excel", "application/vnd.ms-powerpoint", "application/vnd.oasis.opendocument.*",
+        "application/rtf", "application/xml", "font/*",
+    )
+    refused_types: tuple[str, ...] = ()
+
+    # `presets` is checked by the assets module's rules (SECTION_CHECKS)
+
+
+@dataclass(frozen=True)
+class PagesSettings(Section):
+    NAME: ClassVar[str] = "pages"
+    site_url: str = ""
+    default_language: str = "en"
+    locale_prefix: bool = True
+    max_sitemap_urls: int = setting(50_000, between=(1, 1_000_000))
+
+    def check(self) -> None:
+        _check_url("pages.site_url", self.site_url)
+
+
+@dataclass(frozen=True)
+class InboxSettings(Section):
+    NAME: ClassVar[str] = "inbox"
+    max_file_bytes: int = setting(10 * 1024 * 1024, between=(1, 2**40))
+    max_request_bytes: int = setting(32 * 1024 * 1024, between=(1024, 2**42))
+    max_files: int = setting(10, between=(0, 1000))
+    max_fields: int = setting(50, between=(1, 10_000))
+    max_field_length: int = setting(10_000, between=(1, 10_000_000))
+    rate_limit: int = setting(10, between=(0, 1_000_000))
+    rate_window_seconds: int = setting(60, between=(1, 86_400))
+    # read by load_settings as [server] proxy_hops = 1; nothing else reads it
+    trust_forwarded_for: bool = setting(False, deprecated=True)
+
+
+@dataclass(frozen=True)
+class SmtpSettings(Section):
+    NAME: ClassVar[str] = "smtp"
+    host: str = ""
+    port: int = setting(587, between=(1, 65535))
+    user: str = ""
+    password: str = setting("", secret=True)
+    starttls: bool = True
+    ssl: bool = False
+    from_address: str = setting("quire@localhost", key="from")  # `from` is a Python keyword
+    timeout_seconds: int = setting(10, between=(1, 600))
+    max_attempts: int = setting(6, between=(1, 100))
+    retry_seconds: int = setting(30, between=(1, 86_400))
+    max_attachment_bytes: int = setting(10 * 1024 * 1024, between=(0, 2**40))
+
+    def check(self) -> None:
+        if self.host and "@" not in parseaddr(self.from_address)[1]:
+            raise ConfigError("setting 'smtp.from' must be an e-mail address, like \"Site <site@example.com>\"")
+        if self.ssl and self.starttls:
+            raise ConfigError("settings 'smtp.ssl' and 'smtp.starttls' exclude each other: ssl is TLS from the start")
+
+
+@dataclass(frozen=True)
+class HooksSettings(Section):
+    NAME: ClassVar[str] = "hooks"
+    modules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AdminSettings(Section):
+    NAME: ClassVar[str] = "admin"
+    session_idle_seconds: int = setting(2 * 3600, between=(60, 30 * 86_400))
+    session_max_seconds: int = setting(12 * 3600, between=(60, 365 * 86_400))
+    secure_cookies: str = "auto"
+    login_attempts: int = setting(5, between=(0, 1_000_000))
+    login_window_seconds: int = setting(300, between=(1, 86_400))
+
+    def check(self) -> None:
+        if self.secure_cookies not in ("auto", "always", "never"):
+            raise ConfigError("setting 'admin.secure_cookies' must be \"auto\", \"always\" or \"never\"")
+
+
+def _check_url(name: str, url: str) -> None:
+    if url and not url.startswith(("http://", "https://")):
+        raise ConfigError(f"setting '{name}' must start with http:// or https://")
+
+
+# [sso]: api.md's names and defaults. An empty string stands for api.md's
+# null (TOML has no null); the properties read the settings that way.
+MAPPED_FIELDS = ("email", "user", "name", "role")
+
+
+@dataclass(frozen=True)
+class SsoSettings(Section):
+    NAME: ClassVar[str] = "sso"
+    provider_url: str = ""
+    client_id: str = ""
+    client_secret: str = setting("", secret=True)
+    issuer: str = ""
+    pkce: bool | str = setting(True, describe="true, false or a method name like \"S256\"")
+    scopes: str = "openid profile email"
+    mapping: dict[str, str | bool] = setting(
+        {"email": "email", "user": "preferred_username", "name": "name", "role": "groups"},
+        describe="a table of field = \"claim/path\" (or \"\" for none)",
+    )
+    allowed_roles: tuple[str, ...] = ()  # empty: every role
+    default_role: str = ""
+    login_text: str = setting("Login via OAuth", key="loginText")  # api.md's name
+    redirect_uri: str = ""
+    timeout_seconds: int = setting(10, between=(1, 300))
+    logout_token_max_age_seconds: int = setting(300, between=(10, 86_400))
+
+    def check(self) -> None:
+        unknown = sorted(set(self.mapping) - set(MAPPED_FIELDS))
+        if unknown:
+            raise ConfigError(f"setting 'sso.mapping' has unknown fields: {', '.join(unknown)} "
+                              "(known: email, user, name, role)")
+        for key in ("provider_url", "issuer", "redirect_uri"):
+            url = getattr(self, key)
+            if url and not url.startswith(("http://", "https://")):
+                raise ConfigError(f"setting 'sso.{key}' must start with http:// or https://")
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.provider_url and self.client_id)
+
+    @property
+    def provider_base(self) -> str:
+        """`provider_url` without a trailing slash, to append paths to."""
+        return self.provider_url.rstrip("/")
+
+    @property
+    def pkce_method(self) -> str | None:
+        """The PKCE method to use; None for no PKCE."""
+        if isinstance(self.pkce, bool):
+            return "S256" if self.pkce else None
+        return self.pkce or None
+
+    @property
+    def claim_paths(self) -> dict[str, str | None]:
+        """The claim path of each user field; None reads nothing (`""` or
+        `false` in the file)."""
+        return {f: (path if isinstance(path, str) and path else None)
+                for f in MAPPED_FIELDS for path in [self.mapping.get(f)]}
+
+
+S = TypeVar("S", bound=Section)
+
+# section name -> its class; load_settings reads exactly these sections.
+SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
+    ServerSettings, ApiSettings, StoreSettings, ContentSettings, AssetSettings, PagesSettings,
+    InboxSettings, SmtpSettings, HooksSettings, AdminSettings, SsoSettings,
+)}
+
 
 # Rules a feature module keeps for its own settings (the assets module's
-# image presets), added when the module is imported (`add_check`) and run
-# by `load_settings` after the types are checked: config imports no module.
-SECTION_CHECKS: dict[str, Callable[[dict[str, dict[str, Any]]], None]] = {}
+# image presets), added when the module is imported (`add_check`) and run by
+# `load_settings` on the built sections: settings import no module above them.
+SECTION_CHECKS: dict[str, Callable[[Settings], None]] = {}
 
 
-def add_check(name: str, check: Callable[[dict[str, dict[str, Any]]], None]) -> None:
-    """Run `check(values)` on every load; it raises ConfigError naming the
+def add_check(name: str, check: Callable[[Settings], None]) -> None:
+    """Run `check(settings)` on every load; it raises ConfigError naming the
     setting. Added again under the same name, it replaces the earlier one."""
     SECTION_CHECKS[name] = check
 
 
-@dataclass
+def register_section(cls: type[S]) -> type[S]:
+    """Add a section (a `Section` dataclass, such as a module's own) to
+    what load_settings reads; settings loaded afterwards have it."""
+    if SECTIONS.get(cls.NAME, cls) is not cls:
+        raise ValueError(f"settings section [{cls.NAME}] is taken by {SECTIONS[cls.NAME].__qualname__}")
+    cls.specs()  # a declaration the loader cannot read fails here, not at the first start
+    SECTIONS[cls.NAME] = cls
+    return cls
+
+
+def defaults() -> dict[str, dict[str, Any]]:
+    """Every setting at its default: section -> TOML key -> value."""
+    return {name: cls().as_values() for name, cls in SECTIONS.items()}
+
+
+class _SectionOf(Generic[S]):
+    """`settings.server`: the section object of that class, typed."""
+
+    def __init__(self, cls: type[S]) -> None:
+        self.cls = cls
+
+    def __get__(self, settings: Settings | None, owner: type) -> S:
+        if settings is None:
+            raise AttributeError(self.cls.NAME)
+        return settings.section(self.cls)
+
+
+def _default_sections() -> dict[str, Section]:
+    return {name: cls() for name, cls in SECTIONS.items()}
+
+
+@dataclass(frozen=True)
 class Settings:
+    """The settings of one run: a typed object per section, read as
+    attributes (`settings.assets.max_upload_bytes`); services receive the
+    section they need."""
+
     data_dir: Path
-    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sections: dict[str, Section] = field(default_factory=_default_sections)
     # Deprecated settings that were used, one line each: `quire serve` logs
     # them once at start (see log_deprecations).
     deprecations: list[str] = field(default_factory=list)
 
+    server = _SectionOf(ServerSettings)
+    api = _SectionOf(ApiSettings)
+    store = _SectionOf(StoreSettings)
+    content = _SectionOf(ContentSettings)
+    assets = _SectionOf(AssetSettings)
+    pages = _SectionOf(PagesSettings)
+    inbox = _SectionOf(InboxSettings)
+    smtp = _SectionOf(SmtpSettings)
+    hooks = _SectionOf(HooksSettings)
+    admin = _SectionOf(AdminSettings)
+    sso = _SectionOf(SsoSettings)
+
+    def section(self, cls: type[S]) -> S:
+        """The section object of this class (for sections registered by a
+        module, which have no attribute here)."""
+        found = self.sections[cls.NAME]
+        if not isinstance(found, cls):
+            raise TypeError(f"settings section [{cls.NAME}] is a {type(found).__qualname__}, not a {cls.__qualname__}")
+        return found
+
+    @functools.cached_property
+    def values(self) -> Mapping[str, Mapping[str, Any]]:
+        """Every setting by section and TOML key, as plain data (lists and
+        tables), read-only. Kept for hooks (`quire.settings`, see hooks.md)
+        and tests; Quire's own code reads the typed sections."""
+        return MappingProxyType({name: MappingProxyType(section.as_values())
+                                 for name, section in self.sections.items()})
+
     def get(self, section: str, key: str) -> Any:
+        """One setting by section and TOML key (`get("smtp", "from")`); kept
+        for hooks, like `values`."""
         return self.values[section][key]
 
     @property
@@ -186,7 +352,9 @@ def load_settings(
 ) -> Settings:
     """Merge defaults, the TOML file and the environment; validate."""
     data = Path(data_dir)
-    values = {section: dict(keys) for section, keys in DEFAULTS.items()}
+    sections = dict(SECTIONS)
+    index = {name: {spec.key: spec for spec in cls.specs()} for name, cls in sections.items()}
+    values = {name: {key: copy.deepcopy(spec.default) for key, spec in keys.items()} for name, keys in index.items()}
     path = Path(config_file) if config_file else data / "quire.toml"
     if config_file and not path.exists():
         raise ConfigError(f"config file {path} does not exist")
@@ -196,21 +364,30 @@ def load_settings(
             parsed = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: {exc}") from None
-        _merge(values, parsed, str(path))
+        _merge(values, index, parsed, str(path))
     environ = os.environ if env is None else env
-    _merge_env(values, environ)
+    _merge_env(values, index, environ)
     for section, keys in (overrides or {}).items():
         for key, value in keys.items():
-            _set(values, section, key, value, "override")
+            _set(values, index, section, key, value, "override")
 
     def given(section: str, key: str) -> bool:
         return any(key in (source.get(section) or {}) for source in (parsed, overrides or {})) \
-            or f"{ENV_PREFIX}{section}_{key}".upper() in environ
+            or index[section][key].env in environ
 
     deprecations = _trust_forwarded_for(values, given("inbox", "trust_forwarded_for"),
                                         given("server", "proxy_hops"))
-    _validate(values)
-    return Settings(data, values, deprecations)
+    built = {name: _build(cls, values[name]) for name, cls in sections.items()}  # validates
+    settings = Settings(data, built, deprecations)
+    for check in SECTION_CHECKS.values():
+        check(settings)
+    return settings
+
+
+def _build(cls: type[Section], values: dict[str, Any]) -> Section:
+    make: Any = cls  # a dataclass: its fields are its keyword arguments
+    section: Section = make(**{spec.attr: values[spec.key] for spec in cls.specs()})
+    return section
 
 
 def _trust_forwarded_for(values: dict[str, dict[str, Any]], used: bool, hops_given: bool) -> list[str]:
@@ -235,144 +412,30 @@ def log_deprecations(settings: Settings) -> None:
         log.warning("%s", message)
 
 
-def _merge(values: dict[str, dict[str, Any]], parsed: dict[str, Any], origin: str) -> None:
+Index = dict[str, dict[str, Spec]]  # section -> TOML key -> its setting
+
+
+def _merge(values: dict[str, dict[str, Any]], index: Index, parsed: dict[str, Any], origin: str) -> None:
     for section, keys in parsed.items():
-        if section not in DEFAULTS:
+        if section not in index:
             raise ConfigError(f"{origin}: unknown section [{section}]")
         if not isinstance(keys, dict):
             raise ConfigError(f"{origin}: '{section}' must be a table")
         for key, value in keys.items():
-            _set(values, section, key, value, origin)
+            _set(values, index, section, key, value, origin)
 
 
-def _merge_env(values: dict[str, dict[str, Any]], env: Any) -> None:
-    for section, keys in DEFAULTS.items():
-        for key in keys:
-            name = f"{ENV_PREFIX}{section}_{key}".upper()
-            if name in env:
-                _set(values, section, key, _from_env(env[name], DEFAULTS[section][key], name), name)
+def _merge_env(values: dict[str, dict[str, Any]], index: Index, env: Mapping[str, str]) -> None:
+    for section, keys in index.items():
+        for key, spec in keys.items():
+            if spec.env in env:
+                _set(values, index, section, key, from_env(env[spec.env], spec), spec.env)
 
 
-def _from_env(raw: str, default: Any, name: str) -> Any:
-    if isinstance(default, dict):  # a table: JSON in the variable
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise ConfigError(f"{name} must be a JSON object") from None
-    if name == "QUIRE_SSO_PKCE" and raw.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
-        return raw  # a method name
-    if isinstance(default, bool):
-        if raw.lower() in ("1", "true", "yes", "on"):
-            return True
-        if raw.lower() in ("0", "false", "no", "off", ""):
-            return False
-        raise ConfigError(f"{name} must be true or false")
-    if isinstance(default, int):
-        try:
-            return int(raw)
-        except ValueError:
-            raise ConfigError(f"{name} must be an integer") from None
-    if isinstance(default, list):
-        return [part.strip() for part in raw.split(",") if part.strip()]
-    return raw
-
-
-def _set(values: dict[str, dict[str, Any]], section: str, key: str, value: Any, origin: str) -> None:
-    if key not in DEFAULTS[section]:
+def _set(values: dict[str, dict[str, Any]], index: Index, section: str, key: str, value: Any, origin: str) -> None:
+    spec = index.get(section, {}).get(key)
+    if spec is None:
         raise ConfigError(f"{origin}: unknown setting '{section}.{key}'")
-    default = DEFAULTS[section][key]
-    flexible = FLEXIBLE.get((section, key))
-    if flexible is not None:
-        if not flexible[0](value):
-            raise ConfigError(f"{origin}: setting '{section}.{key}' must be {flexible[1]}")
-        values[section][key] = {**default, **value} if isinstance(default, dict) else value
-        return
-    kind = type(default)
-    ok = isinstance(value, kind) and (kind is not int or not isinstance(value, bool))
-    if isinstance(default, list):
-        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-    if not ok:
-        raise ConfigError(f"{origin}: setting '{section}.{key}' must be {_kind_name(default)}")
-    values[section][key] = value
-
-
-def _kind_name(default: Any) -> str:
-    if isinstance(default, bool):
-        return "true or false"
-    if isinstance(default, int):
-        return "an integer"
-    if isinstance(default, list):
-        return "a list of strings"
-    return "a string"
-
-
-def _validate(values: dict[str, dict[str, Any]]) -> None:
-    url = values["server"]["public_url"]
-    if url and not url.startswith(("http://", "https://")):
-        raise ConfigError("setting 'server.public_url' must start with http:// or https://")
-    site = values["pages"]["site_url"]
-    if site and not site.startswith(("http://", "https://")):
-        raise ConfigError("setting 'pages.site_url' must start with http:// or https://")
-    checks = [
-        ("server", "port", 1, 65535),
-        ("server", "workers", 1, 64),
-        ("server", "proxy_hops", 0, MAX_PROXY_HOPS),
-        ("api", "max_body_bytes", 1024, 2**40),
-        ("api", "max_json_depth", 2, 10000),
-        ("api", "max_populate_depth", 0, 5),
-        ("pages", "max_sitemap_urls", 1, 1_000_000),
-        ("store", "lock_timeout_ms", 0, 600_000),
-        ("store", "import_batch_items", 1, 1_000_000),
-        ("inbox", "max_file_bytes", 1, 2**40),
-        ("inbox", "max_request_bytes", 1024, 2**42),
-        ("inbox", "max_files", 0, 1000),
-        ("inbox", "max_fields", 1, 10_000),
-        ("inbox", "max_field_length", 1, 10_000_000),
-        ("inbox", "rate_limit", 0, 1_000_000),
-        ("inbox", "rate_window_seconds", 1, 86_400),
-        ("smtp", "port", 1, 65535),
-        ("smtp", "timeout_seconds", 1, 600),
-        ("smtp", "max_attempts", 1, 100),
-        ("smtp", "retry_seconds", 1, 86_400),
-        ("smtp", "max_attachment_bytes", 0, 2**40),
-        ("assets", "max_upload_bytes", 1, 2**40),
-        ("assets", "max_request_bytes", 1, 2**42),
-        ("assets", "max_output_size", 16, 16384),
-        ("assets", "max_pixels", 1_000_000, 2_000_000_000),
-        ("assets", "default_quality", 1, 100),
-        ("assets", "decode_pixels", 1_000_000, 2_000_000_000),
-        ("assets", "max_concurrent_renders", 1, 64),
-        ("assets", "render_wait_seconds", 0, 300),
-        ("assets", "renders_per_hour", 0, 1_000_000),
-        ("assets", "thumbs_max_bytes", 1024 * 1024, 2**50),
-        ("admin", "session_idle_seconds", 60, 30 * 86_400),
-        ("admin", "session_max_seconds", 60, 365 * 86_400),
-        ("admin", "login_attempts", 0, 1_000_000),
-        ("admin", "login_window_seconds", 1, 86_400),
-        ("sso", "timeout_seconds", 1, 300),
-        ("sso", "logout_token_max_age_seconds", 10, 86_400),
-    ]
-    for section, key, low, high in checks:
-        value = values[section][key]
-        if not low <= value <= high:
-            raise ConfigError(f"setting '{section}.{key}' must be between {low} and {high}")
-    if values["smtp"]["host"] and "@" not in parseaddr(values["smtp"]["from"])[1]:
-        raise ConfigError("setting 'smtp.from' must be an e-mail address, like \"Site <site@example.com>\"")
-    if values["admin"]["secure_cookies"] not in ("auto", "always", "never"):
-        raise ConfigError("setting 'admin.secure_cookies' must be \"auto\", \"always\" or \"never\"")
-    sso = values["sso"]
-    unknown = sorted(set(sso["mapping"]) - {"email", "user", "name", "role"})
-    if unknown:
-        raise ConfigError(f"setting 'sso.mapping' has unknown fields: {', '.join(unknown)} "
-                          "(known: email, user, name, role)")
-    for key in ("provider_url", "issuer", "redirect_uri"):
-        if sso[key] and not sso[key].startswith(("http://", "https://")):
-            raise ConfigError(f"setting 'sso.{key}' must start with http:// or https://")
-    for check in SECTION_CHECKS.values():
-        check(values)
-    for key in ("cors_headers", "cors_methods"):
-        bad = [v for v in values["api"][key] if not _TOKEN.fullmatch(v)]
-        if bad:
-            raise ConfigError(f"setting 'api.{key}' has names that are not HTTP tokens: {', '.join(map(repr, bad))}")
-    if values["smtp"]["ssl"] and values["smtp"]["starttls"]:
-        raise ConfigError("settings 'smtp.ssl' and 'smtp.starttls' exclude each other: ssl is TLS from the start")
+    if not conforms(value, spec.hint):
+        raise ConfigError(f"{origin}: setting '{spec.name}' must be {spec.describe}")
+    values[section][key] = coerce(value, spec)

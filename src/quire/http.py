@@ -180,7 +180,7 @@ def client_address(request: Request) -> str:
     put in X-Forwarded-For (`[server] proxy_hops`, see quire.forwarded).
     Form submissions and admin logins are counted per client."""
     peer = request.client.host if request.client else None
-    hops: int = quire_of(request).settings.get("server", "proxy_hops")
+    hops = quire_of(request).settings.server.proxy_hops
     return forwarded.client_address(peer, request.headers.getlist("x-forwarded-for"), hops)
 
 

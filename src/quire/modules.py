@@ -33,6 +33,10 @@ class Services:
         self.store = store
         self.cache = cache  # the one cache of the instance (cache.py)
         self.events = events
+        # request limits and the public address, read by every module's routes
+        self.max_body: int = settings.api.max_body_bytes
+        self.max_depth: int = settings.api.max_json_depth
+        self.public_url: str = settings.server.public_url
         # every permission name the modules declare (auth checks roles against it)
         self.permissions: set[str] = set()
         self._by_type: dict[type, object] = {}
@@ -61,19 +65,6 @@ class Services:
             return self.__dict__["_by_name"][name]
         except KeyError:
             raise AttributeError(f"no service named {name!r}") from None
-
-    # Request limits and the public address, read by every module's routes.
-    @property
-    def max_body(self) -> int:
-        return int(self.settings.get("api", "max_body_bytes"))
-
-    @property
-    def max_depth(self) -> int:
-        return int(self.settings.get("api", "max_json_depth"))
-
-    @property
-    def public_url(self) -> str:
-        return str(self.settings.get("server", "public_url"))
 
     def on_start(self, fn: Callable[[], None]) -> None:
         """Run `fn` when the server starts (not for the CLI)."""

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -382,7 +383,7 @@ def test_a_stored_png_over_a_lowered_budget_is_400_at_render(make_app: Any) -> N
     app = make_app()
     admin, _ = clients(app)
     asset = upload_one(admin, "big.png", solid(1500, 1000))
-    app.state.quire.assets.settings["decode_pixels"] = 1_000_000
+    app.state.quire.assets.settings = replace(app.state.quire.assets.settings, decode_pixels=1_000_000)
     response = admin.get(f"/api/assets/image/{asset['_id']}", params={"w": 100, "mime": "png"})
     assert response.status_code == 400
     assert "1500000 pixels to decode" in response.json()["error"]

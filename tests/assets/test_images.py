@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -465,7 +466,7 @@ def test_wrong_values_are_400_with_a_clear_message(admin: Api, quire: Quire, wid
 
 
 def test_max_output_size_is_configurable(admin: Api, quire: Quire, wide: dict[str, Any]) -> None:
-    quire.assets.settings["max_output_size"] = 100
+    quire.assets.settings = replace(quire.assets.settings, max_output_size=100)
     response = get_image(admin, wide["_id"], w=101)
     assert response.status_code == 400
     assert response.json() == {"error": "Width and height can be at most 100"}
@@ -497,7 +498,7 @@ def test_image_endpoint_needs_assets_read(admin: Api, anon: Api, wide: dict[str,
 
 def test_source_over_the_pixel_budget_is_400_at_generation(admin: Api, quire: Quire) -> None:
     asset = upload_one(admin, "big.png", solid(1500, 1000))
-    quire.assets.settings["max_pixels"] = 1_000_000
+    quire.assets.settings = replace(quire.assets.settings, max_pixels=1_000_000)
     response = get_image(admin, asset["_id"], w=10, mime="png")
     assert response.status_code == 400
     assert "pixels" in response.json()["error"]

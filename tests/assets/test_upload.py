@@ -10,6 +10,7 @@ import io
 import re
 import time
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -318,7 +319,7 @@ def test_clean_svg_is_accepted_and_served_with_a_content_security_policy(admin: 
 
 
 def test_configured_refused_types_are_415(admin: Api, quire: Quire, data_dir: Path) -> None:
-    quire.assets.settings["refused_types"] = ["application/pdf"]
+    quire.assets.settings = replace(quire.assets.settings, refused_types=("application/pdf",))
     response = upload(admin, ("doc.pdf", PDF))
     assert response.status_code == 415
     assert "application/pdf" in response.json()["error"]
@@ -329,7 +330,7 @@ def test_configured_refused_types_are_415(admin: Api, quire: Quire, data_dir: Pa
 
 
 def test_file_over_max_upload_bytes_is_413(admin: Api, quire: Quire, data_dir: Path) -> None:
-    quire.assets.settings["max_upload_bytes"] = 1000
+    quire.assets.settings = replace(quire.assets.settings, max_upload_bytes=1000)
     response = upload(admin, ("big.txt", b"x" * 2000, "text/plain"))
     assert response.status_code == 413
     assert "1000" in response.json()["error"]
@@ -339,7 +340,7 @@ def test_file_over_max_upload_bytes_is_413(admin: Api, quire: Quire, data_dir: P
 
 
 def test_request_over_max_request_bytes_is_413(admin: Api, quire: Quire, data_dir: Path) -> None:
-    quire.assets.settings["max_request_bytes"] = 2000
+    quire.assets.settings = replace(quire.assets.settings, max_request_bytes=2000)
     response = upload(admin, ("big.txt", b"x" * 5000, "text/plain"))
     assert response.status_code == 413
     assert "error" in response.json()
@@ -355,7 +356,7 @@ def test_one_refused_file_in_a_multi_upload_stores_nothing(admin: Api, quire: Qu
 
 
 def test_one_oversized_file_in_a_multi_upload_stores_nothing(admin: Api, quire: Quire, data_dir: Path) -> None:
-    quire.assets.settings["max_upload_bytes"] = 1000
+    quire.assets.settings = replace(quire.assets.settings, max_upload_bytes=1000)
     response = upload(admin, ("ok.txt", b"fine"), ("big.txt", b"y" * 1500))
     assert response.status_code == 413
     assert_nothing_stored(quire, data_dir, admin)
@@ -443,7 +444,7 @@ def test_storage_traversal_sent_raw_to_the_app_is_404(admin: Api, app: Any, data
 
 
 def test_decompression_bomb_by_configured_max_pixels_is_400(admin: Api, quire: Quire, data_dir: Path) -> None:
-    quire.assets.settings["max_pixels"] = 1_000_000
+    quire.assets.settings = replace(quire.assets.settings, max_pixels=1_000_000)
     response = upload(admin, ("wide.png", solid(2000, 1000), "image/png"))
     assert response.status_code == 400
     assert "pixels" in response.json()["error"]

@@ -4,17 +4,16 @@ mapping (quire.sso.mapping), with keys made here: no provider, no server."""
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 import hmac
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet, OctKey, RSAKey
 
-from quire.config import DEFAULTS
 from quire.sso.mapping import MappingError, claim_at, map_user
 from quire.sso.settings import SsoSettings
 from quire.sso.tokens import (
@@ -309,12 +308,11 @@ def role_exists(role: str) -> bool:
 
 
 def settings(**changes: Any) -> SsoSettings:
-    """SsoSettings from config.py's defaults with these changes (a `mapping`
-    change is merged into the default mapping, as quire.toml's is)."""
-    values = copy.deepcopy(DEFAULTS["sso"])
-    values["mapping"].update(changes.pop("mapping", {}))
-    values.update(changes)
-    return SsoSettings.from_values(values)
+    """SsoSettings at its defaults with these changes (a `mapping` change is
+    merged into the default mapping, as quire.toml's is)."""
+    default = SsoSettings()
+    mapping = {**default.mapping, **changes.pop("mapping", {})}
+    return replace(default, mapping=mapping, **{k: tuple(v) if isinstance(v, list) else v for k, v in changes.items()})
 
 
 USER = {"sub": "ann", "email": "ann@example.com", "preferred_username": "ann", "name": "Ann Example",

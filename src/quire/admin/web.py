@@ -76,7 +76,7 @@ async def current_login(request: Request) -> Login | None:
 
 def secure_cookies(request: Request) -> bool:
     quire = quire_of(request)
-    mode = quire.settings.get("admin", "secure_cookies")
+    mode = quire.settings.admin.secure_cookies
     if mode != "auto":
         return bool(mode == "always")
     return quire.public_url.startswith("https://") or request.url.scheme == "https"

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from quire import config
 from quire.assets import openapi, presets, routes
 from quire.assets.service import AssetService
 from quire.modules import Module, Services
 
 
-def check_settings(values: dict[str, dict[str, Any]]) -> None:
+def check_settings(settings: config.Settings) -> None:
     """Image presets are checked with the settings, so a typo stops the start."""
-    presets.check(values["assets"]["presets"], values["assets"]["max_output_size"])
+    presets.check(settings.assets.presets, settings.assets.max_output_size)
 
 
 config.add_check("assets.presets", check_settings)
@@ -20,7 +18,7 @@ config.add_check("assets.presets", check_settings)
 
 def build(services: Services) -> None:
     settings = services.settings
-    services.add("assets", AssetService(services.store, services.cache, settings.data_dir, services.events, settings.values["assets"]))
+    services.add("assets", AssetService(services.store, services.cache, settings.data_dir, services.events, settings.assets))
 
 
 module = Module("assets", build=build, routes=routes.routes, openapi=openapi.paths,

@@ -66,7 +66,7 @@ async def upload(request: Request) -> Response:
     identity = identify(request)
     identity.require("assets/upload")
     quire = quire_of(request)
-    limit = quire.assets.settings["max_request_bytes"]
+    limit = quire.assets.settings.max_request_bytes
     declared = content_length(request.headers.get("content-length"))
     if declared is not None and declared > limit:
         raise PayloadTooLarge(f"Upload is larger than {limit} bytes")

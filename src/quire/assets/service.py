@@ -33,6 +33,7 @@ from quire.assets import images, presets, sniff
 from quire.assets.thumbcache import ThumbCache, folder_size
 from quire.auth.service import Identity
 from quire.cache import Cache
+from quire.config import AssetSettings
 from quire.errors import (
     ApiError,
     BadRequest,
@@ -107,7 +108,7 @@ def safe_name(filename: str) -> str:
 
 class AssetService:
     def __init__(self, store: SqliteStore, cache: Cache, data_dir: Path, events: Events,
-                 settings: dict[str, Any]) -> None:
+                 settings: AssetSettings) -> None:
         self.store = store
         self.cache = cache
         self.events = events
@@ -117,12 +118,12 @@ class AssetService:
         self.assets = store.collection(ASSETS, HINTS)
         self.folders = store.collection(FOLDERS, {"name": "text", "parent": "text"})
         self.generated = 0  # images rendered by this process (tests count them)
-        self.presets = presets.check(settings["presets"], settings["max_output_size"])
-        self.render_limiter = RateLimiter(store, settings["renders_per_hour"], 3600, RENDERS)
-        self.thumb_cache = ThumbCache(self.thumbs, settings["thumbs_max_bytes"])
+        self.presets = presets.check(settings.presets, settings.max_output_size)
+        self.render_limiter = RateLimiter(store, settings.renders_per_hour, 3600, RENDERS)
+        self.thumb_cache = ThumbCache(self.thumbs, settings.thumbs_max_bytes)
         self._rendering = 0  # renders running in this process (all its event loops)
         self._rendering_lock = threading.Lock()  # test clients run event loops in several threads
-        self._slots = LoopSlots(lambda: self.settings["max_concurrent_renders"])
+        self._slots = LoopSlots(lambda: self.settings.max_concurrent_renders)
         # Asset documents by id (None: no such asset) and their JSON, kept
         # until the next commit of any process, so lists of items with
         # pictures cost no query.
@@ -200,7 +201,7 @@ class AssetService:
 
     def _prepare(self, upload: Upload, meta: dict[str, Any], identity: Identity) -> tuple[dict[str, Any], bytes]:
         name, data = upload.filename or "file", upload.data
-        limit = self.settings["max_upload_bytes"]
+        limit = self.settings.max_upload_bytes
         if len(data) > limit:
             raise PayloadTooLarge(f"File {name} is larger than {limit} bytes")
         if not data:
@@ -209,14 +210,14 @@ class AssetService:
             kind = sniff.sniff(data, name)
         except sniff.Refused as exc:
             raise UnsupportedType(f"File {name}: {exc}") from None
-        if not sniff.allowed(kind.mime, self.settings["allowed_types"], self.settings["refused_types"]):
+        if not sniff.allowed(kind.mime, self.settings.allowed_types, self.settings.refused_types):
             raise UnsupportedType(f"File {name}: type {kind.mime} is not allowed")
         width = height = None
         colors: list[str] = []
         placeholder = None
         if kind.mime in sniff.RASTER:
             try:
-                info = images.inspect(data, self.settings["max_pixels"], self.settings["decode_pixels"])
+                info = images.inspect(data, self.settings.max_pixels, self.settings.decode_pixels)
             except images.BadImage as exc:
                 raise BadRequest(f"File {name}: {exc}") from None
             width, height, colors, placeholder = info.width, info.height, info.colors, info.thumbhash
@@ -409,10 +410,10 @@ class AssetService:
             raise BadRequest("fitToWidth needs w")
         if mode == "fitToHeight" and height is None:
             raise BadRequest("fitToHeight needs h")
-        largest = self.settings["max_output_size"]
+        largest = self.settings.max_output_size
         if (width or 0) > largest or (height or 0) > largest:
             raise BadRequest(f"Width and height can be at most {largest}")
-        quality = _int(params, "q", self.settings["default_quality"])
+        quality = _int(params, "q", self.settings.default_quality)
         if not 1 <= quality <= 100:
             raise BadRequest("<q> must be between 1 and 100")
         wanted = params.get("mime") or "auto"
@@ -475,7 +476,7 @@ class AssetService:
         loop), waiting at most `render_wait_seconds` for it (503 with
         Retry-After after that). Waiters sleep on a semaphore until a slot is
         released; nothing polls."""
-        async with self._slots.taken(self.settings["render_wait_seconds"], RenderBusy):
+        async with self._slots.taken(self.settings.render_wait_seconds, RenderBusy):
             with self._rendering_lock:
                 self._rendering += 1
             try:
@@ -503,7 +504,7 @@ class AssetService:
                     return other, 0
             data = self.file_of(asset["path"]).read_bytes()
             try:
-                out = images.render(data, opts, self.settings["max_pixels"], self.settings["decode_pixels"])
+                out = images.render(data, opts, self.settings.max_pixels, self.settings.decode_pixels)
             except images.BadImage as exc:
                 raise BadRequest(str(exc)) from None
             temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import filetype
@@ -212,7 +213,7 @@ def check_markup(data: bytes, what: str) -> None:
                 raise Refused(f"{what} with script or remote URLs is not allowed")
 
 
-def allowed(mime: str, allowed_patterns: list[str], refused_patterns: list[str]) -> bool:
+def allowed(mime: str, allowed_patterns: Iterable[str], refused_patterns: Iterable[str]) -> bool:
     if mime in ALWAYS_REFUSED or any(fnmatch.fnmatch(mime, p) for p in refused_patterns):
         return False
     return any(fnmatch.fnmatch(mime, p) for p in allowed_patterns)

@@ -15,15 +15,14 @@ from quire.ratelimit import RateLimiter
 def build(services: Services) -> None:
     settings, store, events = services.settings, services.store, services.events
     uploads = services.assets.uploads
-    mailer = services.add("mailer", Mailer(settings.values["smtp"], settings.db_path, uploads))
+    mailer = services.add("mailer", Mailer(settings.smtp, settings.db_path, uploads))
     services.on_start(mailer.wake)  # send what an earlier run left in the outbox
     services.on_close(mailer.close)
     forms = services.add("forms", FormService(store, events))
-    services.add("inbox", SubmitService(store, events, mailer, uploads, settings.values["inbox"],
-                                        settings.values["assets"]))
+    services.add("inbox", SubmitService(store, events, mailer, uploads, settings.inbox, settings.assets))
     services.add("submissions", SubmissionService(store, services.cache, events, forms, uploads))
-    inbox = settings.values["inbox"]
-    services.add("rate_limiter", RateLimiter(store, inbox["rate_limit"], inbox["rate_window_seconds"]))
+    inbox = settings.inbox
+    services.add("rate_limiter", RateLimiter(store, inbox.rate_limit, inbox.rate_window_seconds))
 
 
 module = Module("inbox", build=build, routes=routes.routes, openapi=openapi.paths,

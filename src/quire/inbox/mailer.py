@@ -23,6 +23,7 @@ from email.utils import formatdate, make_msgid, parseaddr
 from pathlib import Path
 from typing import Any
 
+from quire.config import SmtpSettings
 from quire.emails import normal_email
 from quire.ids import new_id
 from quire.store import SqliteStore
@@ -87,11 +88,11 @@ class Mailer:
     """Sends the outbox. `wake()` after a commit that queued mail; the
     thread starts on first use and stops with `close()`."""
 
-    def __init__(self, settings: dict[str, Any], db_path: Path, uploads: Path) -> None:
+    def __init__(self, settings: SmtpSettings, db_path: Path, uploads: Path) -> None:
         self.settings = settings
         self.db_path = db_path
         self.uploads = uploads
-        self.enabled = bool(settings["host"])
+        self.enabled = bool(settings.host)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -163,7 +164,7 @@ class Mailer:
                 return None
             message = due[0]
             message["attempts"] += 1
-            message["lease_until"] = now + 3 * self.settings["timeout_seconds"] + 30
+            message["lease_until"] = now + 3 * self.settings.timeout_seconds + 30
             outbox.replace(message)
         return message
 
@@ -176,12 +177,12 @@ class Mailer:
     def _failed(self, store: SqliteStore, message: dict[str, Any], exc: Exception) -> None:
         attempts = message["attempts"]
         error = f"{type(exc).__name__}: {exc}"
-        if attempts >= self.settings["max_attempts"]:
+        if attempts >= self.settings.max_attempts:
             message.update(status="failed", last_error=error, lease_until=0)
             log.error("outbox: giving up on %s after %d attempts: %s", message["_id"], attempts, error)
             self._cleanup(message)
         else:
-            delay = self.settings["retry_seconds"] * 2 ** (attempts - 1)
+            delay = self.settings.retry_seconds * 2 ** (attempts - 1)
             message.update(next_at=time.time() + delay, lease_until=0, last_error=error)
             log.warning("outbox: %s failed (attempt %d), retrying in %ds: %s", message["_id"], attempts, delay, error)
         with store.transaction():
@@ -195,11 +196,11 @@ class Mailer:
 
     def build(self, message: dict[str, Any]) -> EmailMessage:
         mail = EmailMessage()
-        mail["From"] = self.settings["from"]
+        mail["From"] = self.settings.from_address
         mail["To"] = ", ".join(message["to"])
         mail["Subject"] = message["subject"]
         mail["Date"] = formatdate(localtime=False)
-        sender = parseaddr(self.settings["from"])[1]
+        sender = parseaddr(self.settings.from_address)[1]
         mail["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
         if message.get("reply_to"):
             mail["Reply-To"] = message["reply_to"]
@@ -216,15 +217,15 @@ class Mailer:
     def _send(self, message: dict[str, Any]) -> None:
         s = self.settings
         mail = self.build(message)
-        timeout = s["timeout_seconds"]
+        timeout = s.timeout_seconds
         client: smtplib.SMTP
-        if s["ssl"]:
-            client = smtplib.SMTP_SSL(s["host"], s["port"], timeout=timeout, context=ssl.create_default_context())
+        if s.ssl:
+            client = smtplib.SMTP_SSL(s.host, s.port, timeout=timeout, context=ssl.create_default_context())
         else:
-            client = smtplib.SMTP(s["host"], s["port"], timeout=timeout)
+            client = smtplib.SMTP(s.host, s.port, timeout=timeout)
         with client:
-            if s["starttls"]:
+            if s.starttls:
                 client.starttls(context=ssl.create_default_context())
-            if s["user"]:
-                client.login(s["user"], s["password"])
+            if s.user:
+                client.login(s.user, s.password)
             client.send_message(mail)

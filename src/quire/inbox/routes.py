@@ -16,6 +16,7 @@ from starlette.responses import FileResponse, RedirectResponse, Response, Stream
 from quire.asgi import route
 from quire.assets.routes import FILE_HEADERS, SANDBOX_POLICY, limited_receive
 from quire.auth.request import identify
+from quire.config import InboxSettings
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed, TooManyRequests
 from quire.http import (
     client_address,
@@ -55,8 +56,8 @@ async def read_submission(request: Request) -> Submission:
     (files too, in multipart); `success` and `subject` from the body or the
     query string."""
     quire = quire_of(request)
-    settings = quire.settings.values["inbox"]
-    limit = settings["max_request_bytes"]
+    settings = quire.settings.inbox
+    limit = settings.max_request_bytes
     check_request_size(request.headers.get("content-length"), limit)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     query = request.query_params
@@ -80,8 +81,8 @@ async def read_submission(request: Request) -> Submission:
         # The parser's own caps are loose (empty file inputs are parts too;
         # the request cap bounds a value's size): the exact limits are
         # checked on what it found, with messages that name the field.
-        form = await limited.form(max_files=settings["max_files"] + settings["max_fields"],
-                                  max_fields=settings["max_fields"] + 10, max_part_size=limit)
+        form = await limited.form(max_files=settings.max_files + settings.max_fields,
+                                  max_fields=settings.max_fields + 10, max_part_size=limit)
     except PayloadTooLarge:
         raise PayloadTooLarge("Upload failed", detail=f"the request is larger than {limit} bytes") from None
     except (MultiPartException, HTTPException) as exc:
@@ -93,14 +94,14 @@ async def read_submission(request: Request) -> Submission:
     return sent
 
 
-def _parser_error(message: str, settings: dict[str, Any]) -> Exception:
+def _parser_error(message: str, settings: InboxSettings) -> Exception:
     lowered = message.lower()
     if "too many files" in lowered:
-        return UploadFailed(f"at most {settings['max_files']} files per submission")
+        return UploadFailed(f"at most {settings.max_files} files per submission")
     if "too many fields" in lowered:
-        return BadRequest(f"Too many fields: at most {settings['max_fields']}")
+        return BadRequest(f"Too many fields: at most {settings.max_fields}")
     if "maximum size" in lowered:
-        return BadRequest(f"A field is longer than {settings['max_field_length']} characters")
+        return BadRequest(f"A field is longer than {settings.max_field_length} characters")
     return BadRequest(f"Malformed form body: {message}")
 
 

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from quire.assets import sniff
 from quire.assets.service import safe_name
+from quire.config import AssetSettings, InboxSettings
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
 from quire.events import Events, Reject
 from quire.ids import new_id
@@ -67,7 +68,7 @@ class Outcome:
 
 class SubmitService:
     def __init__(self, store: SqliteStore, events: Events, mailer: Mailer, uploads: Path,
-                 settings: dict[str, Any], asset_settings: dict[str, Any]) -> None:
+                 settings: InboxSettings, asset_settings: AssetSettings) -> None:
         self.store = store
         self.events = events
         self.mailer = mailer
@@ -125,15 +126,15 @@ class SubmitService:
 
     def _check_limits(self, data: dict[str, Any], files: dict[str, list[FilePart]]) -> None:
         s = self.settings
-        if len(data) + len(files) > s["max_fields"]:
-            raise BadRequest(f"Too many fields: at most {s['max_fields']}")
+        if len(data) + len(files) > s.max_fields:
+            raise BadRequest(f"Too many fields: at most {s.max_fields}")
         for name, value in data.items():
             for text in _strings(value):
-                if len(text) > s["max_field_length"]:
-                    raise BadRequest(f"Field {name} is longer than {s['max_field_length']} characters",
+                if len(text) > s.max_field_length:
+                    raise BadRequest(f"Field {name} is longer than {s.max_field_length} characters",
                                      fields=[name])
-        if sum(len(parts) for parts in files.values()) > s["max_files"]:
-            raise UploadFailed(f"at most {s['max_files']} files per submission")
+        if sum(len(parts) for parts in files.values()) > s.max_files:
+            raise UploadFailed(f"at most {s.max_files} files per submission")
 
     def _check_language(self, form: dict[str, Any], data: dict[str, Any]) -> None:
         if not form["languages"]:
@@ -172,7 +173,7 @@ class SubmitService:
         return out
 
     def _check_file(self, part: FilePart) -> sniff.Sniffed:
-        limit = self.settings["max_file_bytes"]
+        limit = self.settings.max_file_bytes
         label = part.filename or "file"
         if len(part.data) > limit:
             raise UploadFailed(f"{label} is larger than {limit} bytes")
@@ -180,7 +181,7 @@ class SubmitService:
             kind = sniff.sniff(part.data, label)
         except sniff.Refused as exc:
             raise UploadFailed(f"{label}: {exc}") from None
-        if not sniff.allowed(kind.mime, self.asset_settings["allowed_types"], self.asset_settings["refused_types"]):
+        if not sniff.allowed(kind.mime, self.asset_settings.allowed_types, self.asset_settings.refused_types):
             raise UploadFailed(f"{label}: type {kind.mime} is not allowed")
         return kind
 
@@ -204,7 +205,7 @@ class SubmitService:
             if form["store"] is not False:
                 self.submissions.insert(record)
             if self.mailer.enabled and form["emails"]:
-                message = compose(form, record, subject, self.uploads, self.mailer.settings["max_attachment_bytes"],
+                message = compose(form, record, subject, self.uploads, self.mailer.settings.max_attachment_bytes,
                                   cleanup=form["store"] is False)
                 self.store.collection("inbox/outbox").insert(message)
                 queued = True

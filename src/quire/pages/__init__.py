@@ -10,7 +10,7 @@ from quire.pages.service import PagesService
 
 def build(services: Services) -> None:
     pages = services.add("pages", PagesService(services.store, services.cache, services.content, services.events,
-                                               services.settings.values["pages"]))
+                                               services.settings.pages))
     services.add("menus", MenuService(services.store, pages, services.events))
 
 

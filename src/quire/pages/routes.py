@@ -128,12 +128,12 @@ async def get_sitemap(request: Request) -> Response:
 async def get_sitemap_xml(request: Request) -> Response:
     identity = identify(request)
     quire = quire_of(request)
-    config = quire.settings.values["pages"]
-    site = config["site_url"] or quire.public_url or str(request.base_url)
+    config = quire.settings.pages
+    site = config.site_url or quire.public_url or str(request.base_url)
 
     def render() -> bytes:
-        return sitemap.render(quire.pages.sitemap(identity), site, config["default_language"],
-                              config["locale_prefix"], config["max_sitemap_urls"])
+        return sitemap.render(quire.pages.sitemap(identity), site, config.default_language,
+                              config.locale_prefix, config.max_sitemap_urls)
 
     body = quire.pages.answers.fetch(("sitemap.xml", site, identity.role, identity.permissions), render)
     return Response(body, media_type="application/xml; charset=utf-8")

@@ -20,6 +20,7 @@ from quire.auth.permissions import content as content_perm
 from quire.auth.service import Identity
 from quire.bundleparts import BundlePart, Checked, check_list
 from quire.cache import Cache
+from quire.config import PagesSettings
 from quire.content.fields import is_empty
 from quire.content.locales import rewrite_locale_keys
 from quire.content.service import ContentService, ReadOptions
@@ -89,7 +90,7 @@ def localize_page(doc: dict[str, Any], codes: list[str], locale: str | None) -> 
 
 class PagesService:
     def __init__(self, store: SqliteStore, cache: Cache, content: ContentService, events: Events,
-                 settings: dict[str, Any]) -> None:
+                 settings: PagesSettings) -> None:
         self.store = store
         self.cache = cache
         self.content = content
@@ -277,7 +278,7 @@ class PagesService:
 
     def _sitemap(self, identity: Identity, limit: int | None) -> list[dict[str, Any]]:
         locales = self.locales()
-        limit = limit or int(self.settings["max_sitemap_urls"])
+        limit = limit or int(self.settings.max_sitemap_urls)
         out: list[dict[str, Any]] = []
         pages = [p for p in self.tree_order() if p.get("_state") == 1 and p.get("type") != "link"]
         for page in pages:

@@ -36,7 +36,7 @@ def claim_at(claims: Any, path: str) -> Any:
 
 def map_user(claims: dict[str, Any], settings: SsoSettings, role_exists: Callable[[str], bool]) -> dict[str, Any]:
     """The user fields of these claims, validated; MappingError otherwise."""
-    mapping = settings.mapping
+    mapping = settings.claim_paths
 
     def read(field: str) -> Any:
         path = mapping.get(field)
@@ -71,7 +71,7 @@ def choose_role(value: Any, settings: SsoSettings, role_exists: Callable[[str], 
         if problem is None:
             return role
         failure = failure or problem
-    if settings.default_role is not None:
+    if settings.default_role:  # "" is null: none
         if not role_exists(settings.default_role):  # a setting naming a role that was deleted
             raise MappingError("Role does not exist")
         return settings.default_role
@@ -81,6 +81,6 @@ def choose_role(value: Any, settings: SsoSettings, role_exists: Callable[[str], 
 def role_problem(role: str, settings: SsoSettings, role_exists: Callable[[str], bool]) -> str | None:
     if not ROLE_NAME.match(role) or not role_exists(role):
         return "Role does not exist"
-    if settings.allowed_roles is not None and role not in settings.allowed_roles:
+    if settings.allowed_roles and role not in settings.allowed_roles:  # empty allows all
         return "Role not allowed by configuration"
     return None

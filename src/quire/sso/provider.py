@@ -29,12 +29,12 @@ class Provider:
         self._keys_at = 0.0
 
     def client(self) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(timeout=self.settings.timeout, follow_redirects=False)
+        return httpx2.AsyncClient(timeout=self.settings.timeout_seconds, follow_redirects=False)
 
     async def metadata(self) -> dict[str, Any]:
         if self._meta is not None and time.monotonic() - self._meta_at < DISCOVERY_TTL:
             return self._meta
-        url = self.settings.provider_url + "/.well-known/openid-configuration"
+        url = self.settings.provider_base + "/.well-known/openid-configuration"
         meta = await self._get_json(url)
         expected = (self.settings.issuer or self.settings.provider_url).rstrip("/")
         if not isinstance(meta.get("issuer"), str) or meta["issuer"].rstrip("/") != expected:

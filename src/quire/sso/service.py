@@ -81,7 +81,7 @@ class SsoService:
             client_id=s.client_id, client_secret=s.client_secret or None, scope=s.scopes,
             redirect_uri=redirect_uri, code_challenge_method=s.pkce_method,
             token_endpoint_auth_method="client_secret_basic" if s.client_secret else "none",
-            timeout=http_timeout or s.timeout,
+            timeout=http_timeout or s.timeout_seconds,
         )
 
     # -- login ------------------------------------------------------------
@@ -212,7 +212,7 @@ class SsoService:
         tokens.TokenError or ProviderError when it is refused."""
         meta = await self.provider.metadata()
         claims = await self._signed_claims(logout_token)
-        max_age = self.settings.logout_token_max_age
+        max_age = self.settings.logout_token_max_age_seconds
         tokens.check_logout_token(claims, issuer=meta["issuer"], client_id=self.settings.client_id,
                                   max_age=max_age)
         now = int(time.time())
