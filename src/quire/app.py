@@ -33,7 +33,7 @@ log = logging.getLogger("quire")
 
 # Built in this order: a module may take what the ones above it built.
 MODULES: list[Module] = [
-    auth.module, assets.module, content.module, persona.module, pages.module, l10n.module, inbox.module,
+    auth.module, assets.module, content.module, persona.module, pages.module, inbox.module, l10n.module,
     searchmod.module, sso.module, health.module, system.module, admin.module,
 ]
 

@@ -23,7 +23,6 @@ import orjson
 
 from quire.auth.service import Identity
 from quire.bundleparts import BatchedPart, BundlePart, Checked
-from quire.content.bundle import items_part
 from quire.errors import BadRequest
 
 if TYPE_CHECKING:
@@ -47,13 +46,11 @@ class Progress:
 
 
 def parts(quire: Services) -> list[BundlePart | BatchedPart]:
-    """Every module's part, in the order of the bundle and of the import's
-    counts. Plain parts are stored in this order (models before the pages
-    that show them, pages before the menus that link them); batched parts
-    follow them."""
-    return [quire.models.bundle_part(), quire.locales.bundle_part(), quire.auth.roles_part(),
-            items_part(quire.content), quire.pages.bundle_part(), *quire.menus.bundle_parts(),
-            quire.forms.bundle_part(), quire.l10n.bundle_part()]
+    """Every module's parts (`Module.bundle`), in module order: the order of
+    the bundle and of the import's counts. Plain parts are stored in this
+    order (models before the pages that show them, pages before the menus
+    that link them); batched parts follow them."""
+    return [part for module in quire.modules if module.bundle is not None for part in module.bundle(quire)]
 
 
 def export_bundle(quire: Services) -> Iterator[bytes]:

@@ -18,6 +18,9 @@ from quire.errors import PreconditionFailed
 log = logging.getLogger("quire.events")
 
 Handler = Callable[..., Any]
+# Events of synchronous writes, sent with `notify` inside their transaction:
+# their handlers must be plain functions (refused when subscribed).
+SYNCHRONOUS = frozenset({"content.model.remove", "content.locales.save"})
 
 
 class Reject(Exception):
@@ -44,6 +47,9 @@ class Events:
         self.emitted: set[str] = set()
 
     def on(self, name: str, handler: Handler) -> Handler:
+        if name in SYNCHRONOUS and inspect.iscoroutinefunction(handler):
+            raise TypeError(f"a handler of {name} must be a plain function, not a coroutine: "
+                            "the write that sends it is synchronous")
         self._handlers[name].append(handler)
         return handler
 
@@ -61,6 +67,14 @@ class Events:
             result = handler(**payload)
             if inspect.isawaitable(result):
                 await result
+
+    def notify(self, name: str, **payload: Any) -> None:
+        """For events of synchronous writes (inside their transaction):
+        handlers are plain functions, called in registration order; errors
+        propagate and roll the write back."""
+        self.emitted.add(name)
+        for handler in list(self._handlers.get(name, ())):
+            handler(**payload)
 
     async def emit_after(self, name: str, **payload: Any) -> None:
         """For after-commit events: a failing handler is logged, never raised,

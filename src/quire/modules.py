@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from quire.asgi import Route
+    from quire.bundleparts import BatchedPart, BundlePart
     from quire.cache import Cache
     from quire.config import Settings
     from quire.events import Events
@@ -37,6 +38,8 @@ class Services:
         self.max_body: int = settings.api.max_body_bytes
         self.max_depth: int = settings.api.max_json_depth
         self.public_url: str = settings.server.public_url
+        # the modules that built these services, in build order (set by the app)
+        self.modules: Sequence[Module] = ()
         # every permission name the modules declare (auth checks roles against it)
         self.permissions: set[str] = set()
         self._by_type: dict[type, object] = {}
@@ -94,7 +97,8 @@ class Module:
     - `openapi()`: its part of the OpenAPI `paths`.
     - `permissions`: the permission names a role can grant for it.
     - `subscribe(services)`: its event handlers, on `services.events`.
-    - `bundle(services)`: its part of export/import bundles (see bundle.py).
+    - `bundle(services)`: its parts of export/import bundles (bundleparts.py),
+      in the order they load; bundle.py takes them in module order.
     """
 
     name: str
@@ -103,4 +107,4 @@ class Module:
     openapi: Callable[[], dict[str, Any]] | None = None
     permissions: Sequence[str] = ()
     subscribe: Callable[[Services], None] | None = None
-    bundle: Callable[[Services], Any] | None = None
+    bundle: Callable[[Services], Sequence[BundlePart | BatchedPart]] | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from quire.auth.service import AuthService
 from quire.auth.sessions import SessionService
 from quire.auth.users import UserService
+from quire.bundleparts import BundlePart
 from quire.modules import Module, Services
 from quire.ratelimit import RateLimiter
 
@@ -21,4 +22,8 @@ def build(services: Services) -> None:
                                               "system/login_failures"))
 
 
-module = Module("auth", build=build, permissions=("system/manage",))
+def bundle(services: Services) -> list[BundlePart]:
+    return [services.get(AuthService).roles_part()]
+
+
+module = Module("auth", build=build, bundle=bundle, permissions=("system/manage",))

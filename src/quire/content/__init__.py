@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from quire.bundleparts import BatchedPart, BundlePart
 from quire.content import openapi, routes
+from quire.content.bundle import items_part
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService
 from quire.content.service import ContentService
@@ -12,12 +14,19 @@ from quire.modules import Module, Services
 def build(services: Services) -> None:
     settings, store = services.settings, services.store
     cache = services.cache
-    locales = services.add("locales", LocaleService(store, cache, settings.content.default_locale_name))
-    models = services.add("models", ModelService(store, cache, locales))
+    events = services.events
+    locales = services.add("locales", LocaleService(store, cache, events, settings.content.default_locale_name))
+    models = services.add("models", ModelService(store, cache, events, locales))
     # asset references in answers become asset objects (an AssetLookup: the assets module's service)
-    services.add("content", ContentService(store, cache, models, locales, services.events, services.assets,
+    services.add("content", ContentService(store, cache, models, locales, events, services.assets,
                                            settings.api.max_populate_depth))
 
 
+def bundle(services: Services) -> list[BundlePart | BatchedPart]:
+    """Models, then locales; the items of every model go last, in batches."""
+    return [services.get(ModelService).bundle_part(), services.get(LocaleService).bundle_part(),
+            items_part(services.get(ContentService))]
+
+
 # Per model: content/<model>/read|create|update|delete|publish (auth/permissions.py).
-module = Module("content", build=build, routes=routes.routes, openapi=openapi.paths)
+module = Module("content", build=build, bundle=bundle, routes=routes.routes, openapi=openapi.paths)

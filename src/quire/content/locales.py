@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Callable
 from typing import Any
 
 from quire.bundleparts import BundlePart, Checked
 from quire.cache import Cache, SystemValue
 from quire.content.fields import is_empty
 from quire.errors import BadRequest
+from quire.events import Events, refusals_as_412
 from quire.store import SqliteStore
 
 CONFIG = "system/config"
@@ -26,14 +26,13 @@ _CODE = re.compile(r"^[a-zA-Z]{2,3}(?:[_-][a-zA-Z0-9]{2,8})*$")
 
 
 class LocaleService:
-    def __init__(self, store: SqliteStore, cache: Cache, default_name: str = "Default") -> None:
+    def __init__(self, store: SqliteStore, cache: Cache, events: Events, default_name: str = "Default") -> None:
         self.store = store
         self.cache = cache
+        self.events = events
         self.default_name = default_name
         self.config = store.collection(CONFIG)
         self._locales: SystemValue[builtins.list[dict[str, str]]] = cache.system(self._load)
-        # called inside the transaction that changes the locales (pages index routes per locale)
-        self.on_change: builtins.list[Callable[[builtins.list[str]], None]] = []
 
     def _load(self) -> builtins.list[dict[str, str]]:
         doc = self.config.get("locales")
@@ -53,8 +52,9 @@ class LocaleService:
         with self.store.transaction():
             self.config.replace({"_id": "locales", "items": items})
             self.cache.bump_system()
-            for listener in self.on_change:
-                listener([item["i18n"] for item in items])
+            # in the transaction: pages index their routes per locale
+            with refusals_as_412():
+                self.events.notify("content.locales.save", codes=[item["i18n"] for item in items])
         return self.list()
 
     def _checked(self, body: Any) -> builtins.list[dict[str, str]]:

@@ -4,7 +4,6 @@ cache, expression indexes, and the store hints derived from field types."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +12,7 @@ from quire.cache import Cache, SystemValue
 from quire.content.fields import FIELD_NAME, HINTS, FieldError, validate_definition_field
 from quire.content.fill import Filler
 from quire.errors import BadRequest, NotFound
+from quire.events import Events, refusals_as_412
 from quire.store import Collection, SqliteStore
 from quire.store.sqlcompile import Hints
 
@@ -216,13 +216,13 @@ def _parse_indexes(raw: Any, names: set[str]) -> list[list[str]]:
 
 
 class ModelService:
-    def __init__(self, store: SqliteStore, cache: Cache, locales: Any) -> None:
+    def __init__(self, store: SqliteStore, cache: Cache, events: Events, locales: Any) -> None:
         self.store = store
         self.cache = cache
+        self.events = events
         self.locales = locales
         self.models = store.collection(MODELS)
         self._definitions: SystemValue[dict[str, Model]] = cache.system(self._load)
-        self.on_delete: list[Callable[[str], None]] = []
 
     def _load(self) -> dict[str, Model]:
         out = {}
@@ -312,8 +312,9 @@ class ModelService:
             self.models.delete(name)
             self.store.drop_collection(collection_name(name))
             self.cache.bump_system()
-            for listener in self.on_delete:  # in the transaction: search indexes of the model empty too
-                listener(name)
+            # in the transaction: search indexes of the model empty too
+            with refusals_as_412():
+                self.events.notify("content.model.remove", model=name)
 
     # -- bundles ----------------------------------------------------------
 

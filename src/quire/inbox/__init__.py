@@ -3,6 +3,7 @@ spam defences, events and notification e-mail."""
 
 from __future__ import annotations
 
+from quire.bundleparts import BundlePart
 from quire.inbox import openapi, routes
 from quire.inbox.forms import FormService
 from quire.inbox.mailer import Mailer
@@ -25,5 +26,9 @@ def build(services: Services) -> None:
     services.add("rate_limiter", RateLimiter(store, inbox.rate_limit, inbox.rate_window_seconds))
 
 
-module = Module("inbox", build=build, routes=routes.routes, openapi=openapi.paths,
+def bundle(services: Services) -> list[BundlePart]:
+    return [services.get(FormService).bundle_part()]
+
+
+module = Module("inbox", build=build, bundle=bundle, routes=routes.routes, openapi=openapi.paths,
                 permissions=("inbox/manage", "inbox/submissions"))

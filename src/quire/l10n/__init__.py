@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from quire.bundleparts import BundlePart
 from quire.l10n import openapi, routes
 from quire.l10n.service import L10nService
 from quire.modules import Module, Services
@@ -11,5 +12,9 @@ def build(services: Services) -> None:
     services.add("l10n", L10nService(services.store, services.events))
 
 
-module = Module("l10n", build=build, routes=routes.routes, openapi=openapi.paths,
+def bundle(services: Services) -> list[BundlePart]:
+    return [services.get(L10nService).bundle_part()]
+
+
+module = Module("l10n", build=build, bundle=bundle, routes=routes.routes, openapi=openapi.paths,
                 permissions=("l10n/read", "l10n/manage"))

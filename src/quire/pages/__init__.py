@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from quire.bundleparts import BundlePart
 from quire.modules import Module, Services
 from quire.pages import openapi, routes
 from quire.pages.menus import MenuService
@@ -14,5 +15,17 @@ def build(services: Services) -> None:
     services.add("menus", MenuService(services.store, pages, services.events))
 
 
-module = Module("pages", build=build, routes=routes.routes, openapi=openapi.paths,
+def subscribe(services: Services) -> None:
+    """A route lookup in any locale is one index probe: the indexes follow
+    the locales, inside the transaction that changes them."""
+    pages = services.get(PagesService)
+    services.events.on("content.locales.save", lambda codes, **_: pages.ensure_indexes(codes))
+
+
+def bundle(services: Services) -> list[BundlePart]:
+    """Pages, then the menus that link them and the settings."""
+    return [services.get(PagesService).bundle_part(), *services.get(MenuService).bundle_parts()]
+
+
+module = Module("pages", build=build, subscribe=subscribe, bundle=bundle, routes=routes.routes, openapi=openapi.paths,
                 permissions=("pages/read", "pages/manage"))

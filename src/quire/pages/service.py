@@ -102,7 +102,6 @@ class PagesService:
         # since sitemaps list content items too. Immutable values only.
         self.answers = cache.region("pages.answers", ANSWERS_KEPT)
         self.ensure_indexes(self.codes())
-        content.locales.on_change.append(self.ensure_indexes)
 
     def ensure_indexes(self, codes: list[str]) -> None:
         """A route lookup in any locale is one index probe; made at start

@@ -17,6 +17,7 @@ def subscribe(services: Services) -> None:
     search = services.get(SearchService)
     services.events.on("content.item.saved", search.item_saved)
     services.events.on("content.item.remove", search.item_removed)
+    services.events.on("content.model.remove", search.model_removed)
 
 
 module = Module("searchmod", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths,

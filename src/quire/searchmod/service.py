@@ -55,7 +55,6 @@ class SearchService:
         self.events = events
         self.engine: Engine = FtsEngine(store)
         self.indexes = store.collection(INDEXES)
-        models.on_delete.append(self._model_removed)
 
     # -- definitions ------------------------------------------------------
 
@@ -212,7 +211,7 @@ class SearchService:
         for index in self._following(model):
             self.engine.delete(index["name"], item["_id"])
 
-    def _model_removed(self, model: str) -> None:
+    def model_removed(self, model: str, **_: Any) -> None:
         for index in self._following(model):
             self.engine.clear(index["name"])  # the model's items are gone
 
