@@ -4,7 +4,7 @@ responses rendered with orjson."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl
 
 import json5
@@ -24,12 +24,20 @@ from quire.store.values import unsafe
 if TYPE_CHECKING:
     from quire.modules import Services
 
+T = TypeVar("T")
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 
 
 def quire_of(request: Request) -> Services:
     """The services of the app serving `request`."""
     return request.app.state.quire
+
+
+def service(request: Request, kind: type[T]) -> T:
+    """The service of type `kind` of the app serving `request`, typed:
+    `service(request, PagesService)`."""
+    services: Services = request.app.state.quire
+    return services.get(kind)
 
 
 def parse_json_text(text: str, name: str) -> Any:

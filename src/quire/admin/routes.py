@@ -35,9 +35,13 @@ from quire.admin.web import (
     set_session_cookie,
 )
 from quire.asgi import route
-from quire.content.service import ReadOptions
+from quire.auth.service import AuthService
+from quire.auth.sessions import SessionService
+from quire.auth.users import UserService
+from quire.content.models import ModelService
+from quire.content.service import ContentService, ReadOptions
 from quire.errors import ApiError, Forbidden, Unauthorized
-from quire.http import client_address, json_response, quire_of, read_small_form
+from quire.http import client_address, json_response, quire_of, read_small_form, service
 
 log = logging.getLogger("quire.admin")
 STATIC = HERE / "static"
@@ -126,13 +130,13 @@ async def login_submit(request: Request) -> Response:
     if wait is not None:
         log.warning("login throttled for %s", address)
         return again(f"Too many failed logins. Try again in {wait} seconds.", 429, {"retry-after": str(wait)})
-    user = quire.users.verify_password(user_name, form.get("password", ""))
+    user = service(request, UserService).verify_password(user_name, form.get("password", ""))
     if user is None:
         log.info("failed admin login from %s", address)
         return again("Wrong user name or password.", 401)
     await limiter.clear("login-user", user_name.lower())
     await limiter.give_back("login-address", address, now)  # only failures count
-    session_token, _ = await quire.sessions.astart(user, address=address, agent=request.headers.get("user-agent", ""))
+    session_token, _ = await service(request, SessionService).astart(user, address=address, agent=request.headers.get("user-agent", ""))
     response = redirect(target)
     set_session_cookie(response, request, session_token)
     return response
@@ -150,9 +154,9 @@ async def logout_submit(request: Request) -> Response:
     if login is None:
         return redirect("/auth/login")
     await _checked_form(request, login)
-    if "sso" in login.session and quire_of(request).sso.configured:
+    if "sso" in login.session and quire_of(request).settings.sso.configured:
         return redirect("/sso/logout")  # ends this session too, then the provider's
-    await quire_of(request).sessions.aend(login.session["_id"])
+    await service(request, SessionService).aend(login.session["_id"])
     response = redirect("/auth/login")
     clear_session_cookie(response, request)
     return response
@@ -164,13 +168,12 @@ async def dashboard(request: Request) -> Response:
     login = await _need_login(request)
     if isinstance(login, Response):
         return login
-    quire = quire_of(request)
-    models = [m for m in quire.models.all() if login.can(f"content/{m.name}/read")]
+    models = [m for m in service(request, ModelService).all() if login.can(f"content/{m.name}/read")]
     recent: list[dict[str, Any]] = []
     for model in models:
         if model.type == "singleton":
             continue
-        page = quire.content.list_page(model.name, ReadOptions(sort={"_modified": -1}, limit=5), login.identity)
+        page = service(request, ContentService).list_page(model.name, ReadOptions(sort={"_modified": -1}, limit=5), login.identity)
         for row in page.rows:
             item = orjson.loads(row)
             recent.append({"model": model.name, "_id": item.get("_id"), "_modified": item.get("_modified", 0),
@@ -188,26 +191,24 @@ def _title(item: dict[str, Any]) -> str:
 
 @_manager_page
 async def keys_page(request: Request, login: Login) -> Response:
-    quire = quire_of(request)
-    return render(request, "keys.html", login=login, keys=quire.auth.list_keys(),
-                  roles=[r["name"] for r in quire.auth.list_roles()], created=None, error=None)
+    return render(request, "keys.html", login=login, keys=service(request, AuthService).list_keys(),
+                  roles=[r["name"] for r in service(request, AuthService).list_roles()], created=None, error=None)
 
 
 @_manager_page
 async def keys_submit(request: Request, login: Login) -> Response:
     form = await _checked_form(request, login)
-    quire = quire_of(request)
     created, error = None, None
     try:
         if form.get("action") == "revoke":
-            await quire.auth.adelete_key(form.get("id", ""))
+            await service(request, AuthService).adelete_key(form.get("id", ""))
         else:
-            created = await quire.auth.acreate_key(form.get("name", ""), form.get("role", ""))
+            created = await service(request, AuthService).acreate_key(form.get("name", ""), form.get("role", ""))
     except ApiError as exc:
         error = exc.message
     status = 400 if error else 200
-    return render(request, "keys.html", status, login=login, keys=quire.auth.list_keys(),
-                  roles=[r["name"] for r in quire.auth.list_roles()], created=created, error=error)
+    return render(request, "keys.html", status, login=login, keys=service(request, AuthService).list_keys(),
+                  roles=[r["name"] for r in service(request, AuthService).list_roles()], created=created, error=error)
 
 
 @_manager_page
@@ -216,12 +217,11 @@ async def users_page(request: Request, login: Login) -> Response:
 
 
 def _users(request: Request, login: Login, error: str | None, done: str | None, status: int = 200) -> Response:
-    quire = quire_of(request)
-    names = {u["_id"]: u["user"] for u in quire.users.list_all()}
+    names = {u["_id"]: u["user"] for u in service(request, UserService).list_all()}
     sessions = [{**s, "user_name": names.get(s["user"], "?"), "current": s["_id"] == login.session["_id"]}
-                for s in quire.sessions.list_all()]
-    return render(request, "users.html", status, login=login, users=quire.users.list_all(), sessions=sessions,
-                  roles=quire.auth.list_roles(), error=error, done=done)
+                for s in service(request, SessionService).list_all()]
+    return render(request, "users.html", status, login=login, users=service(request, UserService).list_all(), sessions=sessions,
+                  roles=service(request, AuthService).list_roles(), error=error, done=done)
 
 
 @_manager_page
@@ -251,7 +251,7 @@ async def events(request: Request) -> Response:
     login = await current_login(request)
     if login is None:
         raise Unauthorized("Not logged in")
-    sessions = quire_of(request).sessions
+    sessions = service(request, SessionService)
     session_id = login.session["_id"]
 
     async def stream() -> AsyncIterator[bytes]:

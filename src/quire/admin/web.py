@@ -14,8 +14,10 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from quire.auth.service import Identity
-from quire.http import quire_of
+from quire.auth.service import AuthService, Identity
+from quire.auth.sessions import SessionService
+from quire.auth.users import UserService
+from quire.http import quire_of, service
 
 SESSION_COOKIE = "quire_session"
 LOGIN_CSRF_COOKIE = "quire_login_csrf"
@@ -51,10 +53,10 @@ class Login:
 
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    quire = quire_of(request)
+    # the sign-on button: from the settings (the sso module sits above this one)
+    sso = quire_of(request).settings.sso
     html = _templates.get_template(template).render(
-        request=request, sso_enabled=quire.sso.configured, login_text=quire.sso.settings.login_text,
-        **context,
+        request=request, sso_enabled=sso.configured, login_text=sso.login_text, **context,
     )
     return HTMLResponse(html, status, headers=SECURITY_HEADERS)
 
@@ -63,15 +65,14 @@ async def current_login(request: Request) -> Login | None:
     """The live session of the request's cookie and its active user. Its
     writes (ending an expired session or one of a deactivated user) wait
     for the write lock off the event loop."""
-    quire = quire_of(request)
-    session = await quire.sessions.alookup(request.cookies.get(SESSION_COOKIE))
+    session = await service(request, SessionService).alookup(request.cookies.get(SESSION_COOKIE))
     if session is None:
         return None
-    user = quire.users.get(session["user"])
+    user = service(request, UserService).get(session["user"])
     if user is None or not user.get("active", True):
-        await quire.sessions.aend(session["_id"])
+        await service(request, SessionService).aend(session["_id"])
         return None
-    return Login(session, user, quire.auth.role_identity(user["role"], user["_id"], user["user"]))
+    return Login(session, user, service(request, AuthService).role_identity(user["role"], user["_id"], user["user"]))
 
 
 def secure_cookies(request: Request) -> bool:

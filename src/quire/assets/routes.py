@@ -19,7 +19,7 @@ from starlette.types import Message, Receive
 
 from quire.asgi import route
 from quire.assets import presets
-from quire.assets.service import Upload
+from quire.assets.service import AssetService, Upload
 from quire.auth.request import identify
 from quire.errors import BadRequest, NotFound, PayloadTooLarge
 from quire.http import (
@@ -31,6 +31,7 @@ from quire.http import (
     quire_of,
     read_data,
     read_json,
+    service,
 )
 
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -65,8 +66,7 @@ def limited_receive(receive: Receive, limit: int) -> Receive:
 async def upload(request: Request) -> Response:
     identity = identify(request)
     identity.require("assets/upload")
-    quire = quire_of(request)
-    limit = quire.assets.settings.max_request_bytes
+    limit = service(request, AssetService).settings.max_request_bytes
     declared = content_length(request.headers.get("content-length"))
     if declared is not None and declared > limit:
         raise PayloadTooLarge(f"Upload is larger than {limit} bytes")
@@ -85,7 +85,7 @@ async def upload(request: Request) -> Response:
         meta = _upload_meta(form)
     finally:
         await form.close()
-    created = await quire.assets.upload(uploads, meta, identity)
+    created = await service(request, AssetService).upload(uploads, meta, identity)
     return json_response(created)
 
 
@@ -114,34 +114,33 @@ async def list_assets(request: Request) -> Response:
     identity.require("assets/read")
     spec, sort, fields = json_param(request, "filter"), json_param(request, "sort"), json_param(request, "fields")
     limit, skip = int_param(request, "limit"), int_param(request, "skip")
-    docs, total = quire_of(request).assets.find(spec, sort, limit, skip, fields)
+    docs, total = service(request, AssetService).find(spec, sort, limit, skip, fields)
     return json_response(docs if total is None else {"data": docs, "meta": {"total": total}})
 
 
 async def get_asset(request: Request) -> Response:
     identify(request).require("assets/read")
-    return json_response(quire_of(request).assets.get(request.path_params["id"]))
+    return json_response(service(request, AssetService).get(request.path_params["id"]))
 
 
 async def update_asset(request: Request) -> Response:
     identity = identify(request)
     identity.require("assets/edit")
-    quire = quire_of(request)
     data = await read_data(request)
-    return json_response(await quire.assets.update(request.path_params["id"], data, identity))
+    return json_response(await service(request, AssetService).update(request.path_params["id"], data, identity))
 
 
 async def delete_asset(request: Request) -> Response:
     identity = identify(request)
     identity.require("assets/delete")
-    await quire_of(request).assets.delete(request.path_params["id"], identity)
+    await service(request, AssetService).delete(request.path_params["id"], identity)
     return json_response({"success": True})
 
 
 async def list_folders(request: Request) -> Response:
     identify(request).require("assets/read")
     parent = request.query_params.get("parent")
-    folders = quire_of(request).assets.list_folders(parent or None, all_levels="parent" not in request.query_params)
+    folders = service(request, AssetService).list_folders(parent or None, all_levels="parent" not in request.query_params)
     return json_response(folders)
 
 
@@ -150,29 +149,29 @@ async def save_folder(request: Request) -> Response:
     quire = quire_of(request)
     body = await read_json(request, quire.max_body, quire.max_depth)
     data = body.get("data") if isinstance(body, dict) else None
-    return json_response(await quire.assets.save_folder(data))
+    return json_response(await service(request, AssetService).save_folder(data))
 
 
 async def delete_folder(request: Request) -> Response:
     identify(request).require("assets/delete")
-    moved = await quire_of(request).assets.delete_folder(request.path_params["id"])
+    moved = await service(request, AssetService).delete_folder(request.path_params["id"])
     return json_response({"success": True, "moved": moved})
 
 
 async def image(request: Request) -> Response:
     identity = identify(request)
     identity.require("assets/read")
-    service = quire_of(request).assets
-    asset = service.get(request.path_params["id"])
+    assets = service(request, AssetService)
+    asset = assets.get(request.path_params["id"])
     params = dict(request.query_params)
     preset = _preset_name(request, params)
     if preset:
-        params = presets.merged(service.presets, preset, params)
+        params = presets.merged(assets.presets, preset, params)
     output = _flag(params, "o")
     redirect = _flag(params, "re")
     inline = _flag(params, "b64")
-    opts, vary = service.parse_image_options(params, asset, request.headers.get("accept", ""))
-    answer = await service.image(asset, opts, params.get("t", ""), identity, load=output or inline)
+    opts, vary = assets.parse_image_options(params, asset, request.headers.get("accept", ""))
+    answer = await assets.image(asset, opts, params.get("t", ""), identity, load=output or inline)
     headers = {"Vary": "Accept"} if vary else {}
     url = absolute(request, answer.url)
     # a non-image answers its original's URL whatever was asked
@@ -278,11 +277,11 @@ async def uploaded_file(request: Request) -> Response:
     path = request.path_params["path"]
     if path.split("/", 1)[0] == PRIVATE_DIR:  # form attachments: only through the inbox API
         raise NotFound("File not found")
-    return _serve(request, quire_of(request).assets.uploads, path)
+    return _serve(request, service(request, AssetService).uploads, path)
 
 
 async def thumb_file(request: Request) -> Response:
-    assets = quire_of(request).assets
+    assets = service(request, AssetService)
     return _serve(request, assets.thumbs, request.path_params["path"], used=assets.thumb_cache.touch)
 
 

@@ -14,7 +14,8 @@ from quire.asgi import route
 from quire.auth.request import identify
 from quire.auth.service import Identity
 from quire.content.aggregate import run_aggregate
-from quire.content.service import ReadOptions
+from quire.content.models import ModelService
+from quire.content.service import ContentService, ReadOptions
 from quire.errors import BadRequest, PreconditionFailed, Unavailable
 from quire.http import (
     JSON_TYPE,
@@ -25,6 +26,7 @@ from quire.http import (
     quire_of,
     raw_json_response,
     read_data,
+    service,
 )
 from quire.persona.request import Persona, persona_of
 from quire.slots import LoopSlots
@@ -50,15 +52,14 @@ def read_options(request: Request, *, listing: bool = False) -> ReadOptions:
 
 async def get_item(request: Request) -> Response:
     identity = identify(request)
-    quire = quire_of(request)
     model = request.path_params["model"]
     item_id = request.path_params.get("id")
     opts = read_options(request)
     persona = persona_of(request)
     if item_id is not None and not opts.transforms:
-        raw = quire.content.item_raw(model, item_id, identity)
+        raw = service(request, ContentService).item_raw(model, item_id, identity)
         return raw_json_response(raw if persona is None else orjson.dumps(persona.apply(orjson.loads(raw))))
-    item = quire.content.item(model, item_id, opts, identity)
+    item = service(request, ContentService).item(model, item_id, opts, identity)
     return json_response(item if persona is None else persona.apply(item))
 
 
@@ -76,22 +77,21 @@ def _view(model: str, opts: ReadOptions, identity: Identity) -> Any:
 
 async def save_item(request: Request) -> Response:
     identity = identify(request)
-    quire = quire_of(request)
     data = await read_data(request)
-    item = await quire.content.save(request.path_params["model"], data, identity)
+    item = await service(request, ContentService).save(request.path_params["model"], data, identity)
     return json_response(item)
 
 
 async def delete_item(request: Request) -> Response:
     identity = identify(request)
-    await quire_of(request).content.delete(request.path_params["model"], request.path_params["id"], identity)
+    await service(request, ContentService).delete(request.path_params["model"], request.path_params["id"], identity)
     return json_response({"success": True})
 
 
 async def list_items(request: Request) -> Response:
     identity = identify(request)
     quire = quire_of(request)
-    content = quire.content
+    content = service(request, ContentService)
     model = request.path_params["model"]
     opts = read_options(request, listing=True)
     persona = persona_of(request)
@@ -152,7 +152,7 @@ async def _stream_array(head: list[bytes], chunks: Any, rows: Generator[Any, Non
 async def get_tree(request: Request) -> Response:
     identity = identify(request)
     parent = request.query_params.get("parent") or None
-    tree = quire_of(request).content.tree(request.path_params["model"], parent, read_options(request), identity)
+    tree = service(request, ContentService).tree(request.path_params["model"], parent, read_options(request), identity)
     persona = persona_of(request)
     return json_response(tree if persona is None else persona.apply(tree))
 
@@ -171,7 +171,7 @@ async def batch(request: Request) -> Response:
         if not isinstance(options, dict):
             raise BadRequest(f"<models>.{alias} must be an object")
         name = options.get("model", alias)
-        model = quire.models.find(name) if isinstance(name, str) else None
+        model = service(request, ModelService).find(name) if isinstance(name, str) else None
         if model is None or not identity.can(f"content/{name}/read"):
             continue  # left out, as the contract says
         out[alias] = _batch_entry(quire, model.name, model.type, options, identity)
@@ -229,7 +229,7 @@ async def aggregate_items(request: Request) -> Response:
     # come back instead of piling up.
     async with AGGREGATION_SLOTS.taken(AGGREGATION_WAIT_SECONDS, AggregationsBusy):
         body = await anyio.to_thread.run_sync(
-            run_aggregate, quire_of(request).content, request.path_params["model"], pipeline,
+            run_aggregate, service(request, ContentService), request.path_params["model"], pipeline,
             params.get("locale") or None, identity,
         )
     return raw_json_response(body)

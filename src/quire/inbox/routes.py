@@ -26,13 +26,17 @@ from quire.http import (
     quire_of,
     read_data,
     read_json,
+    service,
 )
+from quire.inbox.forms import FormService
 from quire.inbox.service import (
     FilePart,
     Submission,
+    SubmitService,
     UploadFailed,
     check_request_size,
 )
+from quire.inbox.submissions import SubmissionService
 
 DATA_KEY = re.compile(r"^data\[([^\[\]]+)\](\[\])?$")
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -40,12 +44,12 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 async def submit(request: Request) -> Response:
     quire = quire_of(request)
-    form = quire.forms.by_token(request.path_params["token"])
+    form = service(request, FormService).by_token(request.path_params["token"])
     retry = await quire.rate_limiter.hit(form["_id"], client_address(request))
     if retry is not None:
         raise TooManyRequests("Too many submissions, try again later", retry)
     sent = await read_submission(request)
-    outcome = await quire.inbox.submit(form, sent, request.headers.get("origin"), request.headers.get("referer"))
+    outcome = await service(request, SubmitService).submit(form, sent, request.headers.get("origin"), request.headers.get("referer"))
     if outcome.redirect:
         return RedirectResponse(outcome.redirect, status_code=303)
     return json_response({"success": True, "record": outcome.record})
@@ -136,28 +140,28 @@ def _text(value: Any) -> str | None:
 
 
 async def list_forms(request: Request) -> Response:
-    return json_response(quire_of(request).forms.all(identify(request)))
+    return json_response(service(request, FormService).all(identify(request)))
 
 
 async def save_form(request: Request) -> Response:
     identity = identify(request)
     identity.require("inbox/manage")
-    return json_response(await quire_of(request).forms.save(await read_data(request), identity))
+    return json_response(await service(request, FormService).save(await read_data(request), identity))
 
 
 async def get_form(request: Request) -> Response:
-    return json_response(quire_of(request).forms.get(request.path_params["id"], identify(request)))
+    return json_response(service(request, FormService).get(request.path_params["id"], identify(request)))
 
 
 async def delete_form(request: Request) -> Response:
     identity = identify(request)
-    await quire_of(request).submissions.delete_form(request.path_params["id"], identity)
+    await service(request, SubmissionService).delete_form(request.path_params["id"], identity)
     return json_response({"success": True})
 
 
 async def rotate_token(request: Request) -> Response:
     identity = identify(request)
-    return json_response(await quire_of(request).forms.rotate_token(request.path_params["id"], identity))
+    return json_response(await service(request, FormService).rotate_token(request.path_params["id"], identity))
 
 
 # -- submissions (inbox/submissions) -------------------------------------------
@@ -167,7 +171,7 @@ async def list_submissions(request: Request) -> Response:
     identity = identify(request)
     identity.require("inbox/submissions")
     sort = json_param(request, "sort")
-    docs, total = quire_of(request).submissions.find(
+    docs, total = service(request, SubmissionService).find(
         identity, request.query_params.get("form") or None, json_param(request, "filter"),
         sort, int_param(request, "limit"), int_param(request, "skip"), json_param(request, "fields"),
     )
@@ -175,26 +179,26 @@ async def list_submissions(request: Request) -> Response:
 
 
 async def get_submission(request: Request) -> Response:
-    return json_response(quire_of(request).submissions.get(request.path_params["id"], identify(request)))
+    return json_response(service(request, SubmissionService).get(request.path_params["id"], identify(request)))
 
 
 async def update_submission(request: Request) -> Response:
     identity = identify(request)
     identity.require("inbox/submissions")
-    record = await quire_of(request).submissions.update(request.path_params["id"], await read_data(request), identity)
+    record = await service(request, SubmissionService).update(request.path_params["id"], await read_data(request), identity)
     return json_response(record)
 
 
 async def delete_submission(request: Request) -> Response:
     identity = identify(request)
-    await quire_of(request).submissions.delete(request.path_params["id"], identity)
+    await service(request, SubmissionService).delete(request.path_params["id"], identity)
     return json_response({"success": True})
 
 
 async def attachment(request: Request) -> Response:
     identity = identify(request)
     p = request.path_params
-    path, item = quire_of(request).submissions.attachment(p["id"], p["field"], p["n"], identity)
+    path, item = service(request, SubmissionService).attachment(p["id"], p["field"], p["n"], identity)
     name = item["name"].replace('"', "")
     ascii_name = name.encode("ascii", "replace").decode().replace("?", "_")
     headers = {**FILE_HEADERS, "Content-Security-Policy": SANDBOX_POLICY, "Cache-Control": "private, no-store",
@@ -205,7 +209,7 @@ async def attachment(request: Request) -> Response:
 async def export_csv(request: Request) -> Response:
     identity = identify(request)
     form_id = request.query_params.get("form") or None
-    rows = quire_of(request).submissions.export_csv(form_id, json_param(request, "filter"), identity)
+    rows = service(request, SubmissionService).export_csv(form_id, json_param(request, "filter"), identity)
     name = f"submissions-{form_id}.csv" if form_id else "submissions.csv"
     return StreamingResponse(rows, media_type="text/csv; charset=utf-8",
                              headers={"Content-Disposition": f'attachment; filename="{name}"',

@@ -8,9 +8,9 @@ from starlette.responses import Response
 from quire.asgi import route
 from quire.auth.request import identify
 from quire.errors import BadRequest
-from quire.http import json_response, quire_of, read_body, read_json
+from quire.http import json_response, quire_of, read_body, read_json, service
 from quire.l10n.formats import FORMATS
-from quire.l10n.service import MANAGE
+from quire.l10n.service import MANAGE, L10nService
 
 
 def _nested(request: Request) -> bool:
@@ -34,20 +34,20 @@ def _format(request: Request) -> str:
 
 async def list_projects(request: Request) -> Response:
     identity = identify(request)
-    return json_response(quire_of(request).l10n.list_projects(identity))
+    return json_response(service(request, L10nService).list_projects(identity))
 
 
 async def get_project(request: Request) -> Response:
     identity = identify(request)
     nested = _nested(request)
-    return json_response(quire_of(request).l10n.full(request.path_params["name"], identity, nested))
+    return json_response(service(request, L10nService).full(request.path_params["name"], identity, nested))
 
 
 async def get_locale(request: Request) -> Response:
     identity = identify(request)
     nested = _nested(request)
     params = request.path_params
-    return json_response(quire_of(request).l10n.one_locale(params["name"], params["locale"], identity, nested))
+    return json_response(service(request, L10nService).one_locale(params["name"], params["locale"], identity, nested))
 
 
 async def put_project(request: Request) -> Response:
@@ -55,7 +55,7 @@ async def put_project(request: Request) -> Response:
     identity.require(MANAGE)  # before reading the body: a stranger's upload is not read
     quire = quire_of(request)
     body = await read_json(request, quire.max_body, quire.max_depth)
-    return json_response(await quire.l10n.put(request.path_params["name"], body, identity))
+    return json_response(await service(request, L10nService).put(request.path_params["name"], body, identity))
 
 
 async def patch_project(request: Request) -> Response:
@@ -63,12 +63,12 @@ async def patch_project(request: Request) -> Response:
     identity.require(MANAGE)
     quire = quire_of(request)
     body = await read_json(request, quire.max_body, quire.max_depth)
-    return json_response(await quire.l10n.patch(request.path_params["name"], body, identity))
+    return json_response(await service(request, L10nService).patch(request.path_params["name"], body, identity))
 
 
 async def delete_project(request: Request) -> Response:
     identity = identify(request)
-    await quire_of(request).l10n.delete(request.path_params["name"], identity)
+    await service(request, L10nService).delete(request.path_params["name"], identity)
     return json_response({"success": True})
 
 
@@ -76,7 +76,7 @@ async def export_project(request: Request) -> Response:
     identity = identify(request)
     fmt = _format(request)
     locale = request.query_params.get("locale") or None
-    found = quire_of(request).l10n.export(request.path_params["name"], fmt, locale, identity)
+    found = service(request, L10nService).export(request.path_params["name"], fmt, locale, identity)
     return Response(found.body, media_type=found.media_type, headers={
         "Content-Disposition": f'attachment; filename="{found.filename}"',
     })
@@ -89,7 +89,7 @@ async def import_project(request: Request) -> Response:
     locale = request.query_params.get("locale") or None
     quire = quire_of(request)
     raw = await read_body(request, quire.max_body)
-    project = await quire.l10n.import_file(request.path_params["name"], fmt, raw, locale, identity)
+    project = await service(request, L10nService).import_file(request.path_params["name"], fmt, raw, locale, identity)
     return json_response(project)
 
 

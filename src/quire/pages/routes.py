@@ -17,9 +17,11 @@ from quire.http import (
     quire_of,
     raw_json_response,
     read_data,
+    service,
 )
 from quire.pages import sitemap
-from quire.pages.service import PageOptions
+from quire.pages.menus import MenuService
+from quire.pages.service import PageOptions, PagesService
 from quire.persona.request import persona_of
 
 
@@ -43,7 +45,7 @@ def _options(request: Request, *, listing: bool = False) -> PageOptions:
 
 async def list_pages(request: Request) -> Response:
     identity = identify(request)
-    docs, total = quire_of(request).pages.find(_options(request, listing=True), identity)
+    docs, total = service(request, PagesService).find(_options(request, listing=True), identity)
     persona = persona_of(request)
     if persona is not None:
         docs = persona.apply(docs)
@@ -61,68 +63,68 @@ async def page_by_route(request: Request) -> Response:
     path = request.query_params.get("route")
     if path is None:
         raise BadRequest("<route> parameter is missing")
-    return _page(request, quire_of(request).pages.by_route(path, opts, identity))
+    return _page(request, service(request, PagesService).by_route(path, opts, identity))
 
 
 async def page_by_id(request: Request) -> Response:
     identity = identify(request)
     opts = _options(request)
-    return _page(request, quire_of(request).pages.by_id(request.path_params["id"], opts, identity))
+    return _page(request, service(request, PagesService).by_id(request.path_params["id"], opts, identity))
 
 
 async def save_page(request: Request) -> Response:
     identity = identify(request)
     data = await read_data(request)
-    return json_response(await quire_of(request).pages.save(data, identity))
+    return json_response(await service(request, PagesService).save(data, identity))
 
 
 async def delete_page(request: Request) -> Response:
     identity = identify(request)
-    await quire_of(request).pages.delete(request.path_params["id"], identity)
+    await service(request, PagesService).delete(request.path_params["id"], identity)
     return json_response({"success": True})
 
 
 async def list_menus(request: Request) -> Response:
     identity = identify(request)
-    return raw_json_response(quire_of(request).menus.all_json(_locale(request), identity))
+    return raw_json_response(service(request, MenuService).all_json(_locale(request), identity))
 
 
 async def get_menu(request: Request) -> Response:
     identity = identify(request)
-    return raw_json_response(quire_of(request).menus.get_json(request.path_params["name"], _locale(request), identity))
+    return raw_json_response(service(request, MenuService).get_json(request.path_params["name"], _locale(request), identity))
 
 
 async def save_menu(request: Request) -> Response:
     identity = identify(request)
     data = await read_data(request)
-    return json_response(await quire_of(request).menus.save(data, identity))
+    return json_response(await service(request, MenuService).save(data, identity))
 
 
 async def delete_menu(request: Request) -> Response:
     identity = identify(request)
-    await quire_of(request).menus.delete(request.path_params["name"], identity)
+    await service(request, MenuService).delete(request.path_params["name"], identity)
     return json_response({"success": True})
 
 
 async def get_settings(request: Request) -> Response:
     identity = identify(request)
-    return json_response(quire_of(request).menus.settings(_locale(request), identity))
+    return json_response(service(request, MenuService).settings(_locale(request), identity))
 
 
 async def save_settings(request: Request) -> Response:
     identity = identify(request)
     data = await read_data(request)
-    return json_response(await quire_of(request).menus.save_settings(data, identity))
+    return json_response(await service(request, MenuService).save_settings(data, identity))
 
 
 async def get_routes(request: Request) -> Response:
     identity = identify(request)
-    return raw_json_response(quire_of(request).pages.routes_json(_locale(request), identity))
+    return raw_json_response(service(request, PagesService).routes_json(_locale(request), identity))
 
 
 async def get_sitemap(request: Request) -> Response:
     identity = identify(request)
-    return raw_json_response(quire_of(request).pages.sitemap_json(identity))
+    return raw_json_response(service(request, PagesService).sitemap_json(identity))
 
 
 async def get_sitemap_xml(request: Request) -> Response:
@@ -132,10 +134,10 @@ async def get_sitemap_xml(request: Request) -> Response:
     site = config.site_url or quire.public_url or str(request.base_url)
 
     def render() -> bytes:
-        return sitemap.render(quire.pages.sitemap(identity), site, config.default_language,
+        return sitemap.render(service(request, PagesService).sitemap(identity), site, config.default_language,
                               config.locale_prefix, config.max_sitemap_urls)
 
-    body = quire.pages.answers.fetch(("sitemap.xml", site, identity.role, identity.permissions), render)
+    body = service(request, PagesService).answers.fetch(("sitemap.xml", site, identity.role, identity.permissions), render)
     return Response(body, media_type="application/xml; charset=utf-8")
 
 

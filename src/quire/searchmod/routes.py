@@ -7,7 +7,8 @@ from starlette.responses import Response
 
 from quire.asgi import route
 from quire.auth.request import identify
-from quire.http import int_param, json_param, json_response, quire_of, read_json
+from quire.http import int_param, json_param, json_response, quire_of, read_json, service
+from quire.searchmod.service import SearchService
 
 
 async def search(request: Request) -> Response:
@@ -22,15 +23,15 @@ async def search(request: Request) -> Response:
         "filter": json_param(request, "filter"),
         "highlight": query.get("highlight", "") in ("1", "true"),
     }
-    return json_response(quire_of(request).search.search(request.path_params["index"], params, identity))
+    return json_response(service(request, SearchService).search(request.path_params["index"], params, identity))
 
 
 async def list_indexes(request: Request) -> Response:
-    return json_response(quire_of(request).search.all(identify(request)))
+    return json_response(service(request, SearchService).all(identify(request)))
 
 
 async def get_index(request: Request) -> Response:
-    return json_response(quire_of(request).search.get(request.path_params["name"], identify(request)))
+    return json_response(service(request, SearchService).get(request.path_params["name"], identify(request)))
 
 
 async def put_index(request: Request) -> Response:
@@ -38,17 +39,17 @@ async def put_index(request: Request) -> Response:
     identity.require("searchmod/manage")
     quire = quire_of(request)
     body = await read_json(request, quire.max_body, quire.max_depth)
-    return json_response(await quire.search.put(request.path_params["name"], body, identity))
+    return json_response(await service(request, SearchService).put(request.path_params["name"], body, identity))
 
 
 async def delete_index(request: Request) -> Response:
-    await quire_of(request).search.delete(request.path_params["name"], identify(request))
+    await service(request, SearchService).delete(request.path_params["name"], identify(request))
     return json_response({"success": True})
 
 
 async def rebuild(request: Request) -> Response:
     identity = identify(request)
-    return json_response(await quire_of(request).search.rebuild(request.path_params["name"], identity))
+    return json_response(await service(request, SearchService).rebuild(request.path_params["name"], identity))
 
 
 routes = [

@@ -18,8 +18,9 @@ from quire.admin.web import (
     set_session_cookie,
 )
 from quire.asgi import route
+from quire.auth.sessions import SessionService
 from quire.errors import ApiError, NotFound
-from quire.http import client_address, json_response, quire_of, read_small_form
+from quire.http import client_address, json_response, quire_of, read_small_form, service
 from quire.sso.provider import ProviderError
 from quire.sso.service import LoginFailed, SsoService
 from quire.sso.tokens import TokenError
@@ -30,7 +31,7 @@ MAX_LOGOUT_BODY = 64 * 1024
 
 
 def _sso(request: Request) -> SsoService:
-    sso = quire_of(request).sso
+    sso = service(request, SsoService)
     if not sso.configured:
         raise NotFound("Missing configuration for sso")
     return sso
@@ -65,7 +66,6 @@ async def authenticate(request: Request) -> Response:
 
 async def callback(request: Request) -> Response:
     sso = _sso(request)
-    quire = quire_of(request)
     params = {k: v for k, v in request.query_params.items()}
     try:
         done = await sso.finish(params, request.cookies.get(BINDING_COOKIE))
@@ -74,7 +74,7 @@ async def callback(request: Request) -> Response:
         response = _failed(request, str(exc))
         response.delete_cookie(BINDING_COOKIE, path="/sso/")
         return response
-    token, _ = await quire.sessions.astart(done.user, sso=done.sso, id_token=done.id_token,
+    token, _ = await service(request, SessionService).astart(done.user, sso=done.sso, id_token=done.id_token,
                                            address=client_address(request),
                                            agent=request.headers.get("user-agent", ""))
     log.info("sso login of user %s", done.user["_id"])
@@ -88,8 +88,7 @@ async def logout(request: Request) -> Response:
     """Local logout, then RP-initiated logout at the provider when it has
     an end-session endpoint (back to the login page afterwards)."""
     sso = _sso(request)
-    quire = quire_of(request)
-    session = await quire.sessions.aend_token(request.cookies.get(SESSION_COOKIE))
+    session = await service(request, SessionService).aend_token(request.cookies.get(SESSION_COOKIE))
     target = None
     if session is not None and "sso" in session:
         target = await sso.end_session_url(session.get("id_token"), _base(request) + "/auth/login")

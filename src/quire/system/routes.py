@@ -9,8 +9,10 @@ from starlette.responses import Response
 from quire import openapi
 from quire.asgi import route
 from quire.auth.request import require_manage
-from quire.content.models import parse_model
-from quire.http import json_response, quire_of, raw_json_response, read_json
+from quire.auth.service import AuthService
+from quire.content.locales import LocaleService
+from quire.content.models import ModelService, parse_model
+from quire.http import json_response, quire_of, raw_json_response, read_json, service
 
 
 async def _body(request: Request) -> object:
@@ -20,57 +22,53 @@ async def _body(request: Request) -> object:
 
 async def list_models(request: Request) -> Response:
     require_manage(request)
-    return json_response([m.to_json() for m in quire_of(request).models.all()])
+    return json_response([m.to_json() for m in service(request, ModelService).all()])
 
 
 async def get_model(request: Request) -> Response:
     require_manage(request)
-    return json_response(quire_of(request).models.get(request.path_params["name"]).to_json())
+    return json_response(service(request, ModelService).get(request.path_params["name"]).to_json())
 
 
 async def put_model(request: Request) -> Response:
     require_manage(request)
     model = parse_model(request.path_params["name"], await _body(request))
-    quire = quire_of(request)
-    saved = await quire.models.asave(model)
+    saved = await service(request, ModelService).asave(model)
     return json_response(saved.to_json())
 
 
 async def delete_model(request: Request) -> Response:
     require_manage(request)
-    quire = quire_of(request)
-    await quire.models.adelete(request.path_params["name"])
+    await service(request, ModelService).adelete(request.path_params["name"])
     return json_response({"success": True})
 
 
 async def list_roles(request: Request) -> Response:
     require_manage(request)
-    return json_response(quire_of(request).auth.list_roles())
+    return json_response(service(request, AuthService).list_roles())
 
 
 async def get_role(request: Request) -> Response:
     require_manage(request)
-    return json_response(quire_of(request).auth.get_role(request.path_params["name"]))
+    return json_response(service(request, AuthService).get_role(request.path_params["name"]))
 
 
 async def put_role(request: Request) -> Response:
     require_manage(request)
     body = await _body(request)
-    quire = quire_of(request)
-    role = await quire.auth.asave_role(request.path_params["name"], body)
+    role = await service(request, AuthService).asave_role(request.path_params["name"], body)
     return json_response(role)
 
 
 async def delete_role(request: Request) -> Response:
     require_manage(request)
-    quire = quire_of(request)
-    await quire.auth.adelete_role(request.path_params["name"])
+    await service(request, AuthService).adelete_role(request.path_params["name"])
     return json_response({"success": True})
 
 
 async def list_keys(request: Request) -> Response:
     require_manage(request)
-    return json_response(quire_of(request).auth.list_keys())
+    return json_response(service(request, AuthService).list_keys())
 
 
 async def create_key(request: Request) -> Response:
@@ -78,28 +76,25 @@ async def create_key(request: Request) -> Response:
     body = await _body(request)
     if not isinstance(body, dict):
         body = {}
-    quire = quire_of(request)
-    created = await quire.auth.acreate_key(body.get("name"), body.get("role"))
+    created = await service(request, AuthService).acreate_key(body.get("name"), body.get("role"))
     return json_response(created)
 
 
 async def delete_key(request: Request) -> Response:
     require_manage(request)
-    quire = quire_of(request)
-    await quire.auth.adelete_key(request.path_params["id"])
+    await service(request, AuthService).adelete_key(request.path_params["id"])
     return json_response({"success": True})
 
 
 async def get_locales(request: Request) -> Response:
     require_manage(request)
-    return json_response(quire_of(request).locales.list())
+    return json_response(service(request, LocaleService).list())
 
 
 async def put_locales(request: Request) -> Response:
     require_manage(request)
     body = await _body(request)
-    quire = quire_of(request)
-    saved = await quire.locales.asave(body)
+    saved = await service(request, LocaleService).asave(body)
     return json_response(saved)
 
 
