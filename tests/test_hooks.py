@@ -66,7 +66,7 @@ def emitted_events(root: Path = SRC) -> tuple[dict[str, set[str]], list[str]]:
         constants = _string_constants(tree)
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("emit", "emit_after")):
+                    and node.func.attr in ("emit", "emit_after", "notify")):
                 continue
             first = node.args[0] if node.args else None
             if isinstance(first, ast.Constant) and isinstance(first.value, str):

@@ -14,7 +14,7 @@ from quire.app import MODULES
 BOTTOM = [
     "quire.asgi", "quire.bundleparts", "quire.cache", "quire.emails", "quire.errors", "quire.events", "quire.forwarded", "quire.hooks",
     "quire.http", "quire.ids", "quire.modules", "quire.numbers", "quire.openapi", "quire.ratelimit",
-    "quire.responses", "quire.slots", "quire.store",
+    "quire.responses", "quire.slots", "quire.store", "quire.trees",
 ]
 ABOVE = ["quire.app", "quire.cli", "quire.bundle", "quire.demo"]
 

@@ -18,6 +18,7 @@ from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.store import SqliteStore
 from quire.store.sqlite import Collection
+from quire.trees import MISSING, parent_problem
 
 # Keys answers carry that a save ignores, so an item can be written back as
 # it was read (a tree item with its `_children` too).
@@ -165,15 +166,9 @@ class ContentWriter:
         parents = {d["_id"]: d.get("_pid") for d in coll.pick(["_pid"])} if coll.exists() else {}
         parents.update((item["_id"], item.get("_pid")) for item in items)
         for item in items:
-            pid, seen = item.get("_pid"), {item["_id"]}
             with naming(f"{model.name}/{item['_id']}: "):
-                while pid is not None:
-                    if pid in seen:
-                        raise ValidationError("item data", {"_pid": "would make the item its own ancestor"})
-                    if pid not in parents:
-                        raise ValidationError("item data", {"_pid": "is not an item of this model"})
-                    seen.add(pid)
-                    pid = parents[pid]
+                _refuse_parent(parent_problem(item["_id"], item.get("_pid"),
+                                              lambda node_id: parents.get(node_id, MISSING)))
 
     async def store_imported(self, model: Model, coll: Collection, item: dict[str, Any],
                              identity: Identity) -> None:
@@ -219,16 +214,11 @@ class ContentWriter:
             raise ValidationError("item data", missing)
 
     def _check_parent(self, coll: Collection, item: dict[str, Any]) -> None:
-        pid = item.get("_pid")
-        seen = {item["_id"]}
-        while pid is not None:
-            if pid in seen:
-                raise ValidationError("item data", {"_pid": "would make the item its own ancestor"})
-            seen.add(pid)
-            parent = coll.get(pid)
-            if parent is None:
-                raise ValidationError("item data", {"_pid": "is not an item of this model"})
-            pid = parent.get("_pid")
+        def parent_of(node_id: str) -> object:
+            found = coll.get(node_id)
+            return MISSING if found is None else found.get("_pid")
+
+        _refuse_parent(parent_problem(item["_id"], item.get("_pid"), parent_of))
 
     async def delete(self, name: str, item_id: str, identity: Identity) -> None:
         model = self.models.get(name)
@@ -245,6 +235,13 @@ class ContentWriter:
                 coll.delete(doc["_id"])
                 with refusals_as_412():
                     await self.events.emit("content.item.remove", model=name, item=doc, identity=identity)
+
+
+def _refuse_parent(problem: str | None) -> None:
+    if problem == "cycle":
+        raise ValidationError("item data", {"_pid": "would make the item its own ancestor"})
+    if problem == "missing":
+        raise ValidationError("item data", {"_pid": "is not an item of this model"})
 
 
 def _check_stamps(doc: dict[str, Any]) -> None:

@@ -41,6 +41,7 @@ from quire.store import SqliteStore
 from quire.store import match as reference
 from quire.store.query import And, Cond, Projection, parse_fields, parse_filter, parse_sort
 from quire.store.sqlite import Collection
+from quire.trees import MISSING, parent_problem
 
 PAGES = "pages/pages"
 READ = "pages/read"
@@ -391,16 +392,15 @@ class PagesService:
 
     @staticmethod
     def _check_parent(page: dict[str, Any], pages: dict[str, Any]) -> None:
-        pid = page.get("_pid")
-        seen = {page["_id"]}
-        while pid is not None:
-            if pid in seen:
-                raise ValidationError("page data", {"_pid": "would make the page its own ancestor"})
-            seen.add(pid)
-            parent = pages.get(pid)
-            if parent is None:
-                raise ValidationError("page data", {"_pid": "is not a page"})
-            pid = parent.get("_pid")
+        def parent_of(page_id: str) -> object:
+            found = pages.get(page_id)
+            return MISSING if found is None else found.get("_pid")
+
+        problem = parent_problem(page["_id"], page.get("_pid"), parent_of)
+        if problem == "cycle":
+            raise ValidationError("page data", {"_pid": "would make the page its own ancestor"})
+        if problem == "missing":
+            raise ValidationError("page data", {"_pid": "is not a page"})
 
     def _apply_routes(self, roots: list[str], pages: dict[str, Any]) -> dict[str, dict[str, str]]:
         """Recompute the routes of `roots` and their subtrees, refuse any that
