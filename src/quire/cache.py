@@ -154,8 +154,9 @@ class Cache:
 
     def refresh(self) -> None:
         """See the commits of other processes (the store's generation moves
-        if there were any). Run once per request before dispatch."""
-        self.store.refresh()
+        if there were any). Run once per request before dispatch; the look
+        itself waits for the request's first cached read (`mark_stale`)."""
+        self.store.mark_stale()
 
     def region(self, name: str, size: int) -> Region:
         """The region `name` of this app (made on first use with `size`)."""

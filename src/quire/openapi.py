@@ -4,11 +4,8 @@ describe their operations with. A test checks it lists every route."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from quire import __version__
 
@@ -178,9 +175,3 @@ SECURITY_SCHEMES: dict[str, Any] = {
                "description": "The same key as Authorization: Bearer <key>"},
 }
 
-
-@functools.cache
-def document_bytes(modules: tuple[Module, ...]) -> bytes:
-    """The document never changes while the process runs: built and encoded
-    once (about 100 KB; it is public, so this is also cheaper to be asked for)."""
-    return orjson.dumps(document(modules))

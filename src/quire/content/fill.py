@@ -20,39 +20,27 @@ from typing import Any
 
 import orjson
 
+from quire.cache import Memo
+
 KEPT_BYTES = 8 * 1024 * 1024
 _HEAD = 40  # `{"_id":"<24 hex>"` and a little more: tells rows apart
 _ENTRY = 200  # what an entry costs besides the rows' bytes (key, tuple, dict slot)
 
 
-class _Kept:
-    """Rows decoded before, with their answer (the same bytes object when the
-    row held every field). An answer depends only on the row's bytes and the
-    Filler (a changed model definition makes a new one). Emptied at once when
-    the rows take more than KEPT_BYTES (cheaper than tracking age per row)."""
-
-    def __init__(self) -> None:
-        self.size = 0
-        self.rows: dict[bytes, tuple[Filler, bytes, bytes]] = {}
-
-    def put(self, filler: Filler, row: bytes, out: bytes) -> None:
-        size = _ENTRY + len(row) + (len(out) if out is not row else 0)
-        self.size += size
-        if self.size > KEPT_BYTES:
-            self.rows.clear()
-            self.size = size
-        self.rows[row[:_HEAD]] = (filler, row, out)
-
-
-_kept = _Kept()
-
-
 class Filler:
-    """The fill-in of one model definition (made once per loaded definition)."""
+    """The fill-in of one model definition (made once per loaded definition).
 
-    def __init__(self, names: list[str]) -> None:
+    Rows decoded before are kept with their answer (the same bytes object
+    when the row held every field) in `kept`, the app's memo of filled rows
+    (`Cache.memo`; a Filler made alone keeps its own): an answer depends
+    only on the row's bytes and the Filler (a changed model definition
+    makes a new one), so no write makes it stale. The memo empties at once
+    when the rows take more than KEPT_BYTES (cheaper than tracking age)."""
+
+    def __init__(self, names: list[str], kept: Memo | None = None) -> None:
         self.names = names
         self.keys = [(name, f'"{name}":'.encode()) for name in names]
+        self.kept = kept if kept is not None else Memo(KEPT_BYTES)
 
     def doc(self, doc: dict[str, Any]) -> dict[str, Any]:
         """`doc` itself when it holds every field, else a copy with the
@@ -72,7 +60,7 @@ class Filler:
         push out the rows of the pages that are read over and over."""
         if not self.names:
             return rows
-        kept = _kept.rows
+        kept = self.kept.entries
         out = []
         for row in rows:  # the lookup inline: this loop runs for every row of every list
             found = kept.get(row[:_HEAD])
@@ -83,7 +71,7 @@ class Filler:
         return out
 
     def row(self, row: bytes, keep: bool = True) -> bytes:
-        found = _kept.rows.get(row[:_HEAD])
+        found = self.kept.entries.get(row[:_HEAD])
         if found is not None and found[1] == row and found[0] is self:
             return found[2]
         return self._decide(row, keep)
@@ -93,7 +81,8 @@ class Filler:
         missing = [key for name, key in self.keys if name not in doc]
         out = _splice(row, missing) if missing else row
         if keep:
-            _kept.put(self, row, out)
+            weight = _ENTRY + len(row) + (len(out) if out is not row else 0)
+            self.kept.put(row[:_HEAD], (self, row, out), weight)
         return out
 
 

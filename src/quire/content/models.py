@@ -10,7 +10,7 @@ from typing import Any
 from quire.bundleparts import BundlePart, Checked
 from quire.cache import Cache, SystemValue
 from quire.content.fields import FIELD_NAME, HINTS, FieldError, validate_definition_field
-from quire.content.fill import Filler
+from quire.content.fill import KEPT_BYTES, Filler
 from quire.errors import BadRequest, NotFound
 from quire.events import Events, refusals_as_412
 from quire.store import Collection, SqliteStore
@@ -223,13 +223,16 @@ class ModelService:
         self.locales = locales
         self.models = store.collection(MODELS)
         self._definitions: SystemValue[dict[str, Model]] = cache.system(self._load)
+        # filled-in rows of every model's answers (content/fill.py), kept by the app's cache
+        self._rows_filled = cache.memo("content.fill", KEPT_BYTES)
 
     def _load(self) -> dict[str, Model]:
         out = {}
         for doc in self.models.find():
             doc = dict(doc)
             name = doc.pop("_id")
-            out[name] = Model(name=name, **doc)
+            model = out[name] = Model(name=name, **doc)
+            model._filler = Filler([f["name"] for f in model.fields], self._rows_filled)
         return out
 
     def all(self) -> list[Model]:

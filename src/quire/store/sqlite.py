@@ -173,6 +173,7 @@ class SqliteStore:
         self._after_commit: list[Any] = []
         self._generation = 0
         self._data_version = self._read_data_version()
+        self._stale = False  # `mark_stale`: look for others' commits before the next cached read
         self._known_tables: set[str] = set()
         self.queries = 0  # SELECTs run, for tests that count queries
         self._setup()
@@ -217,6 +218,18 @@ class SqliteStore:
             return True
         return False
 
+    def mark_stale(self) -> None:
+        """Other processes may have committed since: the next read of
+        `generation` (or of which tables exist) looks first. Called once per
+        request, it costs an attribute; an answer that reads no cached data
+        (the health check) never pays for the look."""
+        self._stale = True
+
+    def _fresh(self) -> None:
+        if self._stale:
+            self._stale = False
+            self.refresh()
+
     def _bump(self) -> None:
         self._generation += 1
 
@@ -228,6 +241,8 @@ class SqliteStore:
     def generation(self) -> int:
         """Changes whenever any data may have changed (this or another
         process): what every cache of `quire.cache` is keyed by."""
+        if self._stale:
+            self._fresh()
         return self._generation
 
     def in_transaction(self) -> bool:
@@ -431,6 +446,7 @@ class SqliteStore:
         return Collection(self, name, hints)
 
     def ensure_table(self, name: str) -> None:
+        self._fresh()
         if name in self._known_tables:
             return
         self._write(
@@ -440,6 +456,7 @@ class SqliteStore:
         self._known_tables.add(name)
 
     def table_exists(self, name: str) -> bool:
+        self._fresh()
         if name in self._known_tables:
             return True
         row = self.execute_read(

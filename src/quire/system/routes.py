@@ -3,6 +3,7 @@ permission `system/manage`) and of the OpenAPI document (public)."""
 
 from __future__ import annotations
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -99,7 +100,15 @@ async def put_locales(request: Request) -> Response:
 
 
 async def openapi_json(request: Request) -> Response:
-    return raw_json_response(openapi.document_bytes(tuple(quire_of(request).modules)))
+    # The document never changes while the process runs: built and encoded
+    # once per app (about 100 KB, public, so also cheaper to be asked for).
+    quire = quire_of(request)
+    kept = quire.cache.memo("openapi", 1)
+    body = kept.get("document")
+    if body is None:
+        body = orjson.dumps(openapi.document(quire.modules))
+        kept.put("document", body)
+    return raw_json_response(body)
 
 
 routes = [
