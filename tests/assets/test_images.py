@@ -641,3 +641,10 @@ def test_concurrent_identical_image_requests_from_threads_generate_once(app: Any
         assert len({r.content for r in responses}) == 1
         assert open_image(responses[0].content).size == (150, 100)
         assert quire.assets.generated == 1
+
+
+def test_an_asset_whose_file_is_gone_answers_404_not_500(admin: Api, quire: Quire, wide: dict[str, Any]) -> None:
+    (quire.assets.uploads / wide["path"].lstrip("/")).unlink()
+    response = admin.get(f"/api/assets/image/{wide['_id']}", params={"w": 33, "o": 1})
+    assert response.status_code == 404
+    assert response.json() == {"error": "The file of this asset is missing"}

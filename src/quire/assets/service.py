@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import re
 import secrets
@@ -51,6 +52,8 @@ from quire.ratelimit import RateLimiter
 from quire.slots import LoopSlots
 from quire.store import SqliteStore
 from quire.store.query import parse_fields, parse_filter, parse_sort
+
+log = logging.getLogger("quire.assets")
 
 ASSETS = "assets/assets"
 FOLDERS = "assets/folders"
@@ -502,7 +505,13 @@ class AssetService:
                     if other is None:
                         raise TooManyRequests(TOO_MANY_RENDERS, retry)
                     return other, 0
-            data = self.file_of(asset["path"]).read_bytes()
+            try:
+                data = self.file_of(asset["path"]).read_bytes()
+            except FileNotFoundError:
+                # the record outlived its file (a database restored without
+                # the uploads folder): nothing to resize, said as such
+                log.warning("asset %s: its file %s is missing", asset["_id"], asset["path"])
+                raise NotFound("The file of this asset is missing") from None
             try:
                 out = images.render(data, opts, self.settings.max_pixels, self.settings.decode_pixels)
             except images.BadImage as exc:
