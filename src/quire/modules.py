@@ -86,7 +86,7 @@ class Services:
             fn()
 
 
-# eq=False: compared and hashed by identity (the OpenAPI bytes are cached per module list)
+# eq=False: a module is one object, compared and hashed by identity
 @dataclass(frozen=True, eq=False)
 class Module:
     """One feature, as `app.py` composes it.
