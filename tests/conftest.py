@@ -4,6 +4,9 @@ and keys for the built-in roles."""
 from __future__ import annotations
 
 import logging
+import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,3 +121,19 @@ def role_key(admin: Api, role: str, permissions: dict[str, bool]) -> Api:
     response = admin.post("/api/system/keys", json={"name": f"{role} key", "role": role})
     assert response.status_code == 200, response.text
     return admin.with_key(response.json()["key"])
+
+
+def hold_write_lock(quire: Any, seconds: float) -> threading.Thread:
+    """Another connection (as another process's import would) takes the
+    write lock now and releases it after `seconds`."""
+    holder = sqlite3.connect(quire.store.path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+
+    def release() -> None:
+        time.sleep(seconds)
+        holder.rollback()
+        holder.close()
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    return thread

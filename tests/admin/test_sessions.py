@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
 import threading
-import time
 from typing import Any
 
 import orjson
@@ -24,6 +22,7 @@ from tests.admin.conftest import (
     session_token,
     set_cookies,
 )
+from tests.conftest import hold_write_lock
 
 # -- storage -------------------------------------------------------------------------
 
@@ -240,21 +239,6 @@ def test_session_page_shows_the_address_and_kind(app: Any) -> None:
 # -- the write lock held elsewhere (a long import) ----------------------------------------
 
 
-def _hold_write_lock(quire: Quire, seconds: float) -> threading.Thread:
-    """Another connection (as another process's import would) takes the
-    write lock now and releases it after `seconds`."""
-    holder = sqlite3.connect(quire.store.path, isolation_level=None, check_same_thread=False)
-    holder.execute("BEGIN IMMEDIATE")
-
-    def release() -> None:
-        time.sleep(seconds)
-        holder.rollback()
-        holder.close()
-
-    thread = threading.Thread(target=release)
-    thread.start()
-    return thread
-
 
 def test_login_waits_for_a_write_lock_held_elsewhere(app: Any, quire: Quire, monkeypatch: Any) -> None:
     make_user(quire)
@@ -264,7 +248,7 @@ def test_login_waits_for_a_write_lock_held_elsewhere(app: Any, quire: Quire, mon
 
     async def give_back_then_lock(*args: Any) -> Any:
         await real_give_back(*args)
-        held.append(_hold_write_lock(quire, 0.5))  # the password was right; the session starts next
+        held.append(hold_write_lock(quire, 0.5))  # the password was right; the session starts next
 
     monkeypatch.setattr(limiter, "give_back", give_back_then_lock)
     browser = new_browser(app)
@@ -277,7 +261,7 @@ def test_login_waits_for_a_write_lock_held_elsewhere(app: Any, quire: Quire, mon
 def test_logout_and_an_expired_session_wait_for_a_write_lock_held_elsewhere(app: Any, quire: Quire) -> None:
     browser = logged_in(app)
     page = browser.get("/auth/logout")
-    held = _hold_write_lock(quire, 0.5)
+    held = hold_write_lock(quire, 0.5)
     response = browser.post("/auth/logout", data={"csrf": csrf_of(page.text)})
     held.join()
     assert response.status_code == 303, response.text
@@ -286,7 +270,7 @@ def test_logout_and_an_expired_session_wait_for_a_write_lock_held_elsewhere(app:
     other = logged_in(app, create=False)
     stored = session_of(quire, other)
     quire.sessions.sessions.update(stored["_id"], {"seen": stored["seen"] - 2 * quire.sessions.idle})
-    held = _hold_write_lock(quire, 0.5)
+    held = hold_write_lock(quire, 0.5)
     response = other.get("/")
     held.join()
     assert response.status_code == 303, response.text

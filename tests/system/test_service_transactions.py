@@ -5,9 +5,6 @@ a transaction that is already open."""
 from __future__ import annotations
 
 import re
-import sqlite3
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +12,7 @@ import pytest
 
 from quire.app import Quire
 from quire.content.models import parse_model
+from tests.conftest import hold_write_lock
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "quire"
 
@@ -28,25 +26,10 @@ def test_no_route_opens_a_transaction() -> None:
     assert opened == []
 
 
-def _hold_write_lock(quire: Quire, seconds: float) -> threading.Thread:
-    """Another connection (as another process's import would) holds the
-    write lock for `seconds`."""
-    holder = sqlite3.connect(quire.store.path, isolation_level=None, check_same_thread=False)
-    holder.execute("BEGIN IMMEDIATE")
-
-    def release() -> None:
-        time.sleep(seconds)
-        holder.rollback()
-        holder.close()
-
-    thread = threading.Thread(target=release)
-    thread.start()
-    return thread
-
 
 @pytest.mark.anyio
 async def test_a_service_write_waits_for_the_lock_off_the_event_loop(quire: Quire) -> None:
-    held = _hold_write_lock(quire, 0.4)  # longer than a sync write may block a loop
+    held = hold_write_lock(quire, 0.4)  # longer than a sync write may block a loop
     try:
         created = await quire.auth.acreate_key("late", "admin")
         await quire.models.asave(parse_model("notes", {"fields": [{"name": "title", "type": "text"}]}))
