@@ -14,7 +14,8 @@ keep values); nothing here is global to the process, so two apps in one
 process share no entry. The interface is small on purpose, since a store
 shared by several hosts has to make exactly these calls cluster-wide:
 
-- `refresh()`: once per request, before dispatch: see other processes' commits.
+- `refresh()`: once per request, before dispatch: the request's first
+  cached read looks for other processes' commits (`mark_stale`).
 - `region(name, size)`: values valid for one generation (answers, counts,
   asset documents); `Region.get` / `put` / `fetch`.
 - `system(loader)`: a value of system data, reloaded when the system
