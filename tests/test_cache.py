@@ -172,3 +172,18 @@ def test_the_dispatcher_runs_before_request_once_per_request() -> None:
     assert calls == ["before", "handler"]
     assert client.get("/missing").status_code == 404
     assert calls == ["before", "handler"]  # nothing to dispatch to
+
+
+def test_the_look_for_other_commits_waits_for_a_cached_read(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "x.db")
+    other = SqliteStore(tmp_path / "x.db")
+    cache = Cache(store)
+    before = store.generation
+    other.collection("c").insert({"a": 1})  # another process commits
+    cache.refresh()  # the request starts: nothing is read yet
+    assert store._generation == before  # no look so far (an answer without cached data pays nothing)
+    assert store.generation != before  # the first cached read looks, and sees the commit
+    after = store.generation
+    assert store.generation == after  # once per request
+    other.close()
+    store.close()
