@@ -12,9 +12,9 @@ from quire.app import MODULES
 
 # Below every feature: the dispatcher, request helpers, store, settings, ...
 BOTTOM = [
-    "quire.asgi", "quire.bundleparts", "quire.cache", "quire.emails", "quire.errors", "quire.events", "quire.forwarded", "quire.hooks",
+    "quire.asgi", "quire.bundleparts", "quire.cache", "quire.config", "quire.emails", "quire.errors", "quire.events", "quire.forwarded", "quire.hooks",
     "quire.http", "quire.ids", "quire.modules", "quire.numbers", "quire.openapi", "quire.ratelimit",
-    "quire.responses", "quire.slots", "quire.store", "quire.trees",
+    "quire.responses", "quire.sections", "quire.slots", "quire.store", "quire.trees",
 ]
 ABOVE = ["quire.app", "quire.cli", "quire.bundle", "quire.demo"]
 
@@ -40,6 +40,16 @@ def test_a_bottom_layer_imports_no_feature_and_not_the_app(graph: grimp.ImportGr
     for above in features + ABOVE:
         chain = graph.find_shortest_chains(importer=bottom, imported=above, as_packages=True)
         assert not chain, f"{bottom} imports {above}: {chain}"
+
+
+def test_a_feature_imports_only_features_before_it_in_the_module_list(graph: grimp.ImportGraph) -> None:
+    """Dependencies point down for every module, a new one too: the list in
+    app.py is the order of the layers."""
+    names = [module.name for module in MODULES]
+    for i, name in enumerate(names):
+        for later in names[i + 1:]:
+            chain = graph.find_shortest_chains(importer=f"quire.{name}", imported=f"quire.{later}", as_packages=True)
+            assert not chain, f"quire.{name} imports quire.{later}, which comes after it in MODULES: {chain}"
 
 
 def test_features_do_not_import_the_app_or_the_command_line(graph: grimp.ImportGraph) -> None:

@@ -31,10 +31,11 @@ from quire.store import SqliteStore
 
 log = logging.getLogger("quire")
 
-# Built in this order: a module may take what the ones above it built.
+# Built in this order; a module uses only modules before it in the list
+# (what they built, and their code: tests/test_import_shape.py holds it).
 MODULES: list[Module] = [
-    auth.module, assets.module, content.module, persona.module, pages.module, inbox.module, l10n.module,
-    searchmod.module, sso.module, health.module, system.module, admin.module,
+    auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
+    searchmod.module, health.module, system.module, admin.module, sso.module,
 ]
 
 

@@ -10,16 +10,17 @@ from quire.errors import BadRequest, NotFound
 
 if TYPE_CHECKING:
     from quire.admin.web import Login
+    from quire.modules import Services
 
 
-async def user_action(quire: Any, login: Login, action: str, form: dict[str, str]) -> str:
+async def user_action(quire: Services, login: Login, action: str, form: dict[str, str]) -> str:
     """Run one action of the users page; the message to show. The write
     lock is waited for off the event loop."""
     async with quire.store.atomic():
         return _user_action(quire, login, action, form)
 
 
-def _user_action(quire: Any, login: Login, action: str, form: dict[str, str]) -> str:
+def _user_action(quire: Services, login: Login, action: str, form: dict[str, str]) -> str:
     fields: dict[str, Any] = {k: form[k] for k in ("user", "email", "name", "role", "password") if k in form}
     if action == "create":
         user = quire.users.create(fields)

@@ -7,7 +7,7 @@ from quire.content import openapi, routes
 from quire.content.bundle import items_part
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService
-from quire.content.service import ContentService
+from quire.content.service import AssetLookup, ContentService
 from quire.modules import Module, Services
 
 
@@ -17,8 +17,9 @@ def build(services: Services) -> None:
     events = services.events
     locales = services.add("locales", LocaleService(store, cache, events, settings.content.default_locale_name))
     models = services.add("models", ModelService(store, cache, events, locales))
-    # asset references in answers become asset objects (an AssetLookup: the assets module's service)
-    services.add("content", ContentService(store, cache, models, locales, events, services.assets,
+    # asset references in answers become asset objects (the assets module's service is an AssetLookup)
+    assets: AssetLookup = services.assets
+    services.add("content", ContentService(store, cache, models, locales, events, assets,
                                            settings.api.max_populate_depth))
 
 

@@ -5,6 +5,12 @@ docs/architecture.md of how to add one."""
 from __future__ import annotations
 
 from quire.health import openapi, routes
-from quire.modules import Module
+from quire.health.service import HealthService
+from quire.modules import Module, Services
 
-module = Module("health", routes=routes.routes, openapi=openapi.paths)
+
+def build(services: Services) -> None:
+    services.add("health", HealthService(services.store))
+
+
+module = Module("health", build=build, routes=routes.routes, openapi=openapi.paths)

@@ -6,11 +6,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from quire.asgi import route
-from quire.http import json_response, quire_of
+from quire.health.service import HealthService
+from quire.http import json_response, service
 
 
 async def healthcheck(request: Request) -> Response:
-    quire_of(request).store.get_meta("system_version")  # the database answers
+    service(request, HealthService).check()
     # a cached "ok" would hide a server that went down since
     return json_response({"status": "ok"}, headers={"Cache-Control": "no-store"})
 

@@ -3,6 +3,7 @@ spam defences, events and notification e-mail."""
 
 from __future__ import annotations
 
+from quire.assets.service import AssetService
 from quire.bundleparts import BundlePart
 from quire.inbox import openapi, routes
 from quire.inbox.forms import FormService
@@ -15,7 +16,7 @@ from quire.ratelimit import RateLimiter
 
 def build(services: Services) -> None:
     settings, store, events = services.settings, services.store, services.events
-    uploads = services.assets.uploads
+    uploads = services.get(AssetService).uploads
     mailer = services.add("mailer", Mailer(settings.smtp, settings.db_path, uploads))
     services.on_start(mailer.wake)  # send what an earlier run left in the outbox
     services.on_close(mailer.close)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from quire.bundleparts import BundlePart
+from quire.content.service import ContentService
 from quire.modules import Module, Services
 from quire.pages import openapi, routes
 from quire.pages.menus import MenuService
@@ -10,7 +11,7 @@ from quire.pages.service import PagesService
 
 
 def build(services: Services) -> None:
-    pages = services.add("pages", PagesService(services.store, services.cache, services.content, services.events,
+    pages = services.add("pages", PagesService(services.store, services.cache, services.get(ContentService), services.events,
                                                services.settings.pages))
     services.add("menus", MenuService(services.store, pages, services.events))
 

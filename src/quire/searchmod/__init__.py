@@ -3,13 +3,16 @@ queries."""
 
 from __future__ import annotations
 
+from quire.content.models import ModelService
+from quire.content.service import ContentService
 from quire.modules import Module, Services
 from quire.searchmod import openapi, routes
 from quire.searchmod.service import SearchService
 
 
 def build(services: Services) -> None:
-    services.add("search", SearchService(services.store, services.content, services.models, services.events))
+    content, models = services.get(ContentService), services.get(ModelService)
+    services.add("search", SearchService(services.store, content, models, services.events))
 
 
 def subscribe(services: Services) -> None:
