@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import date, datetime, time
 from typing import Any
 
+from quire.content import richtext
 from quire.ids import is_id
 
 TEXT_TYPES = {"text", "longtext", "wysiwyg", "markdown", "code", "color", "select"}
@@ -46,6 +47,11 @@ def _check_text(field: dict[str, Any], value: Any, depth: int) -> str:
     if not isinstance(value, str):
         raise FieldError("must be text")
     return value
+
+
+def _check_wysiwyg(field: dict[str, Any], value: Any, depth: int) -> str:
+    """HTML, cleaned by the field's allow-list (content/richtext.py)."""
+    return richtext.clean(_check_text(field, value, depth), (field.get("opts") or {}).get("html"))
 
 
 def _check_color(field: dict[str, Any], value: Any, depth: int) -> str:
@@ -165,6 +171,7 @@ def _check_set(field: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
 
 CHECKERS: dict[str, Checker] = {
     **{kind: _check_text for kind in TEXT_TYPES},
+    "wysiwyg": _check_wysiwyg,
     "color": _check_color,
     "select": _check_select,
     "number": _check_number,
@@ -204,6 +211,10 @@ def validate_definition_field(raw: Any, index: int) -> dict[str, Any]:
         link = opts.get("link")
         if not isinstance(link, str) or not FIELD_NAME.match(link):
             raise FieldError(f"{where} ({name}): contentItemLink needs opts.link, the target model")
+    if kind == "wysiwyg" and "html" in opts:
+        problem = richtext.check_options(opts["html"])
+        if problem:
+            raise FieldError(f"{where} ({name}): {problem}")
     for flag in ("i18n", "required", "multiple"):
         if flag in raw and not isinstance(raw[flag], bool):
             raise FieldError(f"{where} ({name}): {flag} must be true or false")
