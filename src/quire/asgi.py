@@ -144,13 +144,14 @@ class App:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["app"] = self
         path = scope["path"]
-        target, params = (None, {}) if bad_text(path) else self._match(path)
+        bad_path = bad_text(path)
+        target, params = (None, {}) if bad_path else self._match(path)
         origin = _header(scope, b"origin") if target is None or target.cors else None
         cors = self._cors_origin(origin) if origin is not None else None
         if scope["method"] == "OPTIONS" and origin is not None and _header(scope, b"access-control-request-method"):
             await self._preflight(cors, scope, receive, send)
             return
-        response = await self._respond(scope, receive, target, params)
+        response = await self._respond(scope, receive, target, params, bad_path)
         # Browsers must not read any answer as another type than it says
         # (a JSON error shown as HTML, an upload as script).
         response.headers.setdefault("x-content-type-options", "nosniff")
@@ -173,8 +174,8 @@ class App:
             raise
 
     async def _respond(self, scope: Scope, receive: Receive, target: Route | None,
-                       params: dict[str, str]) -> Response:
-        if bad_text(scope["path"]):
+                       params: dict[str, str], bad_path: bool) -> Response:
+        if bad_path:
             # a NUL (or a lone surrogate, which no UTF-8 URL decodes to): no
             # file or id holds one; refused here once for every route
             return json_response({"error": "The path cannot contain NUL characters"}, 400)
