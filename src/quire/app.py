@@ -19,6 +19,7 @@ from quire import (
     persona,
     searchmod,
     sso,
+    studio,
     system,
 )
 from quire.asgi import App
@@ -35,7 +36,7 @@ log = logging.getLogger("quire")
 # (what they built, and their code: tests/test_import_shape.py holds it).
 MODULES: list[Module] = [
     auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
-    searchmod.module, health.module, system.module, admin.module, sso.module,
+    searchmod.module, health.module, system.module, admin.module, sso.module, studio.module,
 ]
 
 

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from quire.admin.accounts import user_action
 from quire.admin.web import (
@@ -33,6 +33,7 @@ from quire.admin.web import (
     same_token,
     set_login_csrf,
     set_session_cookie,
+    static_response,
 )
 from quire.asgi import route
 from quire.auth.service import AuthService
@@ -41,7 +42,7 @@ from quire.auth.users import UserService
 from quire.content.models import ModelService
 from quire.content.service import ContentService, ReadOptions
 from quire.errors import ApiError, Forbidden, Unauthorized
-from quire.http import client_address, json_response, quire_of, read_small_form, service
+from quire.http import client_address, quire_of, read_small_form, service
 
 log = logging.getLogger("quire.admin")
 STATIC = HERE / "static"
@@ -288,13 +289,8 @@ async def playground(request: Request, login: Login) -> Response:
 
 async def static_file(request: Request) -> Response:
     """The admin's own files and Swagger UI's, from the installed packages."""
-    name = request.path_params["name"]
     folder = _swagger_dir() if request.url.path.startswith("/system/api/") else STATIC
-    allowed = {p.name for p in folder.iterdir() if p.is_file() and p.suffix in (".js", ".css", ".png")}
-    if name not in allowed:
-        return json_response({"error": "Not found"}, 404)
-    return FileResponse(folder / name, headers={"cache-control": "public, max-age=3600",
-                                                "x-content-type-options": "nosniff"})
+    return static_response(folder, request.path_params["name"])
 
 
 routes = [
@@ -303,7 +299,7 @@ routes = [
     route("/auth/logout", get=logout_page, post=logout_submit, cors=False),
     route("/admin/keys", get=keys_page, post=keys_submit, cors=False),
     route("/admin/users", get=users_page, post=users_submit, cors=False),
-    route("/admin/static/{name}", get=static_file, cors=False),
+    route("/admin/static/{name:path}", get=static_file, cors=False),
     route("/system/events", get=events, cors=False),
     route("/system/api", get=playground, cors=False),
     route("/system/api/static/{name}", get=static_file, cors=False),

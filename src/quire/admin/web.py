@@ -3,6 +3,7 @@ security headers and safe redirects."""
 
 from __future__ import annotations
 
+import functools
 import hmac
 import secrets
 from dataclasses import dataclass
@@ -10,14 +11,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from quire.auth.service import AuthService, Identity
 from quire.auth.sessions import SessionService
 from quire.auth.users import UserService
-from quire.http import quire_of, service
+from quire.http import json_response, quire_of, service
 
 SESSION_COOKIE = "quire_session"
 LOGIN_CSRF_COOKIE = "quire_login_csrf"
@@ -53,12 +54,41 @@ class Login:
 
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    return render_in(_templates, request, template, status, **context)
+
+
+def templates_with(folder: Path) -> Environment:
+    """A template environment for a module above this one (the studio): its
+    own folder first, then the admin's, so its pages extend `base.html`."""
+    return Environment(loader=ChoiceLoader([FileSystemLoader(folder), _templates.loader]),  # type: ignore[list-item]
+                       autoescape=select_autoescape(default=True))
+
+
+def render_in(env: Environment, request: Request, template: str, status: int = 200,
+              **context: Any) -> HTMLResponse:
     # the sign-on button: from the settings (the sso module sits above this one)
     sso = quire_of(request).settings.sso
-    html = _templates.get_template(template).render(
+    html = env.get_template(template).render(
         request=request, sso_enabled=sso.configured, login_text=sso.login_text, **context,
     )
     return HTMLResponse(html, status, headers=SECURITY_HEADERS)
+
+
+def static_response(folder: Path, name: str) -> Response:
+    """A file of `folder` (or of a subfolder of it, such as `vendor/`) that
+    the package ships: scripts, styles, images and licence texts. Anything
+    else, `..` included, is a 404."""
+    if name not in _shipped(folder):
+        return json_response({"error": "Not found"}, 404)
+    return FileResponse(folder / name, headers={"cache-control": "public, max-age=3600",
+                                                "x-content-type-options": "nosniff"})
+
+
+@functools.cache
+def _shipped(folder: Path) -> frozenset[str]:
+    kinds = (".js", ".css", ".png", ".svg", ".txt", ".LICENSE")
+    return frozenset(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                     if p.is_file() and (p.suffix in kinds or p.name.endswith(".LICENSE")))
 
 
 async def current_login(request: Request) -> Login | None:

@@ -42,6 +42,9 @@ class ReadOptions:
     skip: int | None = None
     populate: int = 0
     locale: str | None = None
+    # every state, drafts and archived items too (the studio's lists); needs
+    # the model's update permission
+    drafts: bool = False
 
     @property
     def transforms(self) -> bool:
@@ -104,14 +107,17 @@ class ContentReader:
 
     # -- queries ----------------------------------------------------------
 
-    def query(self, model: Model, spec: Any, identity: Identity) -> Node:
-        """The user's filter, published items only, extensions resolved."""
+    def query(self, model: Model, spec: Any, identity: Identity, drafts: bool = False) -> Node:
+        """The user's filter, published items only (every item with
+        `drafts`, for who may update them), extensions resolved."""
+        if drafts:
+            identity.require(perm(model.name, "update"))
         if spec is None:
-            return PUBLISHED
+            return And([]) if drafts else PUBLISHED
         if not isinstance(spec, dict):
             raise BadRequest("filter must be an object")
         spec = self._resolve_link_filters(model, rewrite_locale_keys(spec), identity)
-        return And([PUBLISHED, parse_filter(spec)])
+        return parse_filter(spec) if drafts else And([PUBLISHED, parse_filter(spec)])
 
     def _resolve_link_filters(self, model: Model, spec: Any, identity: Identity) -> Any:
         """`{"@author.name": "Ann"}` -> `{"author._id": {"$in": [ids of
@@ -151,7 +157,7 @@ class ContentReader:
         skip was given too."""
         model = self.readable(name, identity)
         coll = self.collection(model)
-        node = self.query(model, opts.filter, identity)
+        node = self.query(model, opts.filter, identity, opts.drafts)
         sort = self._sort(opts.sort)
         projection = parse_fields(opts.fields)
         rows = coll.find_raw(node, sort, opts.limit or None, opts.skip)
@@ -162,7 +168,7 @@ class ContentReader:
     def count(self, name: str, opts: ReadOptions, identity: Identity) -> int:
         """How many items the list of `opts` has, before skip and limit."""
         model = self.readable(name, identity)
-        return self.cache.count(self.collection(model), self.query(model, opts.filter, identity))
+        return self.cache.count(self.collection(model), self.query(model, opts.filter, identity, opts.drafts))
 
     def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Generator[list[bytes], None, None]:
         """An unbounded list, chunk by chunk from the database."""

@@ -6,14 +6,20 @@
   "use strict";
   var LOGOUT_DELAY_MS = 1500;
 
-  document.querySelectorAll("time[data-unix]").forEach(function (el) {
-    var seconds = parseInt(el.getAttribute("data-unix"), 10);
-    if (seconds > 0) {
-      var date = new Date(seconds * 1000);
-      el.textContent = date.toLocaleString();
-      el.setAttribute("datetime", date.toISOString());
-    }
-  });
+  // Times in the browser's time zone (also for parts of a page swapped in
+  // later: the studio calls this again).
+  function formatTimes(root) {
+    root.querySelectorAll("time[data-unix]").forEach(function (el) {
+      var seconds = parseInt(el.getAttribute("data-unix"), 10);
+      if (seconds > 0) {
+        var date = new Date(seconds * 1000);
+        el.textContent = date.toLocaleString();
+        el.setAttribute("datetime", date.toISOString());
+      }
+    });
+  }
+  window.QuireAdmin = { formatTimes: formatTimes };
+  formatTimes(document);
 
   var url = document.body.getAttribute("data-events");
   if (!url || !window.EventSource) return;

@@ -1,0 +1,18 @@
+"""The studio: where editors model and write content in the browser. Pages
+are rendered on the server (Jinja2, on the admin's layout) with htmx for
+partial updates and a few small custom elements for the stateful widgets;
+every change goes through the same services as the API."""
+
+from __future__ import annotations
+
+from quire.modules import Module, Services
+from quire.studio import editor, home, lists, models_page
+from quire.studio.prefs import PrefsService
+
+
+def build(services: Services) -> None:
+    services.add("studio_prefs", PrefsService(services.store))
+
+
+module = Module("studio", build=build,
+                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes])

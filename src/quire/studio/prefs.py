@@ -1,0 +1,27 @@
+"""What the studio remembers per user: the columns chosen for each model's
+list. One document per user, beside the users (not in them: preferences
+are not account data and never leave in an export)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quire.store import SqliteStore
+
+PREFS = "studio_prefs"
+
+
+class PrefsService:
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+        self.prefs = store.collection(PREFS)
+
+    def get(self, user_id: str, key: str, default: Any = None) -> Any:
+        doc = self.prefs.get(user_id)
+        return doc.get("values", {}).get(key, default) if doc else default
+
+    async def aset(self, user_id: str, key: str, value: Any) -> None:
+        async with self.store.atomic():
+            doc = self.prefs.get(user_id) or {"_id": user_id, "values": {}}
+            doc["values"][key] = value
+            self.prefs.replace(doc)

@@ -1,0 +1,117 @@
+"""What every studio page shares: the logged-in user and what their role
+allows, forms with their CSRF and Origin checks, flash messages after a
+save, and rendering on top of the admin's layout."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from quire.admin.web import (
+    Login,
+    current_login,
+    redirect,
+    render_in,
+    same_origin,
+    same_token,
+    secure_cookies,
+    static_response,
+    templates_with,
+)
+from quire.errors import ApiError, Forbidden
+from quire.http import quire_of, read_form_pairs
+
+HERE = Path(__file__).parent
+STATIC = HERE / "static"
+templates = templates_with(HERE / "templates")
+FLASH_COOKIE = "quire_flash"
+# an item with many localized rich-text fields, sets and repeaters is one form
+MAX_FORM_FIELDS = 20_000
+
+Handler = Callable[[Request, Login], Awaitable[Response]]
+
+
+class Form:
+    """A posted form; names may repeat (the checkboxes of selected rows)."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self.pairs = pairs
+        self._last = dict(pairs)
+
+    def get(self, name: str, default: str = "") -> str:
+        return self._last.get(name, default)
+
+    def getlist(self, name: str) -> list[str]:
+        return [v for k, v in self.pairs if k == name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._last
+
+
+def studio_page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """A studio page: the login is needed (else the login form, coming back
+    here after it), and a refusal of the services (no permission, no such
+    model or item, a bad form) is shown as a page with its status, never a
+    crash."""
+
+    async def page(request: Request) -> Response:
+        login = await current_login(request)
+        if login is None:
+            if request.method != "GET" or request.headers.get("hx-request"):
+                return render_in(templates, request, "message.html", 401, login=None, title="Logged out",
+                                 message="Your session has ended; log in again.")
+            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return redirect(f"/auth/login?next={quote(target, safe='/')}")
+        try:
+            return await handler(request, login)
+        except ApiError as exc:
+            title = "Not allowed" if isinstance(exc, Forbidden) else "Not found" if exc.status == 404 else "Not done"
+            return render(request, login, "message.html", exc.status, title=title, message=exc.message)
+
+    return page
+
+
+def need(login: Login, permission: str) -> None:
+    """Refuse (403) unless the user's role has `permission`."""
+    if not login.can(permission):
+        raise Forbidden(f"Your role does not allow this ({permission}).")
+
+
+async def checked_form(request: Request, login: Login) -> Form:
+    """The fields of a state-changing request: from a page of this site
+    (Origin) carrying the session's CSRF token, as a form field `csrf` or,
+    from htmx, the `x-csrf-token` header."""
+    pairs = await read_form_pairs(request, quire_of(request).max_body, MAX_FORM_FIELDS)
+    form = Form(pairs)
+    token = form.get("csrf") or request.headers.get("x-csrf-token", "")
+    if not same_origin(request) or not same_token(login.session["csrf"], token):
+        raise Forbidden("The form has expired or did not come from this site; reload the page and try again")
+    return form
+
+
+def render(request: Request, login: Login, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """A studio page, with the flash message a redirect left (shown once)."""
+    flash = unquote(request.cookies.get(FLASH_COOKIE, ""))[:500] or None
+    response = render_in(templates, request, template, status, login=login, csrf=login.session["csrf"],
+                         flash=flash, **context)
+    if flash is not None:
+        response.delete_cookie(FLASH_COOKIE, path="/", httponly=True, samesite="lax",
+                               secure=secure_cookies(request))
+    return response
+
+
+def redirect_flash(request: Request, url: str, message: str) -> RedirectResponse:
+    """Go to `url` after a write, which then says `message` once."""
+    response = redirect(url)
+    response.set_cookie(FLASH_COOKIE, quote(message[:500]), max_age=60, httponly=True, samesite="lax",
+                        path="/", secure=secure_cookies(request))
+    return response
+
+
+async def static_file(request: Request) -> Response:
+    return static_response(STATIC, request.path_params["name"])
