@@ -1,0 +1,75 @@
+"""Every studio screen is reachable from `/` by following links after
+logging in, and no page reached answers a server error: a crawler that
+follows the links of every page (GET only, this site only) over a demo-like
+set of models of the three kinds."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from quire.asgi import Route
+from quire.studio import module as studio_module
+from tests.conftest import Api, create_item, put_model
+from tests.studio.conftest import logged_in
+
+# Parts of pages (htmx fragments, files) rather than screens a user opens.
+NOT_SCREENS = re.compile(r"^/studio/(static|pick|assets)/")
+
+
+class Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            href = dict(attrs).get("href")
+            if href:
+                self.hrefs.append(href)
+
+
+def _crawl(browser: Any, limit: int = 400) -> dict[str, int]:
+    seen: dict[str, int] = {}
+    queue = deque(["/"])
+    while queue and len(seen) < limit:
+        path = queue.popleft()
+        if path in seen:
+            continue
+        response = browser.get(path)
+        seen[path] = response.status_code
+        if response.status_code != 200 or "text/html" not in response.headers.get("content-type", ""):
+            continue
+        parser = Links()
+        parser.feed(response.text)
+        for href in parser.hrefs:
+            target = urlsplit(urljoin("http://testserver" + path, href))
+            if target.netloc != "testserver" or target.path.startswith(("/auth/logout", "/sso/", "/api/")):
+                continue
+            queue.append(target.path + (f"?{target.query}" if target.query else ""))
+    return seen
+
+
+def _screens() -> list[Route]:
+    return [r for r in studio_module.routes
+            if "GET" in r.methods and not NOT_SCREENS.match(r.path)]
+
+
+def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api) -> None:
+    put_model(admin, "authors", type="collection", fields=[{"name": "name", "type": "text"}])
+    put_model(admin, "posts", type="collection", fields=[
+        {"name": "title", "type": "text"}, {"name": "author", "type": "contentItemLink", "opts": {"link": "authors"}}])
+    put_model(admin, "nav", type="tree", fields=[{"name": "label", "type": "text"}])
+    put_model(admin, "settings", type="singleton", fields=[{"name": "site", "type": "text"}])
+    author = create_item(admin, "authors", {"name": "Ann"})
+    create_item(admin, "posts", {"title": "Hello", "author": {"_model": "authors", "_id": author["_id"]}})
+    create_item(admin, "nav", {"label": "Home"})
+    ann = logged_in(app)
+    seen = _crawl(ann)
+    errors = {path: status for path, status in seen.items() if status >= 500}
+    assert not errors, errors
+    missing = [r.path for r in _screens() if not any(r.regex.match(urlsplit(p).path) for p in seen)]
+    assert not missing, f"studio screens no link leads to: {missing}"
