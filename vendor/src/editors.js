@@ -2,6 +2,20 @@
 // TipTap (on ProseMirror) edits rich text as HTML; CodeMirror 6 edits code
 // and markdown. The studio's own scripts only ever talk to this API, so a
 // library can be updated (or swapped) without touching the pages.
+//
+//   QuireEditors.richText(host, {html, label, onChange(html)})
+//     -> {getHTML(), setHTML(html), focus(), destroy()}
+//     A toolbar (role=toolbar; bold, italic, strike, heading 2 and 3, bullet
+//     and numbered list, blockquote, code block, link, remove link, undo,
+//     redo), then the editable area (role=textbox, labelled by `label`).
+//     getHTML() is "" for an empty document; setHTML() does not call
+//     onChange.
+//   QuireEditors.code(host, {doc, language, label, onChange(text)})
+//     -> {getValue(), setValue(text), focus(), destroy()}
+//     language: markdown (wrapped lines), html, css, javascript, json or
+//     text; any other is edited as text. setValue() does not call onChange.
+//
+// Both add their elements to `host` and remove them again on destroy().
 import { Editor } from '@tiptap/core';
 import StarterKit from '@tiptap/starter-kit';
 import Link from '@tiptap/extension-link';
