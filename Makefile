@@ -6,7 +6,7 @@ DATA ?= ./data
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: run test lint bench install dev clean
+.PHONY: run test lint bench install dev clean vendor
 
 $(BIN)/quire: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -51,6 +51,14 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/pages.py
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/persona.py
+
+## make vendor: rebuild the studio's third-party browser code (htmx, Sortable,
+## the TipTap/CodeMirror bundle) from vendor/package-lock.json into
+## src/quire/admin/static/vendor/; the result is committed, so only changing
+## a version needs node
+vendor:
+	npm ci --prefix vendor --no-audit --no-fund
+	node vendor/build.mjs
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
