@@ -17,8 +17,8 @@ import pytest
 
 from quire.app import Quire
 from quire.auth.service import Identity
-from quire.errors import Conflict
 from quire.bundle import import_bundle
+from quire.errors import Conflict
 from quire.events import Events
 from tests.conftest import Api, create_item, put_model
 from tests.serving import quire_server

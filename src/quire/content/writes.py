@@ -11,10 +11,17 @@ from quire.auth.permissions import content as perm
 from quire.auth.service import Identity
 from quire.bundleparts import naming
 from quire.content.fields import FieldError, check_value, is_empty
+from quire.content.fill import doc_rev
 from quire.content.locales import LocaleService
 from quire.content.models import Model, ModelService
-from quire.content.fill import doc_rev
-from quire.errors import BadRequest, Conflict, MethodNotAllowed, NotFound, PreconditionFailed, ValidationError
+from quire.errors import (
+    BadRequest,
+    Conflict,
+    MethodNotAllowed,
+    NotFound,
+    PreconditionFailed,
+    ValidationError,
+)
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.store import SqliteStore
