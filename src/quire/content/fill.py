@@ -39,14 +39,12 @@ _REV_FILL = b'"_rev":' + str(LEGACY_REV).encode()
 def rev_of(row: bytes) -> int:
     """The revision of a stored (or answered) item's JSON: read from where
     writes put it, right after a 24-character `_id`, else by decoding."""
-    if row.startswith(_REV_KEY, _REV_AT) and row.startswith(b'{"_id":"') and row[8:32].isalnum() \
-            and row[32:34] == b'",':
-        end = _REV_AT + 7
-        stop = end
-        while row[stop:stop + 1].isdigit():
-            stop += 1
-        if stop > end and row[stop:stop + 1] in (b",", b"}"):
-            return int(row[end:stop])
+    if row[_REV_AT:_REV_AT + 7] == _REV_KEY and row[:8] == b'{"_id":"' and row[32:34] == b'",' \
+            and row[8:32].isalnum():
+        stop = row.find(b",", _REV_AT + 7, _REV_AT + 28)
+        digits = row[_REV_AT + 7:stop if stop > 0 else -1]  # the last key: up to the closing brace
+        if digits.isdigit():
+            return int(digits)
     return doc_rev(orjson.loads(row))
 
 
