@@ -45,7 +45,7 @@ ROOT = BENCH.parent
 DEFAULT_WORK = BENCH / ".work"
 DEFAULT_DOCS = ROOT / "docs" / "benchmarks.md"
 
-GENERATOR_VERSION = 2  # bump when the generated data changes shape
+GENERATOR_VERSION = 3  # bump when the generated data changes shape
 STANDARD_POSTS = 100_000
 STANDARD_AUTHORS = 1_000
 SEED = 20260101
@@ -108,6 +108,7 @@ def _post(rng: random.Random, n: int, post_id: str, author_id: str, actor: str,
     modified = created + rng.randint(0, 30 * 86_400)
     return {
         "_id": post_id,
+        "_rev": 1,  # where the API stores it, as for an item created through it
         "title": title,
         "slug": re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") + f"-{n}",
         "body": f"# {title}\n\n" + _paragraphs(rng, 2, 4),
@@ -152,6 +153,7 @@ def _author(rng: random.Random, author_id: str, actor: str, now: int) -> dict[st
     name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
     return {
         "_id": author_id,
+        "_rev": 1,  # where the API stores it, as for an item created through it
         "name": name,
         "bio": _paragraphs(rng, 1, 1),
         "email": name.lower().replace(" ", ".") + "@example.com",

@@ -153,7 +153,9 @@ SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": ["error"],
         "properties": {"error": {"type": "string"},
-                       "fields": {"type": "array", "items": {"type": "string"}}},
+                       "fields": {"type": "array", "items": {"type": "string"}},
+                       # a content save's 409: the item's current revision
+                       "rev": {"type": "integer", "minimum": 0}},
     },
     "Success": {"type": "object", "required": ["success"],
                 "properties": {"success": {"const": True}}},

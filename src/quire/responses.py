@@ -15,5 +15,5 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
     return Response(orjson.dumps(data), status_code=status, media_type=JSON_TYPE, headers=headers)
 
 
-def raw_json_response(body: bytes, status: int = 200) -> Response:
-    return Response(body, status_code=status, media_type=JSON_TYPE)
+def raw_json_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(body, status_code=status, media_type=JSON_TYPE, headers=headers)

@@ -137,7 +137,8 @@ def test_tree_items_are_filled(admin: Api) -> None:
 def test_singleton_defaults_and_stored_item_carry_every_field(admin: Api) -> None:
     put_model(admin, "site", type="singleton",
               fields=[{"name": "name", "type": "text"}, {"name": "tagline", "type": "text"}])
-    assert admin.get("/api/content/item/site").json() == {"name": None, "tagline": None, "_model": "site"}
+    assert admin.get("/api/content/item/site").json() == {"name": None, "tagline": None, "_model": "site",
+                                                          "_rev": 0}
     admin.post("/api/content/item/site", json={"data": {"name": "Q"}})
     item = admin.get("/api/content/item/site").json()
     assert item["tagline"] is None and item["name"] == "Q"

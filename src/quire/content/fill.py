@@ -12,6 +12,11 @@ table field, and with a handful of fields it was slower than orjson anyway.
 The answer for a row is then kept, by the row's first bytes (its id) and
 checked against its whole bytes, so a page read again costs a lookup and a
 comparison per row rather than a decode.
+
+An item stored before revisions were counted has no `_rev`: it is answered
+as revision 1 (`,"_rev":1` spliced in the same way) until its next write
+stores 2. Writes put `_rev` right after `_id`, so `rev_of` reads it from
+fixed bytes without decoding the item (the ETag of an item answer).
 """
 
 from __future__ import annotations
@@ -25,6 +30,28 @@ from quire.cache import Memo
 KEPT_BYTES = 8 * 1024 * 1024
 _HEAD = 40  # `{"_id":"<24 hex>"` and a little more: tells rows apart
 _ENTRY = 200  # what an entry costs besides the rows' bytes (key, tuple, dict slot)
+LEGACY_REV = 1  # the revision of an item stored before revisions were counted
+_REV_KEY = b'"_rev":'
+_REV_AT = 34  # after `{"_id":"<24 characters>",`
+_REV_FILL = b'"_rev":' + str(LEGACY_REV).encode()
+
+
+def rev_of(row: bytes) -> int:
+    """The revision of a stored (or answered) item's JSON: read from where
+    writes put it, right after a 24-character `_id`, else by decoding."""
+    if row[_REV_AT:_REV_AT + 7] == _REV_KEY and row[:8] == b'{"_id":"' and row[32:34] == b'",' \
+            and row[8:32].isalnum():
+        stop = row.find(b",", _REV_AT + 7, _REV_AT + 28)
+        digits = row[_REV_AT + 7:stop if stop > 0 else -1]  # the last key: up to the closing brace
+        if digits.isdigit():
+            return int(digits)
+    return doc_rev(orjson.loads(row))
+
+
+def doc_rev(doc: dict[str, Any]) -> int:
+    """The revision of a stored item (LEGACY_REV when it has none)."""
+    rev = doc.get("_rev")
+    return rev if isinstance(rev, int) and not isinstance(rev, bool) else LEGACY_REV
 
 
 class Filler:
@@ -46,20 +73,19 @@ class Filler:
         """`doc` itself when it holds every field, else a copy with the
         missing ones set to None."""
         missing = [name for name in self.names if name not in doc]
-        if not missing:
+        if not missing and "_rev" in doc:
             return doc
         out = dict(doc)
         for name in missing:
             out[name] = None
+        out.setdefault("_rev", LEGACY_REV)
         return out
 
     def rows(self, rows: list[bytes], keep: bool = True) -> list[bytes]:
-        """Stored rows with the missing fields spliced in; a row that holds
+        """Stored rows with the missing fields (and a missing `_rev`) spliced in; a row that holds
         every field is the very same object. `keep=False` (long streamed
         lists) looks up kept answers but adds none, so one export does not
         push out the rows of the pages that are read over and over."""
-        if not self.names:
-            return rows
         kept = self.kept.entries
         out = []
         for row in rows:  # the lookup inline: this loop runs for every row of every list
@@ -79,6 +105,8 @@ class Filler:
     def _decide(self, row: bytes, keep: bool) -> bytes:
         doc = orjson.loads(row)
         missing = [key for name, key in self.keys if name not in doc]
+        if "_rev" not in doc:
+            missing.append(_REV_FILL)
         out = _splice(row, missing) if missing else row
         if keep:
             weight = _ENTRY + len(row) + (len(out) if out is not row else 0)
@@ -90,6 +118,9 @@ def _splice(row: bytes, keys: list[bytes]) -> bytes:
     if row[-1:] != b"}" or len(row) < 3:  # not as orjson stores an item: encode again
         doc = orjson.loads(row)
         for key in keys:
-            doc.setdefault(key[1:-2].decode(), None)
+            if key == _REV_FILL:
+                doc.setdefault("_rev", LEGACY_REV)
+            else:
+                doc.setdefault(key[1:-2].decode(), None)
         return orjson.dumps(doc)
-    return b"".join([row[:-1], *[b"," + key + b"null" for key in keys], b"}"])
+    return b"".join([row[:-1], *[b"," + (key if key == _REV_FILL else key + b"null") for key in keys], b"}"])

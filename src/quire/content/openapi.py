@@ -27,18 +27,44 @@ from quire.openapi import (
     param,
 )
 
+# The item's revision (`_rev`), on every answer of one item
+ETAG = {"ETag": {"description": 'The item\'s revision, its _rev, as a strong tag: "7"',
+                 "schema": {"type": "string", "pattern": '^"[0-9]+"$'}}}
+IF_MATCH = param("If-Match", "header", "string",
+                 'The revision the save started from, as the ETag names it ("7"; W/"7" and 7 too), '
+                 "or * for any stored revision: if the item is at another one, 409 and nothing is stored. "
+                 "The same as _rev in data.")
+CONFLICT = {"409": {
+    "description": "The item was changed by someone else: it is at another revision than the one named "
+                   "(_rev or If-Match): {error, rev}, rev the current one (0: not stored yet)",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}}
+
+
+def with_revision(operation: dict[str, Any], saves: bool = False) -> dict[str, Any]:
+    """An item answer with its ETag; a save also with If-Match and 409."""
+    operation["responses"]["200"]["headers"] = ETAG
+    if saves:
+        operation["parameters"] = [*operation["parameters"], IF_MATCH]
+        operation["responses"].update(CONFLICT)
+    return operation
+
 
 def paths() -> dict[str, Any]:
     return {
         "/api/content/item/{model}": {
-            "get": op("Get the item of a singleton, or the first item matching filter",
-                      [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, *PERSONA], READ_ERRORS, schema=ITEM),
-            "post": op("Create an item, or update one partially when data._id is given",
-                       [MODEL], WRITE_ERRORS, body=DATA_BODY, ok="The whole stored item", schema=ITEM),
+            "get": with_revision(op("Get the item of a singleton, or the first item matching filter",
+                                    [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, *PERSONA], READ_ERRORS,
+                                    schema=ITEM)),
+            "post": with_revision(op("Create an item, or update one partially when data._id is given; "
+                                     "data._rev (or If-Match) names the revision the save started from",
+                                     [MODEL], WRITE_ERRORS, body=DATA_BODY, ok="The whole stored item",
+                                     schema=ITEM), saves=True),
         },
         "/api/content/item/{model}/{id}": {
-            "get": op("Get one published item by id", [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE, *PERSONA],
-                      READ_ERRORS, schema=ITEM),
+            "get": with_revision(op("Get one published item by id",
+                                    [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE, *PERSONA], READ_ERRORS,
+                                    schema=ITEM)),
             "delete": op("Delete an item (a tree node with its subtree)", [MODEL, ITEM_ID],
                          (401, 403, 404, 405), ok='{"success": true}', schema=SUCCESS),
         },

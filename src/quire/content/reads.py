@@ -19,6 +19,7 @@ import orjson
 from quire.auth.permissions import content as perm
 from quire.auth.service import Identity
 from quire.cache import Cache
+from quire.content.fill import doc_rev
 from quire.content.locales import LocaleService, localize, rewrite_locale_keys
 from quire.content.models import Model, ModelService
 from quire.content.populate import populate
@@ -354,6 +355,14 @@ class ContentReader:
 
     def item(self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity) -> dict[str, Any]:
         """By id; else a singleton's item; else the first item matching filter."""
+        return self.item_with_rev(name, item_id, opts, identity)[0]
+
+    def item_with_rev(
+        self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity
+    ) -> tuple[dict[str, Any], int]:
+        """`item`, and the revision of the stored item it answers (for the
+        ETag: the answer may leave `_rev` out by its `fields`); 0 for a
+        singleton not stored yet."""
         model = self.readable(name, identity)
         coll = self.collection(model)
         projection = parse_fields(opts.fields)  # bad parameters answer 400 before any lookup
@@ -368,11 +377,12 @@ class ContentReader:
             doc = coll.find_one(self.query(model, opts.filter, identity), self._sort(opts.sort))
         if doc is None:
             raise NotFound("Item not found")
-        return self.transform(model, [doc], opts, projection, identity)[0]
+        return self.transform(model, [doc], opts, projection, identity)[0], doc_rev(doc)
 
     def _singleton_defaults(self, model: Model) -> dict[str, Any]:
         doc: dict[str, Any] = {f["name"]: f.get("default") for f in model.fields}
         doc["_model"] = model.name
+        doc["_rev"] = 0  # not stored yet: a save naming revision 0 creates it
         return doc
 
     def tree(self, name: str, parent: str | None, opts: ReadOptions, identity: Identity) -> list[dict[str, Any]]:

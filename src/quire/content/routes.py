@@ -14,8 +14,10 @@ from quire.asgi import route
 from quire.auth.request import identify
 from quire.auth.service import Identity
 from quire.content.aggregate import run_aggregate
+from quire.content.fill import rev_of
 from quire.content.models import ModelService
 from quire.content.service import ContentService, ReadOptions
+from quire.content.writes import Expected
 from quire.errors import BadRequest, PreconditionFailed, Unavailable
 from quire.http import (
     JSON_TYPE,
@@ -58,9 +60,35 @@ async def get_item(request: Request) -> Response:
     persona = persona_of(request)
     if item_id is not None and not opts.transforms:
         raw = service(request, ContentService).item_raw(model, item_id, identity)
-        return raw_json_response(raw if persona is None else orjson.dumps(persona.apply(orjson.loads(raw))))
-    item = service(request, ContentService).item(model, item_id, opts, identity)
-    return json_response(item if persona is None else persona.apply(item))
+        etag = _etag(rev_of(raw))
+        return raw_json_response(raw if persona is None else orjson.dumps(persona.apply(orjson.loads(raw))),
+                                 headers=etag)
+    item, rev = service(request, ContentService).item_with_rev(model, item_id, opts, identity)
+    return json_response(item if persona is None else persona.apply(item), headers=_etag(rev))
+
+
+def _etag(rev: int) -> dict[str, str]:
+    """An item answer's revision, as a strong entity tag."""
+    return {"ETag": f'"{rev}"'}
+
+
+def if_match(request: Request) -> Expected:
+    """The revision an If-Match header names: `"7"`, also weak (`W/"7"`,
+    as a proxy may pass it on) or bare (`7`); `*` asks for a stored item.
+    Anything else, a list of several tags too, is a 400."""
+    value = request.headers.get("if-match")
+    if value is None:
+        return None
+    tag = value.strip()
+    if tag == "*":
+        return "*"
+    if tag.startswith("W/"):
+        tag = tag[2:]
+    if len(tag) >= 2 and tag[0] == tag[-1] == '"':
+        tag = tag[1:-1]
+    if not tag.isascii() or not tag.isdigit() or len(tag) > 18:
+        raise BadRequest('If-Match must name one revision, as the item\'s ETag does: "7"', fields=["_rev"])
+    return int(tag)
 
 
 def _personalized(rows: list[bytes], persona: Persona | None, quire: Services, view: Any) -> list[bytes]:
@@ -78,8 +106,9 @@ def _view(model: str, opts: ReadOptions, identity: Identity) -> Any:
 async def save_item(request: Request) -> Response:
     identity = identify(request)
     data = await read_data(request)
-    item = await service(request, ContentService).save(request.path_params["model"], data, identity)
-    return json_response(item)
+    item = await service(request, ContentService).save(request.path_params["model"], data, identity,
+                                                       if_match=if_match(request))
+    return json_response(item, headers=_etag(item["_rev"]))
 
 
 async def delete_item(request: Request) -> Response:

@@ -5,15 +5,23 @@ its own transaction."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from quire.auth.permissions import content as perm
 from quire.auth.service import Identity
 from quire.bundleparts import naming
 from quire.content.fields import FieldError, check_value, is_empty
+from quire.content.fill import doc_rev
 from quire.content.locales import LocaleService
 from quire.content.models import Model, ModelService
-from quire.errors import BadRequest, MethodNotAllowed, NotFound, PreconditionFailed, ValidationError
+from quire.errors import (
+    BadRequest,
+    Conflict,
+    MethodNotAllowed,
+    NotFound,
+    PreconditionFailed,
+    ValidationError,
+)
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.store import SqliteStore
@@ -21,8 +29,14 @@ from quire.store.sqlite import Collection
 from quire.trees import MISSING, parent_problem
 
 # Keys answers carry that a save ignores, so an item can be written back as
-# it was read (a tree item with its `_children` too).
-READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model", "_children"}
+# it was read (a tree item with its `_children` too). `_rev` is the one that
+# is not ignored but checked: `save` compares it with the stored revision.
+READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model", "_children", "_rev"}
+# What a save may name as the revision it started from: a number (0: the
+# item is not stored yet), "*" (If-Match: * - the item must be stored) or
+# nothing (no check, as before revisions were counted).
+Expected = int | Literal["*"] | None
+REV_RULE = "must be a revision number: a whole number, 0 for an item not stored yet"
 STATES = (-1, 0, 1)
 # System fields an imported item keeps from its bundle (checked, not set anew)
 KEPT_SYSTEM = ("_id", "_created", "_modified", "_cby", "_mby", "_state", "_pid", "_o", "_model")
@@ -54,6 +68,10 @@ class ContentWriter:
         clean: dict[str, Any] = {}
         errors: dict[str, str] = {}
         for key, value in data.items():
+            if key == "_rev":  # checked against the stored item by save, never stored as sent
+                if value is not None and not is_rev(value):
+                    errors[key] = REV_RULE
+                continue
             if key == "_id" or key in READ_ONLY:
                 continue
             if key == "_state":  # the publish permission is checked by save, against the stored state
@@ -91,7 +109,11 @@ class ContentWriter:
             raise ValidationError("item data", errors)
         return clean
 
-    async def save(self, name: str, data: Any, identity: Identity) -> dict[str, Any]:
+    async def save(self, name: str, data: Any, identity: Identity, if_match: Expected = None) -> dict[str, Any]:
+        """Create or update an item. The revision the save started from,
+        `_rev` in `data` or `if_match` (the If-Match header), must be the
+        stored item's, checked in the write's transaction: else 409 naming
+        the current one, and nothing is stored."""
         model = self.models.get(name)
         if not isinstance(data, dict):
             raise PreconditionFailed("Item data is missing")
@@ -102,6 +124,11 @@ class ContentWriter:
         if model.type != "singleton":  # a singleton's need is known once it is looked up
             identity.require(perm(name, "update" if item_id is not None else "create"))
         clean = self.check_data(model, data, identity)
+        expected = _expected(data.get("_rev"), if_match)
+        if model.type != "singleton" and item_id is None and expected not in (None, 0):
+            # nothing stored to compare with: a client that lost the _id would otherwise make a copy
+            raise BadRequest("A new item has no revision yet: send _rev 0 or none, and no If-Match",
+                             fields=["_rev"])
         coll = self.models.collection(model)
         now = int(time.time())
         async with self.store.atomic():
@@ -118,10 +145,14 @@ class ContentWriter:
             if "_state" in clean and (current is None or current.get("_state") != clean["_state"]):
                 # an update that sends the stored state back changes nothing that needs it
                 identity.require(perm(name, "publish"))
+            stored_rev = 0 if current is None else doc_rev(current)
+            if expected is not None:  # after the permissions: a refused save is refused either way
+                _check_rev(expected, stored_rev)
             if current is not None:
                 item = {**current, **clean, "_modified": now, "_mby": identity.actor}
             else:
                 item = self._new_item(model, clean, now, identity, coll)
+            place_rev(item, stored_rev + 1)
             self._check_required(model, item)
             if model.type == "tree":
                 self._check_parent(coll, item)
@@ -135,10 +166,12 @@ class ContentWriter:
                      identity: Identity, refused: str = "") -> None:
         """Store a checked item with the events of a write, inside the
         caller's transaction; `refused` goes before a handler's refusal."""
+        rev = item["_rev"]
         with refusals_as_412(refused):
             await self.events.emit(
                 "content.item.save.before", model=name, item=item, is_update=is_update, identity=identity
             )
+        place_rev(item, rev)  # the revision is the writer's, whatever a handler did to the item
         coll.replace(item)
         await self.stored(name, item, is_update, identity)
 
@@ -173,12 +206,15 @@ class ContentWriter:
     async def store_imported(self, model: Model, coll: Collection, item: dict[str, Any],
                              identity: Identity) -> None:
         """Store one item of `check_imported`, matched by `_id` (running the
-        same import again changes nothing), with the events of an API write,
+        same import again changes no field), with the events of an API write,
         inside the caller's transaction; `content.item.save.after` follows
-        that transaction's commit."""
+        that transaction's commit. Every import of an item is a write: its
+        revision is the stored one + 1 (1 for a new item), whatever `_rev`
+        the bundle holds."""
         current = coll.get(item["_id"])
         is_update = current is not None
         _fill_system(model, coll, item, current, identity)
+        place_rev(item, 1 if current is None else doc_rev(current) + 1)
         await self._write(model.name, coll, item, is_update, identity, f"{model.name}/{item['_id']}: ")
         self.store.after_commit(lambda: self.events.emit_after(
             "content.item.save.after", model=model.name, item=item, is_update=is_update, identity=identity))
@@ -235,6 +271,42 @@ class ContentWriter:
                 coll.delete(doc["_id"])
                 with refusals_as_412():
                     await self.events.emit("content.item.remove", model=name, item=doc, identity=identity)
+
+
+def is_rev(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def place_rev(item: dict[str, Any], rev: int) -> None:
+    """Set the item's revision as its second key, right after `_id`, where
+    `fill.rev_of` reads it without decoding the item."""
+    if list(item)[:2] == ["_id", "_rev"]:
+        item["_rev"] = rev
+        return
+    rest = {k: v for k, v in item.items() if k not in ("_id", "_rev")}
+    item_id = item["_id"]
+    item.clear()
+    item.update({"_id": item_id, "_rev": rev, **rest})
+
+
+def _expected(sent: Any, if_match: Expected) -> Expected:
+    """The revision a save started from, from `_rev` in its data (checked
+    by check_data) and its If-Match header: both must name the same one."""
+    if sent is None:
+        return if_match
+    if if_match is not None and if_match != sent:
+        raise BadRequest(f"_rev {sent} and If-Match {if_match} name different revisions", fields=["_rev"])
+    return int(sent)
+
+
+def _check_rev(expected: int | Literal["*"], stored: int) -> None:
+    if expected == "*":
+        if stored == 0:
+            raise Conflict("Item is not stored yet (If-Match: * asks for a stored item)", rev=0)
+        return
+    if expected != stored:
+        where = f"at revision {stored}" if stored else "not stored yet"
+        raise Conflict(f"Item was changed by someone else: it is {where}, not at revision {expected}", rev=stored)
 
 
 def _refuse_parent(problem: str | None) -> None:
