@@ -12,7 +12,7 @@ import pytest
 from quire.app import Quire
 from quire.content.models import parse_model
 from quire.errors import BadRequest
-from quire.events import Events
+from quire.events import Events, Reject
 from tests.conftest import Api, create_item, put_model
 
 LOCALES = [{"i18n": "de", "name": "Deutsch"}, {"i18n": "fr", "name": "Français"}]
@@ -165,6 +165,19 @@ def test_a_failing_step_leaves_model_and_items_untouched(posts: Api, quire: Quir
     stored = raw(quire, item["_id"])
     assert stored["title"] == "Hi" and "headline" not in stored
     assert quire.models.get("posts").by_name.get("title") is not None
+
+
+def test_a_hook_refusing_the_rename_answers_412_and_changes_nothing(posts: Api, quire: Quire,
+                                                                    events: Events) -> None:
+    def refuse(model: str, renames: dict[str, str], **_: Any) -> None:
+        raise Reject(f"{model}: {renames} is not allowed")
+
+    item = create_item(posts, "posts", {"n": 1})
+    events.on("content.model.rename", refuse)
+    before = definition(posts)
+    response = posts.put("/api/system/models/posts", json={"fields": FIELDS, "renames": {"n": "count"}})
+    assert response.status_code == 412 and response.json()["error"] == "posts: {'n': 'count'} is not allowed"
+    assert definition(posts) == before and raw(quire, item["_id"])["n"] == 1
 
 
 def test_search_indexes_follow_a_rename_in_the_same_transaction(posts: Api, quire: Quire) -> None:

@@ -388,8 +388,9 @@ class ModelService:
         if not renames or not self.store.table_exists(model.collection):
             return
         coll = self.store.collection(model.collection)
+        codes = self.locales.codes()
         for old, new in renames.items():
-            targets = [n for o, n in moves.items() if (o == old or o.startswith(old + "_")) and n not in moves]
+            targets = [new] + [f"{new}_{c}" for c in codes if moves.get(f"{old}_{c}") == f"{new}_{c}"]
             taken = [item_id for item_id, _ in coll.values_at(targets)]
             if taken:
                 raise _in_the_way(new, taken, f"values under {new} already (kept from a deleted field); "

@@ -16,7 +16,6 @@ from quire.openapi import (
     param,
 )
 
-
 PUT_MODEL = (
     "The body is the whole definition (name, label, type, fields, meta, indexes). Two more keys say how "
     "stored items follow the change and are never stored: `renames` ({\"old\": \"new\"}) renames fields in "
