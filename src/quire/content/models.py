@@ -297,24 +297,25 @@ class ModelService:
         stored values do not fit is refused (400 with their count and ids)
         and nothing changes."""
         now = int(time.time())
-        previous = self.find(model.name)
-        codes = self.locales.codes()
-        renames = dict(renames or {})
-        if renames:
-            if previous is None:
-                raise BadRequest(f"Model {model.name} does not exist yet: it has no fields to rename",
-                                 fields=["renames"])
-            _check_renames(previous, model, renames, codes)
-            _rename_in_definition(model, renames)
-        moves = _moved_keys(previous, model, renames, codes) if previous is not None else {}
-        drop = _dropped_keys(previous, model, renames, codes) if previous is not None and drop_values else []
-        if previous is not None:
-            self._check_stored_values_fit(previous, model, renames, moves)
-            self._check_targets_free(model, renames, moves)
-        model._created = previous._created if previous else now
-        model._modified = now
-        doc = {"_id": model.name, **{k: v for k, v in model.to_json().items() if k != "name"}}
-        with self.store.transaction():
+        with self.store.transaction():  # the checks too: no write can slip in between
+            previous = self.find(model.name)
+            codes = self.locales.codes()
+            renames = dict(renames or {})
+            if renames:
+                if previous is None:
+                    raise BadRequest(f"Model {model.name} does not exist yet: it has no fields to rename",
+                                     fields=["renames"])
+                _check_renames(previous, model, renames, codes)
+                model = _renamed_definition(model, renames)
+            moves, drop = {}, []
+            if previous is not None:
+                moves = _moved_keys(previous, model, renames, codes)
+                drop = _dropped_keys(previous, model, renames, codes) if drop_values else []
+                self._check_stored_values_fit(previous, model, renames, moves)
+                self._check_targets_free(model, renames, moves)
+            model._created = previous._created if previous else now
+            model._modified = now
+            doc = {"_id": model.name, **{k: v for k, v in model.to_json().items() if k != "name"}}
             self.models.replace(doc)
             self.store.ensure_table(model.collection)
             if moves or drop:
@@ -507,11 +508,12 @@ def _check_renames(previous: Model, model: Model, renames: dict[str, str], codes
                                  "is a field", fields=[old])
 
 
-def _rename_in_definition(model: Model, renames: Mapping[str, str]) -> None:
-    """The definition with renamed fields under their new names, and its
-    declared indexes (`title` or `title:de`) naming them so."""
-    model.fields = [{**f, "name": renames[f["name"]]} if f["name"] in renames else f for f in model.fields]
-    model.indexes = [[_renamed_column(c, renames) for c in columns] for columns in model.indexes]
+def _renamed_definition(model: Model, renames: Mapping[str, str]) -> Model:
+    """A copy of the definition with renamed fields under their new names,
+    and its declared indexes (`title` or `title:de`) naming them so."""
+    fields = [{**f, "name": renames[f["name"]]} if f["name"] in renames else f for f in model.fields]
+    indexes = [[_renamed_column(c, renames) for c in columns] for columns in model.indexes]
+    return Model(model.name, model.type, model.label, fields, model.meta, indexes)
 
 
 def _renamed_column(column: str, renames: Mapping[str, str]) -> str:
