@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import orjson
 import pytest
 
 from quire.app import Quire
@@ -199,47 +200,61 @@ def test_search_indexes_follow_a_rename_in_the_same_transaction(posts: Api, quir
     assert posts.get("/api/searchmod/indexes/other").json()["fields"] == ["kind"]
 
 
-def test_every_filter_on_the_new_name_answers_what_the_old_name_did(posts: Api, quire: Quire) -> None:
+NUMBERS: list[Any] = [None, 0, 1, 2.5, -3, 10, 100]
+TEXTS: list[Any] = [None, "", "alpha", "Beta", "beta gamma", "ä", "10"]
+
+
+@pytest.mark.parametrize(("old", "new", "pool", "keys"), [
+    ("n", "m", NUMBERS, ["n"]),
+    ("title", "headline", TEXTS, ["title", "title_de", "title_fr"]),
+])
+def test_every_filter_on_the_new_name_answers_what_the_old_name_did(posts: Api, quire: Quire, old: str, new: str,
+                                                                    pool: list[Any], keys: list[str]) -> None:
     rng = random.Random(15)
-    pool: list[Any] = [None, 0, 1, 2.5, -3, 10, 100]
     coll = quire.store.collection("content/posts")
     with quire.store.transaction():
-        for i in range(120):
+        for i in range(150):
             doc: dict[str, Any] = {"_id": f"{i:024x}", "_state": 1}
-            if rng.random() < 0.8:
-                doc["n"] = rng.choice(pool)
+            doc.update((k, rng.choice(pool)) for k in keys if rng.random() < 0.7)
             coll.insert(doc)
-    filters = [{"n": v} for v in pool] + [
-        {"n": {"$exists": True}}, {"n": {"$exists": False}}, {"n": {"$gt": 1}}, {"n": {"$lte": 2.5}},
-        {"n": {"$in": [0, 10]}}, {"n": {"$nin": [None, 1]}}, {"n": {"$ne": None}}, {"n": {"$type": "number"}},
-        {"$or": [{"n": 1}, {"n": {"$gte": 100}}]}, {"n": {"$not": {"$gt": 2}}},
-    ]
+    filters: list[dict[str, Any]] = []
+    for key in keys:
+        values = [v for v in pool if v is not None]
+        filters += [{key: v} for v in pool] + [
+            {key: {"$exists": True}}, {key: {"$exists": False}}, {key: {"$ne": None}},
+            {key: {"$in": rng.sample(values, 2)}}, {key: {"$nin": [None, rng.choice(values)]}},
+            {key: {"$type": "number" if old == "n" else "string"}}, {"$or": [{key: v} for v in rng.sample(values, 2)]},
+            {"$and": [{key: {"$exists": True}}, {"$nor": [{key: None}]}]},
+        ] + [{key: {op: v}} for op in ("$gt", "$gte", "$lt", "$lte") for v in rng.sample(values, 2)]
+        if old == "title":
+            filters += [{key: {"$regex": "^b", "$options": "i"}}, {key: {"$not": {"$regex": "a"}}}]
 
-    def ids(spec: dict[str, Any]) -> list[str]:
-        response = posts.get("/api/content/items/posts", params={"filter": _json(spec), "fields": '{"_id": 1}'})
+    def answer(spec: dict[str, Any], sort: dict[str, int], names: list[str]) -> list[list[Any]]:
+        params = {"filter": _json(spec), "sort": _json(sort)}
+        response = posts.get("/api/content/items/posts", params=params)
         assert response.status_code == 200, response.text
-        return [i["_id"] for i in response.json()]
+        return [[item["_id"], *(item.get(k) for k in names)] for item in response.json()]
 
-    before = [ids(f) for f in filters]
-    sorted_before = [i["_id"] for i in posts.get("/api/content/items/posts", params={"sort": '{"n": 1, "_id": 1}'}).json()]
-    put_model(posts, "posts", fields=fields({"name": "m", "was": "n", "type": "number"}), renames={"n": "m"})
-    after = [ids(_renamed(f)) for f in filters]
+    renamed = [k.replace(old, new, 1) for k in keys]
+    before = [answer(f, {keys[-1]: 1, "_id": 1}, keys) for f in filters]
+    changed = {"name": new, "was": old, "type": "number" if old == "n" else "text", "i18n": old == "title"}
+    put_model(posts, "posts", fields=fields(changed), renames={old: new})
+    after = [answer(_renamed(f, old, new), {renamed[-1]: 1, "_id": 1}, renamed) for f in filters]
     assert after == before
-    sorted_after = [i["_id"] for i in posts.get("/api/content/items/posts", params={"sort": '{"m": 1, "_id": 1}'}).json()]
-    assert sorted_after == sorted_before
+    assert sum(len(a) for a in after) > 0 and not coll.find({old: {"$exists": True}})
 
 
 def _json(value: Any) -> str:
-    import orjson
-
     return orjson.dumps(value).decode()
 
 
-def _renamed(spec: Any) -> Any:
+def _renamed(spec: Any, old: str, new: str) -> Any:
+    """A filter naming `old` (and its per-locale keys) by `new`."""
     if isinstance(spec, list):
-        return [_renamed(s) for s in spec]
+        return [_renamed(s, old, new) for s in spec]
     if isinstance(spec, dict):
-        return {("m" if k == "n" else k): (_renamed(v) if k.startswith("$") else v) for k, v in spec.items()}
+        return {(k.replace(old, new, 1) if k.startswith(old) else k): (_renamed(v, old, new) if k.startswith("$") else v)
+                for k, v in spec.items()}
     return spec
 
 
@@ -364,3 +379,13 @@ def test_drop_values_with_a_rename_moves_one_and_drops_the_other(posts: Api, qui
     quire.models.save(parse_model("posts", {"fields": fields(drop=("kind",))}), {"n": "count"}, drop_values=True)
     stored = raw(quire, item["_id"])
     assert stored["count"] == 2 and "kind" not in stored and "n" not in stored and stored["title"] == "Hi"
+
+
+def test_a_refused_change_leaves_the_callers_definition_as_it_was(posts: Api, quire: Quire) -> None:
+    create_item(posts, "posts", {"n": 1, "kind": "a"})
+    model = parse_model("posts", {"fields": fields({"name": "kind", "type": "number"}), "indexes": ["n"]},
+                        {"n": "count"})
+    with pytest.raises(BadRequest):
+        quire.models.save(model, {"n": "count"})
+    assert [f["name"] for f in model.fields] == ["title", "n", "kind", "tags"] and model.indexes == [["n"]]
+    assert "count" not in quire.models.get("posts").by_name
