@@ -29,6 +29,7 @@ as sizes, not as exact figures. A run with the standard size writes the
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import sys
@@ -91,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from quire.content.models import parse_model
 
+    load = os.getloadavg()[0]
     work = ROOT / "bench" / ".work" / "schema"
     shutil.rmtree(work, ignore_errors=True)
     quire = _open_quire(work / "data")
@@ -146,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             "three locales), each change timed once through `ModelService.save` (checks, one UPDATE with "
             "SQLite's JSON functions, indexes, commit). Refusals cost a full read of the field's values; "
             "renames and dropped values rewrite every item holding the field in one transaction, during which "
-            "other writes wait (reads do not: WAL).\n\n" + table
+            "other writes wait (reads do not: WAL). Load average when the run began: "
+            f"{load:.1f} on {os.cpu_count()} cores (other processes share the machine).\n\n" + table
         )
         update_doc(DEFAULT_DOCS, machine_paragraph(), section, "Schema changes")
         print(f"wrote the Schema changes section of {DEFAULT_DOCS}")
