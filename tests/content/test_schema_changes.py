@@ -129,6 +129,9 @@ def test_a_rename_onto_a_localized_key_or_leftover_values_is_refused(posts: Api,
     response = posts.put("/api/system/models/posts", json={
         "fields": [*FIELDS, {"name": "sub", "type": "text", "i18n": True}], "renames": {"n": "sub_de"}})
     assert response.status_code == 400 and "sub_de is taken" in response.json()["error"]
+    made_localized = posts.put("/api/system/models/posts", json={  # localized in this very change
+        "fields": fields({"name": "kind", "type": "select", "i18n": True}), "renames": {"n": "kind_fr"}})
+    assert made_localized.status_code == 400 and "kind_fr is taken" in made_localized.json()["error"]
     # values of a deleted field stay in the items; a rename never overwrites them
     item = create_item(posts, "posts", {"n": 1, "kind": "a"})
     put_model(posts, "posts", fields=fields(drop=("kind",)))

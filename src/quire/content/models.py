@@ -491,7 +491,8 @@ def _check_renames(previous: Model, model: Model, renames: dict[str, str], codes
         if not FIELD_NAME.match(new) or new in SYSTEM_FIELDS:
             raise BadRequest(f"Field {old} cannot be renamed to {new!r}: a field name must match "
                              "^[A-Za-z][A-Za-z0-9_]*$ and not be a system name", fields=[old])
-        localized_keys = {f"{f['name']}_{code}" for f in previous.fields if f["i18n"] for code in codes}
+        localized_keys = {f"{f['name']}_{code}" for f in [*previous.fields, *model.fields]
+                          if f["i18n"] and f["name"] != old for code in codes}
         if new in previous.by_name or new in localized_keys:
             raise BadRequest(f"Field {old} cannot be renamed to {new}: {new} is taken", fields=[old])
         if list(renames.values()).count(new) > 1:
