@@ -20,7 +20,7 @@ log = logging.getLogger("quire.events")
 Handler = Callable[..., Any]
 # Events of synchronous writes, sent with `notify` inside their transaction:
 # their handlers must be plain functions (refused when subscribed).
-SYNCHRONOUS = frozenset({"content.model.remove", "content.locales.save"})
+SYNCHRONOUS = frozenset({"content.model.remove", "content.model.rename", "content.locales.save"})
 
 
 class Reject(Exception):

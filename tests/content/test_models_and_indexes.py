@@ -21,7 +21,7 @@ def test_changing_a_field_type_that_stored_items_do_not_fit_is_refused(admin: Ap
     create_item(admin, "notes", {"x": ["a", "b"]})
     response = admin.put("/api/system/models/notes", json={"fields": [{"name": "x", "type": "text"}]})
     assert response.status_code == 400
-    assert response.json()["error"].startswith("Field x: 1 stored items hold values that are not text")
+    assert response.json()["error"].startswith("Field x: 1 stored item holds values that do not fit the new definition (first: must be text)")
     assert admin.get("/api/system/models/notes").json()["fields"][0]["type"] == "tags"
 
 

@@ -251,12 +251,36 @@ def test_only_ascii_digits_index_an_array(store: SqliteStore, spec: dict[str, An
     assert expected == (["t"] if "$exists" in str(spec) else [])
 
 
-def test_count_misfits_counts_values_a_hint_would_misread(store: SqliteStore) -> None:
+def test_values_at_reads_non_null_values_of_the_keys(store: SqliteStore) -> None:
     coll = store.collection("content/things")
-    assert coll.count_misfits(("n",), "number") == 0  # no table yet
-    for value in (1, 2.5, "3", True, None, [4], {"n": 5}):
-        coll.insert({"n": value})
-    coll.insert({"other": 1})  # absent: fits every hint
-    assert coll.count_misfits(("n",), "number") == 4  # "3", true, [4], {...}
-    assert coll.count_misfits(("n",), "text") == 5
-    assert coll.count_misfits(("n",), "bool") == 5
+    assert list(coll.values_at(["n"])) == []  # no table yet
+    for i, value in enumerate((1, "3", None, [4], {"n": 5})):
+        coll.insert({"_id": f"d{i}", "n": value})
+    coll.insert({"_id": "d9", "other": 1, "m": True})
+    assert list(coll.values_at(["n"])) == [("d0", [1]), ("d1", ["3"]), ("d3", [[4]]), ("d4", [{"n": 5}])]
+    assert list(coll.values_at(["m", "other"])) == [("d9", [True, 1])]
+
+
+def test_count_non_empty_counts_documents_per_group(store: SqliteStore) -> None:
+    coll = store.collection("content/things")
+    assert coll.count_non_empty({"a": ["a"]}) == ({"a": 0}, 0)
+    for doc in ({"a": 1}, {"a": ""}, {"a": []}, {"a": {}}, {"a": None}, {"a": 0, "a_de": "x"},
+                {"a_de": "y"}, {"a": False}, {"b": [1]}):
+        coll.insert(doc)
+    assert coll.count_non_empty({"a": ["a"], "loc": ["a", "a_de"], "b": ["b"]}) == ({"a": 3, "loc": 4, "b": 1}, 9)
+
+
+def test_move_keys_moves_values_as_written_and_bumps_revisions(store: SqliteStore) -> None:
+    coll = store.collection("content/things")
+    assert coll.move_keys({"a": "b"}) == 0  # no table yet
+    coll.insert({"_id": "x", "a": 0.30000000000000004, "a_de": {"k": [1, True, None]}, "_rev": 3, "z": 1})
+    coll.insert({"_id": "y", "a": None, "_rev": "not a number"})
+    coll.insert({"_id": "w", "z": 2, "_rev": 1})
+    with store.transaction():
+        assert coll.move_keys({"a": "b", "a_de": "b_de"}, ["z"], bump="_rev") == 3
+    assert coll.get_raw("x") == b'{"_id":"x","_rev":4,"b":0.30000000000000004,"b_de":{"k":[1,true,null]}}'
+    assert coll.get("y") == {"_id": "y", "_rev": "not a number", "b": None}  # null moves too
+    assert coll.get("w") == {"_id": "w", "_rev": 2}
+    with store.transaction():
+        assert coll.move_keys({"nothing": "here"}, bump="_rev") == 0
+    assert coll.get("w") == {"_id": "w", "_rev": 2}

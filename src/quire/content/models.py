@@ -4,12 +4,19 @@ cache, expression indexes, and the store hints derived from field types."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from quire.bundleparts import BundlePart, Checked
 from quire.cache import Cache, SystemValue
-from quire.content.fields import FIELD_NAME, HINTS, FieldError, validate_definition_field
+from quire.content.fields import (
+    FIELD_NAME,
+    HINTS,
+    FieldError,
+    check_value,
+    validate_definition_field,
+)
 from quire.content.fill import KEPT_BYTES, Filler
 from quire.errors import BadRequest, NotFound
 from quire.events import Events, refusals_as_412
@@ -162,8 +169,10 @@ def _has_asset(field: dict[str, Any]) -> bool:
     return False
 
 
-def parse_model(name: str, body: Any) -> Model:
-    """A model definition from a request body; 400 naming what is wrong."""
+def parse_model(name: str, body: Any, renames: Mapping[str, str] | None = None) -> Model:
+    """A model definition from a request body; 400 naming what is wrong.
+    With `renames` (old -> new field names), indexes may name a renamed
+    field by either name (the save rewrites them)."""
     if not isinstance(body, dict):
         raise BadRequest("Model definition must be an object")
     if not FIELD_NAME.match(name):
@@ -192,11 +201,29 @@ def parse_model(name: str, body: Any) -> Model:
     meta = body.get("meta") or {}
     if not isinstance(meta, dict):
         raise BadRequest("meta must be an object", fields=["meta"])
-    indexes = _parse_indexes(body.get("indexes") or [], set(names))
+    known = set(names) | {n for pair in (renames or {}).items() for n in pair if isinstance(n, str)}
+    indexes = _parse_indexes(body.get("indexes") or [], known)
     label = body.get("label") or name
     if not isinstance(label, str):
         raise BadRequest("label must be a string", fields=["label"])
     return Model(name, kind, label, fields, meta, indexes)
+
+
+def parse_change(name: str, body: Any) -> tuple[Model, dict[str, str], bool]:
+    """A model PUT's body: the definition, and the two keys that say how
+    stored items follow it and are never stored: `renames` (an object of
+    old -> new field names) and `dropValues` (true: remove the values of
+    fields the definition drops)."""
+    if not isinstance(body, dict):
+        raise BadRequest("Model definition must be an object")
+    body = dict(body)
+    renames = body.pop("renames", None) or {}
+    if not isinstance(renames, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in renames.items()):
+        raise BadRequest('renames must be an object of field names, like {"old": "new"}', fields=["renames"])
+    drop = body.pop("dropValues", False)
+    if not isinstance(drop, bool):
+        raise BadRequest("dropValues must be true or false", fields=["dropValues"])
+    return parse_model(name, body, renames), renames, drop
 
 
 def _parse_indexes(raw: Any, names: set[str]) -> list[list[str]]:
@@ -257,45 +284,118 @@ class ModelService:
             model._collection = self.store.collection(model.collection, model.hints(self.locales.codes()))
         return model._collection
 
-    def save(self, model: Model) -> Model:
+    def save(self, model: Model, renames: Mapping[str, str] | None = None, drop_values: bool = False) -> Model:
+        """Create or change a model, in one transaction with the stored
+        items it affects (docs/content-api.md, "Changing a model").
+
+        `renames` (old -> new field names): every stored item follows, its
+        value (and per-locale values) moving to the new name, and declared
+        indexes and search indexes naming the field follow too; the
+        definition may carry the field under either name. `drop_values`:
+        values of fields the new definition no longer has are removed from
+        the items (by default they stay, as in Cockpit). A change that
+        stored values do not fit is refused (400 with their count and ids)
+        and nothing changes."""
         now = int(time.time())
-        previous = self.find(model.name)
-        if previous is not None:
-            self._check_stored_values_fit(previous, model)
-        model._created = previous._created if previous else now
-        model._modified = now
-        doc = {"_id": model.name, **{k: v for k, v in model.to_json().items() if k != "name"}}
-        with self.store.transaction():
+        with self.store.transaction():  # the checks too: no write can slip in between
+            previous = self.find(model.name)
+            codes = self.locales.codes()
+            renames = dict(renames or {})
+            if renames:
+                if previous is None:
+                    raise BadRequest(f"Model {model.name} does not exist yet: it has no fields to rename",
+                                     fields=["renames"])
+                _check_renames(previous, model, renames, codes)
+                model = _renamed_definition(model, renames)
+            moves, drop = {}, []
+            if previous is not None:
+                moves = _moved_keys(previous, model, renames, codes)
+                drop = _dropped_keys(previous, model, renames, codes) if drop_values else []
+                self._check_stored_values_fit(previous, model, renames, moves)
+                self._check_targets_free(model, renames, moves)
+            model._created = previous._created if previous else now
+            model._modified = now
+            doc = {"_id": model.name, **{k: v for k, v in model.to_json().items() if k != "name"}}
             self.models.replace(doc)
             self.store.ensure_table(model.collection)
+            if moves or drop:
+                # one UPDATE; items' `_modified` stays (the schema changed, not
+                # the content), their revision moves so stale editors notice
+                self.store.collection(model.collection).move_keys(moves, drop, bump=REVISION)
             self.store.ensure_indexes(model.collection, self.index_paths(model))
             self.cache.bump_system()
+            if renames:
+                # in the transaction: search indexes follow the new names
+                with refusals_as_412():
+                    self.events.notify("content.model.rename", model=model.name, renames=renames, keys=moves)
         return model
 
-    async def asave(self, model: Model) -> Model:
+    async def asave(self, model: Model, renames: Mapping[str, str] | None = None,
+                    drop_values: bool = False) -> Model:
         """`save` for async code: waits for the write lock off the event loop."""
         async with self.store.atomic():
-            return self.save(model)
+            return self.save(model, renames, drop_values)
 
-    def _check_stored_values_fit(self, previous: Model, model: Model) -> None:
-        """Filters on a single-valued text, number or boolean field compile to
-        a plain comparison that assumes every stored value has that type. A
-        definition change that would break the assumption for items already
-        stored is refused, naming the field, rather than answering wrongly."""
+    def field_usage(self, name: str) -> FieldUsage:
+        """How many items of model `name` hold a non-empty value (not null,
+        "", [] or {}) per field, a localized field counting an item once
+        when any of its per-locale values is set; and how many items there
+        are. What the studio shows before a field is deleted."""
+        model = self.get(name)
         codes = self.locales.codes()
-        before, after = previous.hints(codes), model.hints(codes)
-        changed = [f for f, hint in after.items() if before.get(f) != hint and f not in SYSTEM_HINTS]
-        if not changed or not self.store.table_exists(model.collection):
+        groups = {f["name"]: _stored_keys(model, f["name"], f["i18n"], codes) for f in model.fields}
+        counts, total = self.store.collection(model.collection).count_non_empty(groups)
+        return FieldUsage(counts, total)
+
+    def _check_stored_values_fit(self, previous: Model, model: Model, renames: Mapping[str, str],
+                                 moves: Mapping[str, str]) -> None:
+        """Every stored value of a field whose definition changes (type,
+        `multiple`, options, localization) or that is new (items may keep
+        values of a field deleted earlier) must pass the field checkers
+        exactly as a save would; null and missing values always fit.
+        Otherwise 400 naming the field, with how many items are in the way
+        and their ids (`count`, `items`: the first 100), and nothing
+        changes. Filters compile to plain comparisons that trust a field's
+        type, so this also keeps every filter answering right."""
+        if not self.store.table_exists(model.collection):
+            return
+        codes = self.locales.codes()
+        coll = self.store.collection(model.collection)
+        was = {new: old for old, new in renames.items()}
+        stored_as = {new: old for old, new in moves.items()}  # values sit under the old keys until the move
+        for f in model.fields:
+            before = previous.by_name.get(was.get(f["name"], f["name"]))
+            if before is not None and all(before.get(k) == f.get(k) for k in FITTING_KEYS):
+                continue
+            keys = [stored_as.get(k, k) for k in _stored_keys(model, f["name"], f["i18n"], codes)]
+            misfits: list[str] = []
+            reason = ""
+            for item_id, values in coll.values_at(keys):
+                for value in values:
+                    if value is None:
+                        continue
+                    try:
+                        check_value(f, value)
+                    except FieldError as exc:
+                        reason = reason or str(exc)
+                        misfits.append(item_id)
+                        break
+            if misfits:
+                raise _in_the_way(f["name"], misfits, f"values that do not fit the new definition (first: {reason})")
+
+    def _check_targets_free(self, model: Model, renames: Mapping[str, str], moves: Mapping[str, str]) -> None:
+        """A rename never overwrites: items still holding values under the
+        new name (a deleted field keeps its values) are in the way."""
+        if not renames or not self.store.table_exists(model.collection):
             return
         coll = self.store.collection(model.collection)
-        for name in changed:
-            misfits = coll.count_misfits((name,), after[name])
-            if misfits:
-                raise BadRequest(
-                    f"Field {name}: {misfits} stored items hold values that are not {after[name]}; "
-                    "change or clear them before changing the field's type",
-                    fields=[name],
-                )
+        codes = self.locales.codes()
+        for old, new in renames.items():
+            targets = [new] + [f"{new}_{c}" for c in codes if moves.get(f"{old}_{c}") == f"{new}_{c}"]
+            taken = [item_id for item_id, _ in coll.values_at(targets)]
+            if taken:
+                raise _in_the_way(new, taken, f"values under {new} already (kept from a deleted field); "
+                                  "pick another name or remove those values first")
 
     def index_paths(self, model: Model) -> list[list[tuple[str, ...]]]:
         """Expression indexes of a model. Every API read asks for `_state = 1`,
@@ -347,3 +447,109 @@ def _check_bundle_models(definitions: Any, checked: Checked) -> dict[str, Model]
             raise BadRequest("every model needs a name")
         models[definition["name"]] = parse_model(definition["name"], definition)
     return models
+
+
+REVISION = "_rev"  # items' revision: raised by one in every item a schema change rewrites
+# keys of a field definition that decide which values fit it
+FITTING_KEYS = ("type", "multiple", "opts", "i18n")
+SHOWN_IDS = 10  # ids spelled out in a refusal's message
+LISTED_IDS = 100  # ids in its `items`
+
+
+@dataclass
+class FieldUsage:
+    """Per field, how many items hold a non-empty value; and all items."""
+
+    fields: dict[str, int]
+    total: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fields": self.fields, "total": self.total}
+
+
+def _stored_keys(model: Model, name: str, i18n: bool, codes: list[str]) -> list[str]:
+    """The top-level keys an item holds a field's values under: its name,
+    and its per-locale keys when localized (a key that is a field of its
+    own is that field's)."""
+    keys = [name]
+    if i18n:
+        keys += [k for k in (f"{name}_{code}" for code in codes) if k not in model.by_name]
+    return keys
+
+
+def _check_renames(previous: Model, model: Model, renames: dict[str, str], codes: list[str]) -> None:
+    """400 naming the field for a rename that cannot be done; renames to
+    the same name are dropped."""
+    for old, new in list(renames.items()):
+        if not isinstance(old, str) or not isinstance(new, str):
+            raise BadRequest("renames must map field names to new names", fields=["renames"])
+        if old == new:
+            del renames[old]
+            continue
+        if old not in previous.by_name:
+            raise BadRequest(f"Field {old} cannot be renamed: {previous.name} has no such field", fields=[old])
+        if not FIELD_NAME.match(new) or new in SYSTEM_FIELDS:
+            raise BadRequest(f"Field {old} cannot be renamed to {new!r}: a field name must match "
+                             "^[A-Za-z][A-Za-z0-9_]*$ and not be a system name", fields=[old])
+        localized_keys = {f"{f['name']}_{code}" for f in [*previous.fields, *model.fields]
+                          if f["i18n"] and f["name"] != old for code in codes}
+        if new in previous.by_name or new in localized_keys:
+            raise BadRequest(f"Field {old} cannot be renamed to {new}: {new} is taken", fields=[old])
+        if list(renames.values()).count(new) > 1:
+            raise BadRequest(f"Two fields cannot both be renamed to {new}", fields=[old])
+        if old in model.by_name and new in model.by_name:
+            raise BadRequest(f"Field {old} is renamed to {new}: the definition cannot hold both", fields=[old])
+        if old not in model.by_name and new not in model.by_name:
+            raise BadRequest(f"Field {old} is renamed to {new}: the definition holds neither", fields=[old])
+        field = model.by_name.get(new) or model.by_name[old]
+        if field["i18n"] or previous.by_name[old]["i18n"]:
+            clash = [f"{new}_{code}" for code in codes if f"{new}_{code}" in model.by_name]
+            if clash:
+                raise BadRequest(f"Field {old} cannot be renamed to {new}: its localized key {clash[0]} "
+                                 "is a field", fields=[old])
+
+
+def _renamed_definition(model: Model, renames: Mapping[str, str]) -> Model:
+    """A copy of the definition with renamed fields under their new names,
+    and its declared indexes (`title` or `title:de`) naming them so."""
+    fields = [{**f, "name": renames[f["name"]]} if f["name"] in renames else f for f in model.fields]
+    indexes = [[_renamed_column(c, renames) for c in columns] for columns in model.indexes]
+    return Model(model.name, model.type, model.label, fields, model.meta, indexes)
+
+
+def _renamed_column(column: str, renames: Mapping[str, str]) -> str:
+    base, colon, locale = column.partition(":")
+    return renames.get(base, base) + colon + locale
+
+
+def _moved_keys(previous: Model, model: Model, renames: Mapping[str, str], codes: list[str]) -> dict[str, str]:
+    """Every stored key a rename moves, old -> new: the field's, and its
+    per-locale keys when it is (or was) localized."""
+    moves = {}
+    for old, new in renames.items():
+        moves[old] = new
+        if previous.by_name[old]["i18n"] or model.by_name[new]["i18n"]:
+            for code in codes:
+                key, target = f"{old}_{code}", f"{new}_{code}"
+                if key not in previous.by_name and target not in model.by_name:
+                    moves[key] = target
+    return moves
+
+
+def _dropped_keys(previous: Model, model: Model, renames: Mapping[str, str], codes: list[str]) -> list[str]:
+    """The stored keys of the fields the new definition drops (a key the
+    new definition uses stays)."""
+    used = {k for f in model.fields for k in _stored_keys(model, f["name"], f["i18n"], codes)}
+    out = []
+    for f in previous.fields:
+        if f["name"] not in model.by_name and f["name"] not in renames:
+            out += [k for k in _stored_keys(previous, f["name"], f["i18n"], codes) if k not in used]
+    return out
+
+
+def _in_the_way(name: str, ids: list[str], what: str) -> BadRequest:
+    count = len(ids)
+    shown = ", ".join(ids[:SHOWN_IDS]) + (f" and {count - SHOWN_IDS} more" if count > SHOWN_IDS else "")
+    items = "item holds" if count == 1 else "items hold"
+    return BadRequest(f"Field {name}: {count} stored {items} {what}: {shown}",
+                      fields=[name], count=count, items=ids[:LISTED_IDS])

@@ -21,6 +21,7 @@ def subscribe(services: Services) -> None:
     services.events.on("content.item.saved", search.item_saved)
     services.events.on("content.item.remove", search.item_removed)
     services.events.on("content.model.remove", search.model_removed)
+    services.events.on("content.model.rename", search.model_renamed)
 
 
 module = Module("searchmod", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths,

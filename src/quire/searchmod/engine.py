@@ -29,6 +29,10 @@ class Engine(Protocol):
 
     def clear(self, name: str) -> int: ...
 
+    def rename_fields(self, name: str, renames: dict[str, str]) -> None:
+        """Stored values of the documents move to the fields' new names
+        (old -> new); the searchable texts stay as they are."""
+
     def delete_stale(self, name: str, build: int) -> int:
         """Remove documents not written by build number `build`."""
 

@@ -206,6 +206,10 @@ class FtsEngine:
     def clear(self, name: str) -> int:
         return self._delete_where(name, "1", ())
 
+    def rename_fields(self, name: str, renames: dict[str, str]) -> None:
+        # FTS5 columns are named by position, so only the stored JSON changes
+        self.store.collection(f"sx:{name}").move_keys(renames)
+
     def delete_stale(self, name: str, build: int) -> int:
         """Rows a rebuild did not write again: items that left the index."""
         return self._delete_where(name, "build != ?", (build,))

@@ -215,6 +215,24 @@ class SearchService:
         for index in self._following(model):
             self.engine.clear(index["name"])  # the model's items are gone
 
+    def model_renamed(self, model: str, renames: dict[str, str], keys: dict[str, str], **_: Any) -> None:
+        """Indexes of the model follow renamed fields, in the rename's
+        transaction: their fields, weights and filter (`keys`: every stored
+        key that moved, per-locale ones included), and the values stored
+        with their documents. Nothing is indexed again."""
+        for index in self._following(model):
+            moved = {old: new for old, new in renames.items() if old in index["fields"]}
+            spec = _renamed_filter(index["filter"], keys)
+            if not moved and spec == index["filter"]:
+                continue
+            self.indexes.update(index["name"], {
+                "fields": [renames.get(f, f) for f in index["fields"]],
+                "weights": {renames.get(f, f): w for f, w in index["weights"].items()},
+                "filter": spec,
+            })
+            if moved:
+                self.engine.rename_fields(index["name"], moved)
+
     # -- queries ----------------------------------------------------------
 
     def search(self, name: str, params: dict[str, Any], identity: Identity) -> dict[str, Any]:
@@ -278,3 +296,22 @@ def _answer(hit: Hit, shown: list[str]) -> dict[str, Any]:
         out["_formatted"] = hit.data["_formatted"]
     return out
 
+
+def _renamed_filter(spec: Any, keys: dict[str, str]) -> Any:
+    """A stored filter naming top-level keys by their new names (`title`,
+    `title.sub`, `title_de`), through `$and`, `$or` and `$nor`; what sits
+    under a field (its operators, `$elemMatch` documents) is left alone."""
+    if isinstance(spec, list):
+        return [_renamed_filter(s, keys) for s in spec]
+    if not isinstance(spec, dict):
+        return spec
+    out = {}
+    for key, value in spec.items():
+        if key in ("$and", "$or", "$nor"):
+            out[key] = _renamed_filter(value, keys)
+        elif key.startswith("$"):
+            out[key] = value
+        else:
+            head, dot, rest = key.partition(".")
+            out[keys.get(head, head) + dot + rest] = value
+    return out

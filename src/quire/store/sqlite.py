@@ -31,7 +31,6 @@ from quire.ids import new_id
 from quire.store import match, values
 from quire.store.query import Node, Path, Projection, parse_filter
 from quire.store.sqlcompile import (
-    HINT_JSON_TYPES,
     Hints,
     compile_filter,
     compile_sort,
@@ -149,6 +148,13 @@ def sort_bytes(value: Any) -> bytes:
         b"\x01" + bytes([values.rank(v)]) + k.encode() + b"\x00" + sort_bytes(v)
         for k, v in value.items()
     ) + b"\x00"
+
+
+def _non_empty(path: str) -> str:
+    """SQL: the value at `path` is there and not null, "", [] or {} (`->`
+    answers a value's JSON text, minified, and SQL NULL when missing: one
+    lookup per key instead of a type test and a value test)."""
+    return f"COALESCE(data -> {path}, 'null') NOT IN ('null', '\"\"', '[]', '{{}}')"
 
 
 class SqliteStore:
@@ -673,17 +679,33 @@ class Collection:
 
         return (sql, tuple(params)), run
 
-    def count_misfits(self, path: Path, hint: str) -> int:
-        """How many documents hold a value at `path` that is neither null nor
-        of the JSON type `hint` promises ("text", "number" or "bool"):
-        filters on a hinted field compile to a plain comparison that assumes
-        that type, so these are the documents a new hint would misread."""
+    def values_at(self, keys: list[str]) -> Iterator[tuple[str, list[Any]]]:
+        """`(id, [value per key])` of every document holding a non-null
+        value under at least one of the top-level `keys` (a missing key or a
+        null reads None), in id order: what a check of stored values against
+        a field definition walks, without decoding the whole documents."""
+        if not keys or not self.exists():
+            return
+        paths = [json_path((k,)) for k in keys]
+        present = " OR ".join(f"(data -> {p}) <> 'null'" for p in paths)  # NULL when missing
+        picked = ", ".join(f"data -> {p}" for p in paths)
+        sql = f"SELECT id, {picked} FROM {self.table} WHERE {present} ORDER BY id"
+        for row in self.store.execute_read(sql).fetchall():
+            yield row[0], [None if text is None else orjson.loads(text) for text in row[1:]]
+
+    def count_non_empty(self, groups: dict[str, list[str]]) -> tuple[dict[str, int], int]:
+        """Per group of top-level keys, how many documents hold a non-empty
+        value (not null, "", [] or {}) under at least one of them, and the
+        number of documents; one pass over the table."""
         if not self.exists():
-            return 0
-        allowed = ", ".join(f"'{t}'" for t in HINT_JSON_TYPES[hint])
-        expr = f"json_type(data, {json_path(path)})"
-        sql = f"SELECT COUNT(*) FROM {self.table} WHERE {expr} IS NOT NULL AND {expr} NOT IN ({allowed}, 'null')"
-        return int(self.store.execute_read(sql).fetchone()[0])
+            return dict.fromkeys(groups, 0), 0
+        sums = []
+        for keys in groups.values():
+            held = " OR ".join(_non_empty(json_path((k,))) for k in keys) or "0"
+            sums.append(f"COALESCE(SUM({held}), 0)")
+        sql = f"SELECT COUNT(*){''.join(', ' + s for s in sums)} FROM {self.table}"
+        row = self.store.execute_read(sql).fetchone()
+        return {name: int(n) for name, n in zip(groups, row[1:], strict=True)}, int(row[0])
 
     def ids(self, node: Node | dict[str, Any] | None = None) -> list[str]:
         if not self.exists():
@@ -730,6 +752,35 @@ class Collection:
                 f"UPDATE {self.table} SET data = ? WHERE id = ?", (_dumps(current), item_id)
             )
             return current
+
+    def move_keys(self, moves: dict[str, str], drop: list[str] | tuple[str, ...] = (),
+                  bump: str | None = None) -> int:
+        """Rename top-level keys (`moves`, old -> new: the value moves, null
+        included; a document without the old key gets no new one) and remove
+        the keys in `drop`, in every document holding any of them, in one
+        UPDATE inside the open transaction. `bump`: an integer key (a
+        revision) raised by one in each document changed, where it holds an
+        integer. Answers the number of documents changed. JSON functions
+        rewrite the text in place: values keep their exact spelling."""
+        if not (moves or drop) or not self.exists():
+            return 0
+        scratch = "'$.\"#moved\"'"  # never a field name: where a move of a missing key goes, then removed
+        olds = [json_path((k,)) for k in [*moves, *drop]]
+        pairs = []
+        for old, new in moves.items():
+            src = json_path((old,))
+            pairs.append(f"CASE WHEN json_type(data, {src}) IS NULL THEN {scratch} ELSE {json_path((new,))} END, "
+                         f"data -> {src}")
+        if bump is not None:
+            rev = json_path((bump,))
+            pairs.append(f"CASE WHEN json_type(data, {rev}) = 'integer' THEN {rev} ELSE {scratch} END, "
+                         f"json_extract(data, {rev}) + 1")
+        expr = f"json_remove(data, {', '.join(olds)})"
+        if pairs:
+            expr = f"json_remove(json_set({expr}, {', '.join(pairs)}), {scratch})"
+        where = " OR ".join(f"json_type(data, {p}) IS NOT NULL" for p in olds)
+        cur = self.store._write(f"UPDATE {self.table} SET data = {expr} WHERE {where}")
+        return int(cur.rowcount)
 
     def delete(self, item_id: str) -> bool:
         if not self.exists():

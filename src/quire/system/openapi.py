@@ -16,6 +16,33 @@ from quire.openapi import (
     param,
 )
 
+PUT_MODEL = (
+    "The body is the whole definition (name, label, type, fields, meta, indexes). Two more keys say how "
+    "stored items follow the change and are never stored: `renames` ({\"old\": \"new\"}) renames fields in "
+    "every item (per-locale values too), in declared indexes and in search indexes, in one transaction; the "
+    "definition may carry each renamed field under either name. `dropValues` (true) removes the values of "
+    "fields this definition drops from the items (by default they stay). A change that stored values do not "
+    "fit (type, multiple, options) is refused with 400: `count` items are in the way, `items` lists the first "
+    "100 ids, and nothing changes."
+)
+MODEL_CHANGE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "fields": {"type": "array", "items": OBJECT},
+        "renames": {"type": "object", "additionalProperties": {"type": "string"},
+                    "description": "old field name -> new field name"},
+        "dropValues": {"type": "boolean", "description": "remove the values of dropped fields from the items"},
+    },
+}
+USAGE: dict[str, Any] = {
+    "type": "object", "required": ["fields", "total"],
+    "properties": {
+        "fields": {"type": "object", "additionalProperties": {"type": "integer"},
+                   "description": "per field, the items holding a non-empty value (any locale)"},
+        "total": {"type": "integer", "description": "all items of the model"},
+    },
+}
+
 
 def paths() -> dict[str, Any]:
     def system(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], **kw: Any) -> dict[str, Any]:
@@ -27,8 +54,12 @@ def paths() -> dict[str, Any]:
         "/api/system/models": {"get": system("List model definitions", [], (403,), schema=OBJECTS)},
         "/api/system/models/{name}": {
             "get": system("Get a model definition", [model_name], (403, 404), schema=OBJECT),
-            "put": system("Create or replace a model definition", [model_name], MANAGE, body=True, schema=OBJECT),
+            "put": {**system("Create or replace a model definition", [model_name], (*MANAGE, 412),
+                             body=MODEL_CHANGE, schema=OBJECT), "description": PUT_MODEL},
             "delete": system("Delete a model and all its items", [model_name], (403, 404), schema=SUCCESS),
+        },
+        "/api/system/models/{name}/usage": {
+            "get": system("How many items hold a value, per field", [model_name], (403, 404), schema=USAGE),
         },
         "/api/system/roles": {"get": system("List roles", [], (403,), schema=OBJECTS)},
         "/api/system/roles/{name}": {

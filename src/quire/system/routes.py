@@ -12,7 +12,7 @@ from quire.asgi import route
 from quire.auth.request import require_manage
 from quire.auth.service import AuthService
 from quire.content.locales import LocaleService
-from quire.content.models import ModelService, parse_model
+from quire.content.models import ModelService, parse_change
 from quire.http import json_response, quire_of, raw_json_response, read_json, service
 
 
@@ -33,9 +33,14 @@ async def get_model(request: Request) -> Response:
 
 async def put_model(request: Request) -> Response:
     require_manage(request)
-    model = parse_model(request.path_params["name"], await _body(request))
-    saved = await service(request, ModelService).asave(model)
+    model, renames, drop = parse_change(request.path_params["name"], await _body(request))
+    saved = await service(request, ModelService).asave(model, renames, drop)
     return json_response(saved.to_json())
+
+
+async def model_usage(request: Request) -> Response:
+    require_manage(request)
+    return json_response(service(request, ModelService).field_usage(request.path_params["name"]).to_json())
 
 
 async def delete_model(request: Request) -> Response:
@@ -114,6 +119,7 @@ async def openapi_json(request: Request) -> Response:
 routes = [
     route("/api/system/models", get=list_models),
     route("/api/system/models/{name}", get=get_model, put=put_model, delete=delete_model),
+    route("/api/system/models/{name}/usage", get=model_usage),
     route("/api/system/roles", get=list_roles),
     route("/api/system/roles/{name}", get=get_role, put=put_role, delete=delete_role),
     route("/api/system/keys", get=list_keys, post=create_key),
