@@ -17,7 +17,7 @@ from tests.conftest import Api, create_item, put_model
 from tests.studio.conftest import logged_in
 
 # Parts of pages (htmx fragments, files) rather than screens a user opens.
-NOT_SCREENS = re.compile(r"^/studio/(static|pick|assets)/")
+NOT_SCREENS = re.compile(r"^/studio/(static|pick|assets|fragments)/")
 
 
 class Links(HTMLParser):
