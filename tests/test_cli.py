@@ -106,6 +106,9 @@ def test_demo_prints_the_admin_login_and_it_works(tmp_path: Path) -> None:
     app = build_app(load_settings(data, env={}))
     try:
         assert app.state.quire.users.verify_password("admin", password) is not None
+        editor = app.state.quire.auth.role_identity("editor", "u1", "eve")
+        assert editor.can("content/posts/update") and editor.can("content/posts/publish")
+        assert not editor.can("content/posts/delete") and not editor.can("system/manage")
     finally:
         app.state.quire.close()
     again = quire("demo", "--data", data).stdout.split("password ")[-1].split()[0]

@@ -133,6 +133,12 @@ async def _create(quire: Services) -> None:
         "content/settings/read": True, "content/nav/read": True, "assets/read": True,
         "pages/read": True, "l10n/read": True, "searchmod/read": True,
     }})
+    # what a writer of the blog needs in the studio, without deleting: give
+    # it to a user under Users to see the studio as an editor sees it
+    await quire.auth.asave_role("editor", {"permissions": {
+        **{f"content/{m['name']}/{action}": True for m in MODELS for action in ("read", "create", "update", "publish")},
+        "assets/read": True, "assets/upload": True,
+    }})
     pictures = await quire.assets.upload(
         [Upload(f"{name}.jpg", _picture(colors)) for name, colors in PICTURES],
         {"tags": ["demo"]}, ADMIN,
