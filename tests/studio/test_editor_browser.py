@@ -5,7 +5,6 @@ without delete rights; a phone; leaving with unsaved changes."""
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
