@@ -132,12 +132,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from PIL import Image
     from starlette.testclient import TestClient
+    from tests.studio.editorform import EditorForm, post
 
     from quire.app import build_app
     from quire.auth.service import Identity
-    from quire.content.service import ReadOptions
     from quire.config import load_settings
-    from tests.studio.editorform import EditorForm, post
+    from quire.content.service import ReadOptions
 
     admin = Identity("admin", key_id="bench")
     load = os.getloadavg()[0]
