@@ -313,3 +313,55 @@ def test_the_link_picker_searches_the_target_model(app: Any, admin: Api) -> None
     assert "Tove Jansson" in everyone and "Astrid Lindgren" in everyone
     admin.put("/api/system/roles/reader", json={"permissions": {"content/posts/read": True}})
     assert logged_in(app, "carl", "reader").get("/studio/pick/authors").status_code == 403
+
+
+def test_an_item_deleted_meanwhile_keeps_what_was_typed(app: Any, admin: Api) -> None:
+    _models(admin)
+    item = create_item(admin, "posts", {"title": "Short-lived"})
+    ann = logged_in(app)
+    form = EditorForm(ann.get(f"/studio/content/posts/item/{item['_id']}").text).set("f.title", "Typed")
+    assert admin.delete(f"/api/content/item/posts/{item['_id']}").status_code == 200
+    answer = post(ann, form)
+    assert answer.status_code == 409 and "someone deleted this item meanwhile" in answer.text
+    again = EditorForm(answer.text)
+    assert again.action == "/studio/content/posts/item" and again.get("f.title") == "Typed"
+    assert "_rev" not in dict(again.pairs)
+    assert post(ann, again).status_code == 303
+    assert [i["title"] for i in admin.get("/api/content/items/posts").json()] == ["Typed"]
+
+
+def test_a_new_tree_item_goes_below_its_parent(app: Any, admin: Api) -> None:
+    put_model(admin, "nav", type="tree", fields=[{"name": "label", "type": "text"}])
+    top = create_item(admin, "nav", {"label": "Top"})
+    ann = logged_in(app)
+    form = EditorForm(ann.get("/studio/content/nav/item", params={"parent": top["_id"]}).text)
+    assert form.get("_pid") == top["_id"]
+    saved = post(ann, form.set("f.label", "Child"))
+    assert saved.status_code == 303
+    child = admin.get(f"/api/content/item/nav/{saved.headers['location'].rsplit('/', 1)[1]}").json()
+    assert child["_pid"] == top["_id"] and child["label"] == "Child"
+
+
+def test_a_form_that_came_back_counts_as_unsaved(app: Any, admin: Api) -> None:
+    _models(admin)
+    ann = logged_in(app)
+    page = ann.get("/studio/content/posts/item").text
+    assert "data-dirty-start" not in page
+    answer = post(ann, EditorForm(page).set("f.rating", "many"))
+    assert answer.status_code == 400 and "data-dirty-start" in answer.text
+
+
+def test_uploads_need_the_permission_and_a_multipart_body(app: Any, admin: Api) -> None:
+    _models(admin)
+    admin.put("/api/system/roles/writer", json={"permissions": {"content/posts/read": True,
+                                                                "content/posts/update": True}})
+    bob = logged_in(app, "bob", "writer")
+    token = page_csrf(bob.get("/studio/content").text)
+    refused = _upload(bob, token, "red.png", _png(), "image/png")
+    assert refused.status_code == 403 and refused.json()["error"]
+    ann = logged_in(app)
+    token = page_csrf(ann.get("/studio/content").text)
+    form = ann.post("/studio/assets/upload", content=urlencode({"csrf": token}),
+                    headers={"content-type": "application/x-www-form-urlencoded"})
+    assert form.status_code == 400
+    assert admin.get("/api/assets").json() == []

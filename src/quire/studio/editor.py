@@ -65,6 +65,7 @@ def _screen(request: Request, login: Login, model: Model, item: dict[str, Any], 
         conflict=conflict, base=base if base is not None else widgets.digests(model.fields, codes, item),
         refs=refs, w=widgets, states=STATES, title=title_of(model, item) if not is_new else "",
         action=editor_url(model, item_id), may_upload=login.can("assets/upload"),
+        unsaved=status != 200, parent=request.query_params.get("parent", "") if model.type == "tree" else "",
     )
 
 
@@ -129,10 +130,16 @@ async def _save(request: Request, login: Login, model: Model, item_id: str | Non
         data["_id"] = item_id
     if rev is not None:
         data["_rev"] = rev
+    if model.type == "tree" and item_id is None and form.get("_pid"):
+        data["_pid"] = form.get("_pid")  # a new child, from the tree's "add below"
     try:
         saved = await content.save(model.name, data, login.identity)
     except Conflict:
         return _conflict(request, login, model, item_id, data, base)
+    except NotFound:
+        if item_id is None:
+            raise
+        return _gone(request, login, model, data)
     except ValidationError as exc:
         return _screen(request, login, model, shown(), item_id=item_id, rev=rev, base=base, status=400,
                        errors=exc.errors, top=[f"Nothing was saved. {exc.message}"])
@@ -169,8 +176,7 @@ def _conflict(request: Request, login: Login, model: Model, item_id: str | None,
     try:
         current, current_rev = _read(request, login, model, item_id)
     except NotFound:
-        return _screen(request, login, model, mine, item_id=None, rev=None, status=409,
-                       top=["This item was deleted by someone else meanwhile; saving creates it again."])
+        return _gone(request, login, model, mine)
     codes = service(request, LocaleService).codes()
     started = widgets.parse_digests(base)
     changed = []
@@ -187,6 +193,15 @@ def _conflict(request: Request, login: Login, model: Model, item_id: str | None,
     shown = {**current, **mine}
     return _screen(request, login, model, shown, item_id=item_id, rev=current_rev,
                    base=widgets.digests(model.fields, codes, current), status=409, conflict=conflict)
+
+
+def _gone(request: Request, login: Login, model: Model, mine: dict[str, Any]) -> Response:
+    """The item was deleted while this form was open: what was typed, as a
+    new item to create again (or to leave)."""
+    typed = {**_new_item(model), **{k: v for k, v in mine.items() if not k.startswith("_")}}
+    return _screen(request, login, model, typed, item_id=None, rev=None, status=409,
+                   top=["Nothing was saved: someone deleted this item meanwhile. "
+                        "Create it again from what you typed, or leave."])
 
 
 @studio_page

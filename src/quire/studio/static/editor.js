@@ -21,6 +21,10 @@
     e.returnValue = "";
     return "";
   });
+  // "Reload (discard my changes)" says so already
+  document.querySelectorAll("a[data-discard]").forEach(function (link) {
+    link.addEventListener("click", function () { dirty = false; });
+  });
   // a delete form posts elsewhere on purpose: no question about the edits
   document.querySelectorAll("form:not([data-editor])").forEach(function (other) {
     other.addEventListener("submit", function () { dirty = false; });
