@@ -225,6 +225,8 @@ def test_a_reader_sees_values_without_a_save_button_and_cannot_save(app: Any, ad
     assert post(carl, form).status_code == 403
     assert _stored(admin, "posts", item["_id"])["title"] == "Read me"
     assert carl.get("/studio/content/posts/item").status_code == 403  # no create permission
+    draft = create_item(admin, "posts", {"title": "Not yet", "_state": 0})
+    assert carl.get(f"/studio/content/posts/item/{draft['_id']}").status_code == 404  # drafts: who may update
 
 
 def test_drafts_open_for_editors_and_publishing_needs_the_permission(app: Any, admin: Api) -> None:

@@ -33,13 +33,28 @@ EDITOR_PERMISSIONS = {f"content/{m}/{p}": True for m in ("posts", "authors")
                       for p in ("read", "create", "update", "publish")} | {"assets/read": True,
                                                                            "assets/upload": True}
 
+# a field of every type
+KITCHEN: list[dict[str, Any]] = [
+    {"name": "title", "type": "text"}, {"name": "summary", "type": "longtext"},
+    {"name": "body", "type": "wysiwyg"}, {"name": "notes", "type": "markdown"},
+    {"name": "snippet", "type": "code", "opts": {"language": "json"}}, {"name": "rating", "type": "number"},
+    {"name": "featured", "type": "boolean"}, {"name": "day", "type": "date"},
+    {"name": "at", "type": "datetime"}, {"name": "clock", "type": "time"},
+    {"name": "category", "type": "select", "opts": {"options": ["news", "guides"]}},
+    {"name": "labels", "type": "tags"}, {"name": "tint", "type": "color"}, {"name": "extra", "type": "object"},
+    {"name": "seo", "type": "set", "opts": {"fields": [{"name": "keywords", "type": "text"}]}},
+    {"name": "prices", "type": "table"}, {"name": "picture", "type": "asset"},
+    {"name": "author", "type": "contentItemLink", "opts": {"link": "authors"}},
+    {"name": "links", "type": "text", "multiple": True}, {"name": "hero", "type": "variants"},
+]
+
 
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[Studio]:
-    """The admin ann, and eddie, an editor who may not delete."""
+    """The admin ann, eddie, an editor who may not delete, and vera, who may only read."""
     data = tmp_path_factory.mktemp("editor") / "data"
-    users = {"ann": "admin", "eddie": "editor"}
-    make_users(data, users, roles={"editor": EDITOR_PERMISSIONS})
+    users = {"ann": "admin", "eddie": "editor", "vera": "viewer"}
+    make_users(data, users, roles={"editor": EDITOR_PERMISSIONS, "viewer": {"content/kitchen/read": True}})
     with quire_server(data, env={"QUIRE_SERVER_QUIET": "true"}) as (base, key, _log):
         server = Studio(base, key, users)
         server.call("PUT", "/api/system/locales", [{"i18n": "de", "name": "German"}])
@@ -56,6 +71,8 @@ def studio(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[S
             {"name": "seo", "type": "set", "group": "Details", "opts": {"fields": [
                 {"name": "description", "type": "longtext"}]}},
         ]})
+        server.call("PUT", "/api/system/models/kitchen", {"name": "kitchen", "type": "collection",
+                                                          "fields": KITCHEN})
         server.call("POST", "/api/content/item/authors", {"data": {"name": "Astrid Lindgren"}})
         server.call("POST", "/api/content/item/authors", {"data": {"name": "Tove Jansson"}})
         yield server
@@ -268,3 +285,67 @@ def test_leaving_with_unsaved_changes_asks_first(studio: Studio, new_context: Ca
     page.on("dialog", dismiss)
     page.goto(studio.base + "/studio/content")
     assert asked == ["beforeunload"]
+
+
+def test_every_widget_works_in_the_browser(studio: Studio, new_context: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
+    page = open_page(new_context())
+    login(page, studio)
+    page.goto(studio.base + "/studio/content/kitchen/item")
+    page.get_by_label("title", exact=True).fill("Everything")
+    page.get_by_label("summary", exact=True).fill("Short")
+    page.locator("[data-field=notes] .cm-content").click()
+    page.keyboard.type("# Notes")
+    page.locator("[data-field=snippet] .cm-content").click()
+    page.keyboard.type('{"a": 1')
+    page.get_by_label("rating", exact=True).fill("7")
+    page.get_by_label("featured", exact=True).check()
+    page.get_by_label("day", exact=True).fill("2026-05-01")
+    page.get_by_label("clock", exact=True).fill("09:15:00")
+    page.get_by_label("category", exact=True).select_option("news")
+    page.get_by_label("labels", exact=True).fill("one, two")
+    page.get_by_label("tint: pick a colour", exact=True).fill("#336699")
+    expect(page.get_by_label("tint", exact=True)).to_have_value("#336699")
+    page.get_by_label("extra", exact=True).fill('{"k": "v"}')
+    page.get_by_label("keywords", exact=True).fill("kw")
+    page.get_by_label("prices", exact=True).fill('[{"s": 1}]')
+    hero = page.locator("[data-field=hero]")
+    hero.get_by_role("button", name="Add variant").click()
+    hero.get_by_label("Label", exact=True).fill("Members")
+    hero.get_by_label("Audience tags").fill("member")
+    hero.get_by_label("Data JSON object").fill('{"heading": "Hi"}')
+    page.get_by_role("button", name="Create").click()
+    expect(page.locator("#flash")).to_have_text("Created.")
+    item_id = page.url.rsplit("/", 1)[1]
+    item = studio.call("GET", f"/api/content/item/kitchen/{item_id}")
+    assert item["notes"] == "# Notes" and item["snippet"].startswith('{"a": 1')
+    assert (item["rating"], item["featured"], item["day"], item["clock"]) == (7, True, "2026-05-01", "09:15:00")
+    assert item["category"] == "news" and item["labels"] == ["one", "two"] and item["tint"] == "#336699"
+    assert item["extra"] == {"k": "v"} and item["seo"] == {"keywords": "kw"} and item["prices"] == [{"s": 1}]
+    variant = item["hero"]["persona:variants"][0]
+    assert variant["label"] == "Members" and variant["audience"] == ["member"] and variant["active"] is True
+    assert variant["data"] == {"heading": "Hi"}
+    # a bad value comes back next to its field, the typed values kept
+    page.get_by_label("rating", exact=True).fill("seven")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#err-rating")).to_have_text("must be a number")
+    expect(page.get_by_label("rating", exact=True)).to_have_value("seven")
+    assert studio.call("GET", f"/api/content/item/kitchen/{item_id}")["rating"] == 7
+    assert_clean(page)
+
+
+def test_a_reader_sees_the_item_but_cannot_change_it(studio: Studio, new_context: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
+    item = studio.call("POST", "/api/content/item/kitchen", {"data": {"title": "Look only", "body": "<p>Rich</p>"}})
+    page = open_page(new_context())
+    login(page, studio, "vera")
+    page.goto(f"{studio.base}/studio/content/kitchen/item/{item['_id']}")
+    expect(page.get_by_label("title", exact=True)).to_have_value("Look only")
+    expect(page.get_by_label("title", exact=True)).to_be_disabled()
+    expect(page.locator("[data-field=body] [contenteditable]")).to_have_attribute("contenteditable", "false")
+    expect(page.locator("[data-field=body]")).to_contain_text("Rich")
+    expect(page.get_by_role("button", name="Save")).to_have_count(0)
+    expect(page.get_by_role("button", name="Choose…")).to_have_count(0)
+    assert_clean(page)

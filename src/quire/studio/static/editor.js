@@ -42,6 +42,11 @@
         label: host.getAttribute("data-label") || "Rich text",
         onChange: function (html) { input.value = html; markDirty(); }
       });
+      if (host.closest("fieldset[disabled]")) {
+        // a role that may only read: the text shown, not editable
+        var area = host.querySelector("[contenteditable]");
+        if (area) area.setAttribute("contenteditable", "false");
+      }
     });
     root.querySelectorAll("textarea[data-code]").forEach(function (area) {
       if (area.hasAttribute("data-ready") || area.disabled || area.closest("fieldset[disabled]")) return;
