@@ -367,3 +367,36 @@ def test_uploads_need_the_permission_and_a_multipart_body(app: Any, admin: Api) 
                     headers={"content-type": "application/x-www-form-urlencoded"})
     assert form.status_code == 400
     assert admin.get("/api/assets").json() == []
+
+
+def test_repeaters_of_links_and_of_sets(app: Any, admin: Api) -> None:
+    author = _models(admin)
+    other = create_item(admin, "authors", {"name": "Tove Jansson"})
+    put_model(admin, "books", type="collection", fields=[
+        {"name": "title", "type": "text"},
+        {"name": "writers", "type": "contentItemLink", "multiple": True, "opts": {"link": "authors"}},
+        {"name": "chapters", "type": "set", "multiple": True, "opts": {"fields": [
+            {"name": "heading", "type": "text"}, {"name": "pages", "type": "number"},
+            {"name": "notes", "type": "text", "multiple": True}]}},
+    ])
+    ann = logged_in(app)
+    page = ann.get("/studio/content/books/item").text
+    assert 'data-placeholder="__K1__"' in page and 'data-placeholder="__K3__"' in page  # a repeater in a repeater's entry
+    form = EditorForm(page).set("f.title", "Moomins")
+    form.set("f.writers.n1", other["_id"]).set("f.writers.n2", author["_id"])
+    form.set("f.chapters.n3.~", "").set("f.chapters.n3.heading", "One").set("f.chapters.n3.pages", "12")
+    form.set("f.chapters.n3.notes.~", "").set("f.chapters.n3.notes.n5", "first")
+    form.set("f.chapters.n4.~", "").set("f.chapters.n4.heading", "Two").set("f.chapters.n4.pages", "x")
+    form.set("f.chapters.n4.notes.~", "")
+    answer = post(ann, form)
+    assert answer.status_code == 400 and "field pages must be a number" in answer.text
+    assert 'value="Two"' in answer.text  # what was typed, shown again
+    form.set("f.chapters.n4.pages", "")
+    saved = post(ann, form)
+    assert saved.status_code == 303, saved.text
+    item = _stored(admin, "books", saved.headers["location"].rsplit("/", 1)[1])
+    assert [w["_id"] for w in item["writers"]] == [other["_id"], author["_id"]]
+    assert item["chapters"] == [{"heading": "One", "pages": 12, "notes": ["first"]},
+                                {"heading": "Two", "pages": None, "notes": []}]
+    page = ann.get(saved.headers["location"]).text
+    assert "Tove Jansson" in page and "Astrid Lindgren" in page and 'value="first"' in page

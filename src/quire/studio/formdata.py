@@ -56,8 +56,8 @@ def tree_of(form: Form) -> Tree:
 
 def item_data(fields: list[dict[str, Any]], tree: Tree, codes: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
     """The item data of the fields the form showed, and the problems found
-    (key -> reason). A field with a problem keeps what was typed, so the
-    form shows it again."""
+    (key -> reason). A value with a problem keeps what was typed in its
+    place (also deep in a set or a repeater), so the form shows it again."""
     data: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for field in fields:
@@ -65,20 +65,19 @@ def item_data(fields: list[dict[str, Any]], tree: Tree, codes: list[str]) -> tup
         for key in keys:
             if key not in tree:
                 continue
-            try:
-                data[key] = value_of(field, tree[key])
-            except Problem as exc:
-                errors[key] = str(exc)
-                data[key] = tree[key]
+            problems: list[str] = []
+            data[key] = value_of(field, tree[key], problems)
+            if problems:
+                errors[key] = "; ".join(problems)
     return data, errors
 
 
-def value_of(field: dict[str, Any], node: Any) -> Any:
+def value_of(field: dict[str, Any], node: Any, problems: list[str]) -> Any:
     if field.get("multiple") and field["type"] != "tags":
         single = {**field, "multiple": False}
-        values = [single_value(single, entry) for key, entry in _entries(node)]
+        values = [single_value(single, entry, problems) for key, entry in _entries(node)]
         return [v for v in values if v is not None]
-    return single_value(field, node)
+    return single_value(field, node, problems)
 
 
 def _entries(node: Any) -> list[tuple[str, Any]]:
@@ -87,13 +86,21 @@ def _entries(node: Any) -> list[tuple[str, Any]]:
     return [(k, v) for k, v in node.items() if k != MARK]
 
 
-def single_value(field: dict[str, Any], node: Any) -> Any:
+def single_value(field: dict[str, Any], node: Any, problems: list[str]) -> Any:
     kind = field["type"]
     if kind == "set":
-        return _set(field, node)
+        return _set(field, node, problems)
     if kind == "variants":
-        return _variants(node)
+        return _variants(node, problems)
     text = node if isinstance(node, str) else ""
+    try:
+        return _leaf(field, kind, text)
+    except Problem as exc:
+        problems.append(str(exc))
+        return text
+
+
+def _leaf(field: dict[str, Any], kind: str, text: str) -> Any:
     if kind in TEXTLIKE:
         return text if text.strip() else None
     if kind == "number":
@@ -136,25 +143,24 @@ def _json(text: str) -> Any:
         raise Problem(f"must be valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
 
 
-def _set(field: dict[str, Any], node: Any) -> Any:
+def _set(field: dict[str, Any], node: Any, problems: list[str]) -> Any:
     subfields = [f for f in (field.get("opts") or {}).get("fields", []) if isinstance(f, dict)]
     if not subfields:  # a set without sub-fields takes any object: edited as JSON
-        return _json(node if isinstance(node, str) else "")
+        return single_value({"type": "object"}, node, problems)
     if not isinstance(node, dict):
         return None
     out: dict[str, Any] = {}
     for sub in subfields:
         if sub["name"] in node:
-            try:
-                out[sub["name"]] = value_of({"multiple": False, **sub}, node[sub["name"]])
-            except Problem as exc:
-                raise Problem(f"field {sub['name']} {exc}") from None
+            found: list[str] = []
+            out[sub["name"]] = value_of({"multiple": False, **sub}, node[sub["name"]], found)
+            problems.extend(f"field {sub['name']} {p}" for p in found)
     if all(v is None or v == [] for v in out.values()):
         return None
     return out
 
 
-def _variants(node: Any) -> Any:
+def _variants(node: Any, problems: list[str]) -> Any:
     """A variants container: each entry's id, label, active flag, audience
     tags, schedule and data (the last two as JSON)."""
     variants = []
@@ -168,17 +174,22 @@ def _variants(node: Any) -> Any:
             variant["label"] = entry["label"].strip()
         variant["active"] = entry.get("active") in ("1", "on", "true")
         variant["audience"] = [t.strip() for t in entry.get("audience", "").split(",") if t.strip()]
-        try:
-            data = _json(entry.get("data", ""))
-            meta = _json(entry.get("meta", "")) or {}
-            schedule = _json(entry.get("schedule", ""))
-        except Problem as exc:
-            raise Problem(f"variant {number}: {exc}") from None
-        variant["data"] = {} if data is None else data
-        if schedule is not None:
-            meta = {**meta, "schedule": schedule} if isinstance(meta, dict) else meta
-        elif isinstance(meta, dict):
-            meta.pop("schedule", None)
+        parts: dict[str, Any] = {}
+        for part in ("data", "meta", "schedule"):
+            text = entry.get(part, "")
+            try:
+                parts[part] = _json(text)
+            except Problem as exc:
+                problems.append(f"variant {number}: {part} {exc}")
+                parts[part] = text  # kept as typed; the form shows it again
+        variant["data"] = {} if parts["data"] is None else parts["data"]
+        meta = parts["meta"] or {}
+        if isinstance(meta, dict):
+            meta = dict(meta)
+            if parts["schedule"] is not None:
+                meta["schedule"] = parts["schedule"]
+            else:
+                meta.pop("schedule", None)
         if meta:
             variant["meta"] = meta
         variants.append(variant)
