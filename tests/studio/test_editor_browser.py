@@ -257,6 +257,10 @@ def test_the_editor_works_on_a_phone(studio: Studio, new_context: Callable[..., 
     page.locator("[data-field=title]").get_by_role("tab", name="German").click()
     expect(german).to_be_visible()
     expect(german).to_have_value("Unterwegs")
+    page.keyboard.press("ArrowLeft")  # back to the default locale by keyboard
+    expect(page.get_by_label("title · Default")).to_be_visible()
+    expect(german).to_be_hidden()
+    page.locator("[data-field=title]").get_by_role("tab", name="German").click()
     screenshot(page, "studio-editor-phone.png")
     assert_clean(page)
 

@@ -158,7 +158,15 @@
   }
 
   form.addEventListener("keydown", function (e) {
-    if (e.key === "Escape" && e.target.closest(".picker")) {
+    if ((e.key === "ArrowRight" || e.key === "ArrowLeft") && e.target.matches("[data-locale-tab]")) {
+      // the tabs pattern: arrows move between a field's locales
+      var tabs = Array.prototype.slice.call(e.target.parentNode.querySelectorAll("[data-locale-tab]"));
+      var at = tabs.indexOf(e.target) + (e.key === "ArrowRight" ? 1 : -1);
+      var next = tabs[(at + tabs.length) % tabs.length];
+      next.focus();
+      showLocale(next);
+      e.preventDefault();
+    } else if (e.key === "Escape" && e.target.closest(".picker")) {
       var widget = e.target.closest("[data-ref]");
       widget.querySelector(".picker").hidden = true;
       var opener = widget.querySelector("[data-pick-open]");
