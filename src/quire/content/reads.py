@@ -362,17 +362,20 @@ class ContentReader:
     ) -> tuple[dict[str, Any], int]:
         """`item`, and the revision of the stored item it answers (for the
         ETag: the answer may leave `_rev` out by its `fields`); 0 for a
-        singleton not stored yet."""
+        singleton not stored yet. With `opts.drafts` (who may update the
+        model: the studio's editor) an item in any state."""
         model = self.readable(name, identity)
+        if opts.drafts:
+            identity.require(perm(name, "update"))
         coll = self.collection(model)
         projection = parse_fields(opts.fields)  # bad parameters answer 400 before any lookup
         doc: dict[str, Any] | None
         if item_id is not None:
             doc = coll.get(item_id) if is_id(item_id) else None
-            if doc is not None and doc.get("_state") != 1:
+            if doc is not None and doc.get("_state") != 1 and not opts.drafts:
                 doc = None
         elif model.type == "singleton":
-            doc = coll.find_one(PUBLISHED) or self._singleton_defaults(model)
+            doc = coll.find_one(None if opts.drafts else PUBLISHED) or self._singleton_defaults(model)
         else:
             doc = coll.find_one(self.query(model, opts.filter, identity), self._sort(opts.sort))
         if doc is None:

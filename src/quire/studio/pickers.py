@@ -1,0 +1,187 @@
+"""The editor's pickers (htmx fragments under /studio/pick/ and
+/studio/assets/): items of a link field's target model found by their
+title-like fields, assets found by title, an upload in place (through
+AssetService.upload, sniffed and capped as the API's upload is) and the
+thumbnails they show. Also the names of what an item links to, for the
+editor's widgets."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import Response
+
+from quire.admin.web import Login, redirect, same_origin, same_token
+from quire.asgi import route
+from quire.assets.routes import limited_receive
+from quire.assets.service import AssetService, Upload
+from quire.content.models import Model, ModelService
+from quire.content.service import ContentService, ReadOptions
+from quire.errors import ApiError, BadRequest, Forbidden, NotFound, PayloadTooLarge
+from quire.http import content_length, json_response, service
+from quire.studio.titles import title_fields, title_of
+from quire.studio.web import checked_form, need, render, studio_page
+
+FOUND = 20  # rows a picker shows; the search narrows them
+_ID = re.compile(r"^[0-9a-f]{24}$")
+
+
+def _search(fields: list[str], q: str) -> dict[str, Any] | None:
+    q = q.strip()[:100]
+    if not q:
+        return None
+    pattern = {"$regex": re.escape(q), "$options": "i"}
+    if _ID.match(q):
+        return {"_id": q}
+    return {"$or": [{name: pattern} for name in fields]} if fields else {"_id": q}
+
+
+@studio_page
+async def pick_item(request: Request, login: Login) -> Response:
+    """Items of `model` (a link field's target) whose title-like fields
+    hold the search text; newest first."""
+    target = service(request, ModelService).get(request.path_params["model"])
+    need(login, f"content/{target.name}/read")
+    q = request.query_params.get("q", "")
+    opts = ReadOptions(filter=_search(title_fields(target), q), sort={"_created": -1}, limit=FOUND,
+                       drafts=login.can(f"content/{target.name}/update"))
+    rows = service(request, ContentService).list_page(target.name, opts, login.identity).rows
+    items = [orjson.loads(r) for r in rows]
+    found = [{"_id": i["_id"], "title": title_of(target, i), "state": i.get("_state", 1)} for i in items]
+    return render(request, login, "studio/widgets/pick_items.html", found=found, q=q, model=target,
+                  target=request.query_params.get("for", ""))
+
+
+@studio_page
+async def pick_asset(request: Request, login: Login) -> Response:
+    need(login, "assets/read")
+    q = request.query_params.get("q", "").strip()[:100]
+    spec = {"title": {"$regex": re.escape(q), "$options": "i"}} if q else None
+    docs, _ = service(request, AssetService).find(spec, {"_created": -1}, FOUND, None, None)
+    return render(request, login, "studio/widgets/pick_assets.html", assets=docs, q=q,
+                  target=request.query_params.get("for", ""))
+
+
+@studio_page
+async def thumb(request: Request, login: Login) -> Response:
+    """A small picture of an asset (made once by the assets' image path)."""
+    need(login, "assets/read")
+    assets = service(request, AssetService)
+    asset = assets.get(request.path_params["id"])
+    if asset.get("type") != "image":
+        raise NotFound("Not an image")
+    opts, _ = assets.parse_image_options({"w": "160", "h": "160", "m": "bestFit"}, asset,
+                                         request.headers.get("accept", ""))
+    answer = await assets.image(asset, opts, "", login.identity)
+    return redirect(answer.url)
+
+
+@studio_page
+async def upload(request: Request, login: Login) -> Response:
+    """One file uploaded from a widget (multipart, the token in the
+    X-CSRF-Token header): the new asset as JSON, or {"error": ...} with the
+    API's message and status (a refused type, too large...)."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        await checked_form(request, login)  # a form post: its token is checked first, as for every write
+        raise BadRequest("Send the file as multipart/form-data")
+    if not same_origin(request) or not same_token(login.session["csrf"], request.headers.get("x-csrf-token")):
+        raise Forbidden("The form has expired or did not come from this site; reload the page and try again")
+    try:
+        need(login, "assets/upload")
+        assets = service(request, AssetService)
+        created = await assets.upload([await _one_file(request, assets.settings.max_request_bytes)], {},
+                                      login.identity)
+    except ApiError as exc:
+        return json_response({"error": exc.message}, status=exc.status)
+    doc = created[0]
+    return json_response({"_id": doc["_id"], "title": doc["title"], "image": doc["type"] == "image",
+                          "mime": doc["mime"]})
+
+
+async def _one_file(request: Request, limit: int) -> Upload:
+    declared = content_length(request.headers.get("content-length"))
+    if declared is not None and declared > limit:
+        raise PayloadTooLarge(f"Upload is larger than {limit} bytes")
+    limited = Request(request.scope, limited_receive(request.receive, limit))
+    try:
+        form = await limited.form(max_files=1, max_fields=10)
+    except PayloadTooLarge:
+        raise
+    except Exception as exc:  # a malformed multipart body
+        raise BadRequest(f"Malformed multipart body: {exc}") from None
+    try:
+        part = form.get("file")
+        if not isinstance(part, UploadFile):
+            raise BadRequest("No file uploaded")
+        return Upload(part.filename or "file", await part.read())
+    finally:
+        await form.close()
+
+
+# -- what an item refers to ---------------------------------------------------
+
+Visit = Callable[[dict[str, Any], Any], None]
+
+
+def _walk(fields: list[dict[str, Any]], container: dict[str, Any], codes: list[str], visit: Visit) -> None:
+    for field in fields:
+        keys = [field["name"]] + ([f"{field['name']}_{c}" for c in codes] if field.get("i18n") else [])
+        for key in keys:
+            value = container.get(key)
+            values = value if field.get("multiple") and isinstance(value, list) else [value]
+            for one in values:
+                if one is None:
+                    continue
+                if field["type"] == "set" and isinstance(one, dict):
+                    subs = [f for f in (field.get("opts") or {}).get("fields", []) if isinstance(f, dict)]
+                    _walk(subs, one, [], visit)
+                else:
+                    visit(field, one)
+
+
+def references(request: Request, login: Login, model: Model, item: dict[str, Any]) -> dict[str, Any]:
+    """The assets (id -> asset) and linked items (id -> title) an item's
+    fields refer to, for the widgets to show by name."""
+    asset_ids: list[str] = []
+    links: dict[str, list[str]] = {}
+
+    def visit(field: dict[str, Any], value: Any) -> None:
+        ref = value.get("_id") if isinstance(value, dict) else value
+        if not isinstance(ref, str) or not _ID.match(ref):
+            return
+        if field["type"] == "asset":
+            asset_ids.append(ref)
+        elif field["type"] == "contentItemLink":
+            links.setdefault((field.get("opts") or {}).get("link") or "", []).append(ref)
+
+    codes = [c for c in service(request, ContentService).locales.codes()]
+    _walk(model.fields, item, codes, visit)
+    found_assets = service(request, AssetService).get_many(asset_ids) if asset_ids and login.can("assets/read") else {}
+    titles: dict[str, str] = {}
+    for name, ids in links.items():
+        target = service(request, ModelService).find(name)
+        if target is None or not login.can(f"content/{name}/read"):
+            continue
+        opts = ReadOptions(filter={"_id": {"$in": ids}}, limit=len(ids),
+                           drafts=login.can(f"content/{name}/update"))
+        try:
+            rows = service(request, ContentService).list_page(name, opts, login.identity).rows
+        except ApiError:
+            continue
+        for row in rows:
+            doc = orjson.loads(row)
+            titles[doc["_id"]] = title_of(target, doc)
+    return {"assets": found_assets, "links": titles}
+
+
+routes = [
+    route("/studio/pick/{model}", get=pick_item, cors=False),
+    route("/studio/assets/pick", get=pick_asset, cors=False),
+    route("/studio/assets/thumb/{id}", get=thumb, cors=False),
+    route("/studio/assets/upload", post=upload, cors=False),
+]

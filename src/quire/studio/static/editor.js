@@ -1,0 +1,244 @@
+// The item editor's widgets: rich text and code editors writing into the
+// form's inputs, repeaters (add, remove, move by buttons or by dragging),
+// link and asset pickers with upload in place, locale tabs on narrow
+// screens, and a guard against leaving with unsaved changes. The form is a
+// plain form: everything here only fills in its inputs (see formdata.py).
+(function () {
+  "use strict";
+  var form = document.querySelector("form[data-editor]");
+  if (!form) return;
+  var dirty = form.hasAttribute("data-dirty-start");
+  var counter = 0;
+  var tokenMeta = document.querySelector('meta[name="csrf-token"]');
+
+  function markDirty() { dirty = true; }
+  form.addEventListener("input", function (e) { if (!e.target.closest(".picker")) markDirty(); });
+  form.addEventListener("change", function (e) { if (!e.target.closest(".picker") && !e.target.matches("[data-upload]")) markDirty(); });
+  form.addEventListener("submit", function () { dirty = false; });
+  window.addEventListener("beforeunload", function (e) {
+    if (!dirty) return undefined;
+    e.preventDefault();
+    e.returnValue = "";
+    return "";
+  });
+  // "Reload (discard my changes)" says so already
+  document.querySelectorAll("a[data-discard]").forEach(function (link) {
+    link.addEventListener("click", function () { dirty = false; });
+  });
+  // a delete form posts elsewhere on purpose: no question about the edits
+  document.querySelectorAll("form:not([data-editor])").forEach(function (other) {
+    other.addEventListener("submit", function () { dirty = false; });
+  });
+
+  // -- editors -----------------------------------------------------------
+  function setUp(root) {
+    if (!window.QuireEditors) return;
+    root.querySelectorAll("[data-rich]").forEach(function (host) {
+      if (host.hasAttribute("data-ready")) return;
+      host.setAttribute("data-ready", "");
+      var input = document.getElementById(host.getAttribute("data-rich"));
+      window.QuireEditors.richText(host, {
+        html: input.value,
+        label: host.getAttribute("data-label") || "Rich text",
+        onChange: function (html) { input.value = html; markDirty(); }
+      });
+      if (host.closest("fieldset[disabled]")) {
+        // a role that may only read: the text shown, not editable
+        var area = host.querySelector("[contenteditable]");
+        if (area) area.setAttribute("contenteditable", "false");
+      }
+    });
+    root.querySelectorAll("textarea[data-code]").forEach(function (area) {
+      if (area.hasAttribute("data-ready") || area.disabled || area.closest("fieldset[disabled]")) return;
+      area.setAttribute("data-ready", "");
+      var host = document.createElement("div");
+      host.className = "code-host";
+      area.parentNode.insertBefore(host, area.nextSibling);
+      area.hidden = true;
+      window.QuireEditors.code(host, {
+        doc: area.value,
+        language: area.getAttribute("data-code"),
+        label: area.getAttribute("data-label") || "Code",
+        onChange: function (text) { area.value = text; markDirty(); }
+      });
+    });
+    root.querySelectorAll("[data-entries]").forEach(function (list) {
+      if (list.hasAttribute("data-ready") || !window.Sortable || !list.closest(".repeater").querySelector("[data-add]")) return;
+      list.setAttribute("data-ready", "");
+      window.Sortable.create(list, { handle: ".handle", animation: 120, onEnd: markDirty });
+    });
+    root.querySelectorAll("input[data-datetime]").forEach(showLocalTime);
+  }
+
+  // -- repeaters ---------------------------------------------------------
+  function addEntry(repeater) {
+    var blank = repeater.querySelector(":scope > template[data-blank]");
+    var key = "n" + Date.now().toString(36) + (counter++);
+    var html = blank.innerHTML.split(repeater.getAttribute("data-placeholder")).join(key);
+    var list = repeater.querySelector(":scope > [data-entries]");
+    var holder = document.createElement("ol");
+    holder.innerHTML = html;
+    var entry = holder.firstElementChild;
+    list.appendChild(entry);
+    if (window.htmx) window.htmx.process(entry);
+    setUp(entry);
+    markDirty();
+    var first = entry.querySelector(".entry-body input:not([type=hidden]), .entry-body textarea, .entry-body select, .entry-body [contenteditable]");
+    if (first) first.focus();
+  }
+
+  form.addEventListener("click", function (e) {
+    var button = e.target.closest("button");
+    if (!button || !form.contains(button)) return;
+    var entry = button.closest(".entry");
+    if (button.hasAttribute("data-add")) {
+      addEntry(button.closest("[data-repeater]"));
+    } else if (button.hasAttribute("data-remove") && entry) {
+      var next = entry.nextElementSibling || entry.previousElementSibling;
+      var addButton = entry.closest("[data-repeater]").querySelector(":scope > [data-add]");
+      entry.remove();
+      markDirty();
+      (next ? next.querySelector("[data-remove]") : addButton).focus();
+    } else if (button.hasAttribute("data-up") && entry && entry.previousElementSibling) {
+      entry.parentNode.insertBefore(entry, entry.previousElementSibling);
+      markDirty();
+      button.focus();
+    } else if (button.hasAttribute("data-down") && entry && entry.nextElementSibling) {
+      entry.parentNode.insertBefore(entry.nextElementSibling, entry);
+      markDirty();
+      button.focus();
+    } else if (button.hasAttribute("data-pick-open")) {
+      togglePicker(button);
+    } else if (button.hasAttribute("data-pick")) {
+      pick(button);
+    } else if (button.hasAttribute("data-ref-clear")) {
+      choose(button.closest("[data-ref]"), "", "", false);
+    } else if (button.hasAttribute("data-locale-tab")) {
+      showLocale(button);
+    }
+  });
+
+  // -- pickers -----------------------------------------------------------
+  function togglePicker(button) {
+    var picker = document.getElementById(button.getAttribute("aria-controls"));
+    var open = picker.hidden;
+    picker.hidden = !open;
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) {
+      var search = picker.querySelector("input[type=search]");
+      search.focus();
+      search.dispatchEvent(new Event("search"));
+    }
+  }
+
+  function choose(widget, id, label, image) {
+    var input = document.getElementById(widget.getAttribute("data-ref"));
+    input.value = id;
+    var shown = widget.querySelector("[data-ref-label]");
+    shown.textContent = label || (widget.querySelector("[data-thumb]") ? "No asset chosen" : "No item linked");
+    var open = widget.querySelector("[data-ref-open]");
+    if (open) open.hidden = true;
+    var thumb = widget.querySelector("[data-thumb]");
+    if (thumb) {
+      if (id && image) thumb.src = "/studio/assets/thumb/" + id;
+      thumb.hidden = !(id && image);
+    }
+    markDirty();
+  }
+
+  function pick(button) {
+    var widget = document.querySelector('[data-ref="' + button.getAttribute("data-pick") + '"]');
+    if (!widget) return;
+    choose(widget, button.getAttribute("data-pick-id"), button.getAttribute("data-pick-label"),
+           button.hasAttribute("data-pick-image") && button.getAttribute("data-pick-image") === "1");
+    var opener = widget.querySelector("[data-pick-open]");
+    widget.querySelector(".picker").hidden = true;
+    opener.setAttribute("aria-expanded", "false");
+    opener.focus();
+  }
+
+  form.addEventListener("keydown", function (e) {
+    if ((e.key === "ArrowRight" || e.key === "ArrowLeft") && e.target.matches("[data-locale-tab]")) {
+      // the tabs pattern: arrows move between a field's locales
+      var tabs = Array.prototype.slice.call(e.target.parentNode.querySelectorAll("[data-locale-tab]"));
+      var at = tabs.indexOf(e.target) + (e.key === "ArrowRight" ? 1 : -1);
+      var next = tabs[(at + tabs.length) % tabs.length];
+      next.focus();
+      showLocale(next);
+      e.preventDefault();
+    } else if (e.key === "Escape" && e.target.closest(".picker")) {
+      var widget = e.target.closest("[data-ref]");
+      widget.querySelector(".picker").hidden = true;
+      var opener = widget.querySelector("[data-pick-open]");
+      opener.setAttribute("aria-expanded", "false");
+      opener.focus();
+    } else if (e.key === "Enter" && e.target.matches(".picker input[type=search]")) {
+      e.preventDefault(); // searching, not saving
+    }
+  });
+
+  // -- upload in place ---------------------------------------------------
+  form.addEventListener("change", function (e) {
+    var input = e.target;
+    if (!input.matches || !input.matches("input[data-upload]") || !input.files.length) return;
+    var widget = input.closest("[data-ref]");
+    var message = widget.querySelector("[data-upload-error]");
+    message.textContent = "Uploading…";
+    var body = new FormData();
+    body.append("file", input.files[0]);
+    fetch("/studio/assets/upload", {
+      method: "POST", body: body, credentials: "same-origin",
+      headers: { "X-CSRF-Token": tokenMeta ? tokenMeta.getAttribute("content") : "" }
+    }).then(function (response) {
+      return response.json().then(function (answer) { return { ok: response.ok, answer: answer }; });
+    }).then(function (result) {
+      input.value = "";
+      if (!result.ok) {
+        message.textContent = "Not uploaded: " + (result.answer.error || "refused");
+        return;
+      }
+      message.textContent = "";
+      choose(widget, result.answer._id, result.answer.title, result.answer.image);
+    }).catch(function () {
+      message.textContent = "The upload did not reach the server; try again.";
+    });
+  });
+
+  // -- locales on narrow screens ------------------------------------------
+  function showLocale(tab) {
+    var box = tab.closest("[data-locales]");
+    var code = tab.getAttribute("data-locale-tab");
+    box.querySelectorAll("[data-locale-tab]").forEach(function (t) {
+      t.setAttribute("aria-selected", t === tab ? "true" : "false");
+    });
+    box.querySelectorAll("[data-locale]").forEach(function (col) {
+      col.classList.toggle("active", col.getAttribute("data-locale") === code);
+    });
+  }
+
+  // -- colours and times --------------------------------------------------
+  form.addEventListener("input", function (e) {
+    var target = e.target;
+    if (target.matches("input[data-color-for]")) {
+      var text = document.getElementById(target.getAttribute("data-color-for"));
+      text.value = target.value;
+    } else if (target.matches("input[data-color]") && /^#[0-9a-fA-F]{6}$/.test(target.value)) {
+      var swatch = target.parentNode.querySelector("input[data-color-for]");
+      if (swatch) swatch.value = target.value;
+    } else if (target.matches("input[data-datetime]")) {
+      showLocalTime(target);
+    }
+  });
+
+  // A datetime is stored as ISO text (UTC with Z, or with an offset); the
+  // editor says which local time that is, in the browser's time zone.
+  function showLocalTime(input) {
+    var out = input.parentNode.querySelector("[data-local-time-for]");
+    if (!out) return;
+    var value = input.value.trim();
+    var when = value ? new Date(value) : null;
+    out.textContent = when && !isNaN(when.getTime()) ? "= " + when.toLocaleString() + " your time" : "";
+  }
+
+  setUp(document);
+})();
