@@ -810,7 +810,7 @@ def machine_paragraph() -> str:
         f"**Machine:** {_cpu_model()}, {core_text}, {_ram_gb():.1f} GB RAM; "
         f"{platform.system()} {platform.release()}; Python {platform.python_version()}, "
         f"SQLite {sqlite3.sqlite_version}, granian {granian}, "
-        f"wrk {wrk}; "
+        f"{'wrk ' + wrk if wrk != '?' else 'no wrk (in-process figures only)'}; "
         f"{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}."
     )
 
