@@ -262,7 +262,8 @@ def _opts_of(row: FieldRow) -> dict[str, Any]:
         if html:
             opts["html"] = html
     elif row.type == "set":
-        subs, bad = [], False
+        subs: list[dict[str, Any]] = []
+        bad = False
         names = [s.name for s in row.fields if not s.remove]
         for sub in row.fields:
             if sub.remove:

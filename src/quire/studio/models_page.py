@@ -204,9 +204,9 @@ def _place(form: ModelForm, exc: BadRequest) -> None:
         return
     if where == "fields" and exc.message.startswith("Duplicate field names: "):
         dupes = set(exc.message.removeprefix("Duplicate field names: ").split(", "))
-        for row in live:
-            if row.name in dupes:
-                row.error = exc.message
+        for dupe in live:
+            if dupe.name in dupes:
+                dupe.error = exc.message
         return
     row = next((r for r in live if where and where in (r.name, r.was)), None)
     if row is not None:
