@@ -55,6 +55,13 @@ def test_create_a_model_with_many_field_types(studio: Studio, new_context: Calla
     studio.call("PUT", "/api/system/locales", [{"i18n": "de", "name": "Deutsch"}])
     studio.call("PUT", "/api/system/models/authors", {"name": "authors", "type": "collection",
                                                       "fields": [{"name": "name", "type": "text"}]})
+    for n in range(3):
+        studio.call("POST", "/api/content/item/authors", {"data": {"name": f"Author {n}"}})
+    studio.call("PUT", "/api/system/models/navigation", {"name": "navigation", "type": "tree", "label": "Navigation",
+                                                         "fields": [{"name": "label", "type": "text"}],
+                                                         "meta": {"info": "The site's menu"}})
+    studio.call("PUT", "/api/system/models/settings", {"name": "settings", "type": "singleton", "label": "Settings",
+                                                       "fields": [{"name": "siteName", "type": "text"}]})
     page = open_page(new_context())
     login(page, studio)
     page.get_by_role("navigation").get_by_role("link", name="Models").click()
@@ -89,6 +96,7 @@ def test_create_a_model_with_many_field_types(studio: Studio, new_context: Calla
     assert by_name["category"]["opts"]["options"] == ["news", {"value": "guides", "label": "Guides"}]
     assert [(s["name"], s["type"]) for s in by_name["gallery"]["opts"]["fields"]] == [
         ("caption", "text"), ("picture", "asset")]
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # the save bar at the end of the shot
     screenshot(page, "studio-model-edit.png")
     page.get_by_role("link", name="All models").click()
     expect(page.get_by_role("link", name="Articles", exact=True)).to_be_visible()
