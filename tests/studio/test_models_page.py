@@ -304,6 +304,10 @@ def test_the_form_without_javascript_adds_and_moves_fields_without_saving(app: A
     assert moved.text.index('value="b"') < moved.text.index('value="a"')
     added = post_form(ann, "/studio/models/posts", setting(pairs, action="add", **{"add-type": "asset"}))
     assert added.status_code == 200 and added.text.count('class="field-row') == 3
+    set_form = setting(pairs, **{f"{key_of(pairs, 'b')}-type": "set"})
+    sub = post_form(ann, "/studio/models/posts", setting(set_form, action=f"add:{key_of(pairs, 'b')}",
+                                                         **{f"{key_of(pairs, 'b')}-add-type": "date"}))
+    assert re.search(rf'name="{key_of(pairs, "b")}-fields" value="f[0-9a-f]{{8}}"', sub.text)
     assert [f["name"] for f in admin.get("/api/system/models/posts").json()["fields"]] == ["a", "b"]
     # the saved order is the order of the rows in the form
     key_a, key_b = key_of(pairs, "a"), key_of(pairs, "b")
