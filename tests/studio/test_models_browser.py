@@ -155,7 +155,7 @@ def test_safe_schema_changes(studio: Studio, new_context: Callable[..., Any]) ->
     assert_clean(page)
 
 
-def test_reorder_fields_by_keyboard(studio: Studio, new_context: Callable[..., Any]) -> None:
+def test_reorder_fields_by_keyboard_and_by_drag(studio: Studio, new_context: Callable[..., Any]) -> None:
     from playwright.sync_api import expect
 
     studio.call("PUT", "/api/system/models/trio", {"name": "trio", "type": "collection", "fields": [
@@ -177,6 +177,13 @@ def test_reorder_fields_by_keyboard(studio: Studio, new_context: Callable[..., A
     page.keyboard.press("Enter")  # Enter in a text box saves (not "move up", the first button of a row)
     expect(page.locator("#flash")).to_have_text("Saved model trio.")
     assert [f["name"] for f in _fields(studio, "trio")] == ["c", "b", "a"]
+    # and by mouse: drag a by its handle above c
+    rows = page.locator("#fields > li.field-row")
+    rows.nth(2).locator(".handle").first.drag_to(rows.nth(0), target_position={"x": 40, "y": 5})
+    expect(page.locator("#announce")).to_have_text("a moved to position 1 of 3")
+    page.get_by_role("button", name="Save model").click()
+    expect(page.locator("#flash")).to_have_text("Saved model trio.")
+    assert [f["name"] for f in _fields(studio, "trio")] == ["a", "c", "b"]
     assert_clean(page)
 
 
@@ -191,6 +198,14 @@ def test_the_builder_fits_a_phone(studio: Studio, new_context: Callable[..., Any
     login(page, studio)
     page.goto(studio.base + "/studio/models/phone")
     _add(page, "contentItemLink", "related").get_by_label("Links to items of").select_option("phone")
+    title = page.locator("#fields > li.field-row").first
+    language = title.get_by_label("Language")
+    expect(language).to_be_hidden()
+    title.locator(".type-select").first.select_option("code")  # the options of the chosen type show
+    expect(language).to_be_visible()
+    expect(title.locator(".row-type")).to_have_text("code")
+    title.locator(".type-select").first.select_option("text")
+    expect(language).to_be_hidden()
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the builder is {width} px wide on a 390 px screen"
     save = page.get_by_role("button", name="Save model")
