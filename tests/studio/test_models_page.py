@@ -77,8 +77,12 @@ class FormControls(HTMLParser):
 def page_form(browser: Browser, path: str) -> list[tuple[str, str]]:
     page = browser.get(path)
     assert page.status_code == 200, page.text
+    return form_of(page.text)
+
+
+def form_of(html: str) -> list[tuple[str, str]]:
     parser = FormControls()
-    parser.feed(page.text)
+    parser.feed(html)
     return [(k, v) for k, v in parser.pairs if k != "csrf"]
 
 
@@ -227,13 +231,20 @@ def test_removing_a_field_with_values_says_how_many_and_needs_a_confirmation(app
     create_item(admin, "posts", {"title": "no summary"})
     ann = logged_in(app)
     page = ann.get("/studio/models/posts").text
-    assert "3 items hold a value of summary." in page
-    assert "Also delete the stored values of summary (3 items)" in page
-    pairs = page_form(ann, "/studio/models/posts")
+    loader = re.search(r'hx-get="(/studio/fragments/model-usage/posts\?fields=[^"]+)"', page)
+    assert loader, "the page counts the values once it has loaded"
+    pairs = form_of(page)
     key = key_of(pairs, "summary")
+    counts = ann.get(loader.group(1).replace("&amp;", "&"), headers={"hx-request": "true"}).text
+    assert re.search(r'<div class="drop-confirm" id="drop-summary" hx-swap-oob="true">\s*<p><strong>3 items hold '
+                     r'a value of summary.</strong>', counts)
+    assert f'name="{key}-drop"' in counts and "Also delete the stored values of summary (3 items)" in counts
+    assert '<div id="drop-title" class="drop-none" hx-swap-oob="true">' not in counts  # every item has a title
+    assert "4 items stored in this model." in counts
     refused = post_form(ann, "/studio/models/posts", setting(pairs, **{f"{key}-remove": "1"}))
     assert refused.status_code == 400
     assert "3 items hold a value of summary" in refused.text
+    assert "Also delete the stored values of summary (3 items)" in refused.text and "4 items stored" in refused.text
     assert [f["name"] for f in admin.get("/api/system/models/posts").json()["fields"]] == ["title", "summary"]
     done = post_form(ann, "/studio/models/posts", setting(pairs, **{f"{key}-remove": "1", f"{key}-drop": "1"}))
     assert done.status_code == 303, done.text

@@ -66,7 +66,7 @@ class FieldRow:
     fields: list[FieldRow] = field(default_factory=list)
     remove: bool = False
     drop: bool = False  # confirmed: delete the stored values with the field
-    usage: int = 0  # items holding a value (stored fields only)
+    usage: int | None = None  # items holding a value (stored fields; None: not counted here)
     error: str = ""
 
     @property
@@ -102,21 +102,21 @@ class ModelForm:
 # -- from a stored model ------------------------------------------------------
 
 
-def form_of_model(model: Any, usage: dict[str, int]) -> ModelForm:
+def form_of_model(model: Any) -> ModelForm:
     meta = dict(model.meta or {})
     info = meta.pop("info", "")
     single = {c[0] for c in model.indexes if len(c) == 1}
-    rows = [row_of_field(f, indexed=f["name"] in single, usage=usage.get(f["name"], 0)) for f in model.fields]
+    rows = [row_of_field(f, indexed=f["name"] in single) for f in model.fields]
     shown = {r.name for r in rows}
     kept = [c if len(c) > 1 else c[0] for c in model.indexes if not (len(c) == 1 and c[0] in shown)]
     return ModelForm(model.name, model.label, model.type, info if isinstance(info, str) else "", meta, rows, kept)
 
 
-def row_of_field(f: dict[str, Any], indexed: bool = False, usage: int = 0) -> FieldRow:
+def row_of_field(f: dict[str, Any], indexed: bool = False) -> FieldRow:
     opts = dict(f.get("opts") or {})
     row = FieldRow(new_key(), was=f["name"], name=f["name"], type=f["type"], label=f.get("label", ""),
                    info=f.get("info", ""), group=f.get("group", ""), required=f.get("required", False),
-                   i18n=f.get("i18n", False), multiple=f.get("multiple", False), indexed=indexed, usage=usage)
+                   i18n=f.get("i18n", False), multiple=f.get("multiple", False), indexed=indexed)
     if row.label == row.name:
         row.label = ""
     if "default" in f:

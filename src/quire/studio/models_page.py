@@ -40,6 +40,7 @@ from quire.studio.web import Form, checked_form, need, redirect_flash, render, s
 MANAGE = "system/manage"
 RESERVED = {"new"}  # would clash with /studio/models/new
 LIST_NAME = re.compile(r"^(field|f[0-9a-f]{8}-fields)$")
+ROW_KEY = re.compile(r"^[A-Za-z0-9_]{1,40}$")
 ROW_ERROR = re.compile(r"^fields\[(\d+)\]")
 
 
@@ -96,8 +97,7 @@ async def edit_model_page(request: Request, login: Login) -> Response:
     need(login, MANAGE)
     models = service(request, ModelService)
     model = models.get(request.path_params["name"])
-    usage = models.field_usage(model.name)
-    return _editor(request, login, form_of_model(model, usage.fields), total=usage.total)
+    return _editor(request, login, form_of_model(model))
 
 
 @studio_page
@@ -108,24 +108,28 @@ async def save_model(request: Request, login: Login) -> Response:
     previous = models.get(request.path_params["name"])
     form = parse_form(posted, fixed_name=previous.name)
     form.kind = previous.type  # fixed after creation, like the name
-    usage = models.field_usage(previous.name)
-    for row in form.rows:
-        row.usage = usage.fields.get(row.was, 0)
     if _rearranged(posted, form):
-        return _editor(request, login, form, total=usage.total)
-    drop = _drop_confirmed(form, previous.by_name, usage.fields)
+        return _editor(request, login, form)
+    # counting values reads every item: only when a stored field goes
+    kept = {r.was for r in form.live_rows() if r.was}
+    counted = models.field_usage(previous.name) if set(previous.by_name) - kept else None
+    usage = counted.fields if counted else {}
+    total = counted.total if counted else None  # else counted by the page once loaded
+    for row in form.rows:
+        row.usage = usage.get(row.was) if counted else None
+    drop = _drop_confirmed(form, previous.by_name, usage)
     if drop is None:
-        return _editor(request, login, form, total=usage.total, status=400)
+        return _editor(request, login, form, status=400, total=total)
     try:
         body, renames = definition_of(form)
         model, renames, _ = parse_change(previous.name, {**body, "renames": renames})
         await models.asave(model, renames, drop)
     except FieldError as exc:
         form.error = str(exc)
-        return _editor(request, login, form, total=usage.total, status=400)
+        return _editor(request, login, form, status=400, total=total)
     except BadRequest as exc:
         _place(form, exc)
-        return _editor(request, login, form, total=usage.total, status=400)
+        return _editor(request, login, form, status=400, total=total)
     return redirect_flash(request, f"/studio/models/{previous.name}", f"Saved model {previous.name}.")
 
 
@@ -215,11 +219,29 @@ def _place(form: ModelForm, exc: BadRequest) -> None:
         form.error = exc.message
 
 
-def _editor(request: Request, login: Login, form: ModelForm, new: bool = False, total: int = 0,
-            status: int = 200) -> Response:
+def _editor(request: Request, login: Login, form: ModelForm, new: bool = False, status: int = 200,
+            total: int | None = None) -> Response:
+    """The builder's page; `total` (items) None: counted after it loads."""
     models = service(request, ModelService).all()
     return render(request, login, "studio/model_edit.html", status, form=form, new=new, total=total,
                   **_row_context(models), kinds=KINDS)
+
+
+@studio_page
+async def field_usage(request: Request, login: Login) -> Response:
+    """How many items hold a value of each field (htmx, when the editor has
+    loaded: counting reads every item, so the page does not wait for it).
+    Out-of-band parts for the fields named in `fields` and the total."""
+    need(login, MANAGE)
+    models = service(request, ModelService)
+    model = models.get(request.path_params["name"])
+    usage = models.field_usage(model.name)
+    counts = []
+    for pair in request.query_params.get("fields", "").split(","):
+        key, _, name = pair.partition(":")
+        if ROW_KEY.match(key) and name in usage.fields:
+            counts.append((key, name, usage.fields[name]))
+    return render(request, login, "studio/model_usage.html", counts=counts, total=usage.total)
 
 
 def _row_context(models: list[Any]) -> dict[str, Any]:
@@ -242,8 +264,7 @@ async def field_row(request: Request, login: Login) -> Response:
                  or _add_type(request, list_name))
     row = FieldRow(new_key(), type=kind)
     models = service(request, ModelService).all()
-    return render(request, login, "studio/model_row.html", row=row, list_name=list_name, depth=depth, total=0,
-                  fresh=True, **_row_context(models))
+    return render(request, login, "studio/model_row.html", row=row, list_name=list_name, depth=depth, fresh=True, **_row_context(models))
 
 
 def _add_type(request: Request, list_name: str) -> str:
@@ -257,8 +278,7 @@ async def delete_model_page(request: Request, login: Login) -> Response:
     need(login, MANAGE)
     models = service(request, ModelService)
     model = models.get(request.path_params["name"])
-    return render(request, login, "studio/model_delete.html", model=model,
-                  total=models.field_usage(model.name).total)
+    return render(request, login, "studio/model_delete.html", model=model, total=_items(request, login, model.name))
 
 
 @studio_page
@@ -267,7 +287,7 @@ async def delete_model(request: Request, login: Login) -> Response:
     need(login, MANAGE)
     models = service(request, ModelService)
     model = models.get(request.path_params["name"])
-    total = models.field_usage(model.name).total
+    total = _items(request, login, model.name)
     if posted.get("confirm") != model.name:
         return render(request, login, "studio/model_delete.html", 400, model=model, total=total,
                       error="Confirm on this page to delete the model.")
@@ -276,10 +296,19 @@ async def delete_model(request: Request, login: Login) -> Response:
     return redirect_flash(request, "/studio/models", f"Deleted model {model.name}{items}.")
 
 
+def _items(request: Request, login: Login, name: str) -> int:
+    """How many items a model holds, drafts included: the content service's
+    count when the role may read them all, else a count of every item."""
+    if login.can(f"content/{name}/read") and login.can(f"content/{name}/update"):
+        return service(request, ContentService).count(name, ReadOptions(drafts=True), login.identity)
+    return service(request, ModelService).field_usage(name).total
+
+
 routes = [
     route("/studio/models", get=models_list, cors=False),
     route("/studio/models/new", get=new_model_page, post=create_model, cors=False),
     route("/studio/models/{name}", get=edit_model_page, post=save_model, cors=False),
     route("/studio/models/{name}/delete", get=delete_model_page, post=delete_model, cors=False),
     route("/studio/fragments/model-field", get=field_row, cors=False),
+    route("/studio/fragments/model-usage/{name}", get=field_usage, cors=False),
 ]
