@@ -96,6 +96,7 @@ def test_create_a_model_with_many_field_types(studio: Studio, new_context: Calla
     assert by_name["category"]["opts"]["options"] == ["news", {"value": "guides", "label": "Guides"}]
     assert [(s["name"], s["type"]) for s in by_name["gallery"]["opts"]["fields"]] == [
         ("caption", "text"), ("picture", "asset")]
+    expect(page.locator("#model-total")).to_have_text("0 items stored in this model.")  # counted once loaded
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # the save bar at the end of the shot
     screenshot(page, "studio-model-edit.png")
     page.get_by_role("link", name="All models").click()
@@ -209,6 +210,7 @@ def test_the_builder_fits_a_phone(studio: Studio, new_context: Callable[..., Any
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the builder is {width} px wide on a 390 px screen"
     save = page.get_by_role("button", name="Save model")
+    expect(page.locator("#model-total")).to_have_text("0 items stored in this model.")
     expect(save).to_be_in_viewport()  # the save bar stays in reach
     screenshot(page, "studio-model-edit-390.png")
     save.click()
