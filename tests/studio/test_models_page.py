@@ -306,6 +306,13 @@ def test_bad_input_is_shown_with_the_api_message_and_nothing_is_saved(
     assert admin.get("/api/system/models").json() == before
 
 
+def test_a_bad_name_and_a_bad_field_are_both_shown(app: Any, admin: Api) -> None:
+    response = create(logged_in(app), "9lives", row("f00000001", ""))
+    assert response.status_code == 400
+    assert re.search(r'id="name-error" role="alert">Model name must match', response.text)
+    assert re.search(r'id="f00000001-error" role="alert">fields\[0\].name must match', response.text)
+
+
 def test_the_form_without_javascript_adds_and_moves_fields_without_saving(app: Any, admin: Api) -> None:
     put_model(admin, "posts", type="collection", fields=[{"name": "a", "type": "text"}, {"name": "b", "type": "text"}])
     ann = logged_in(app)

@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from quire.admin.web import Login
 from quire.asgi import route
-from quire.content.fields import FieldError
+from quire.content.fields import FIELD_NAME, FieldError
 from quire.content.models import KINDS, ModelService, parse_change
 from quire.content.service import ContentService, ReadOptions
 from quire.errors import BadRequest
@@ -71,16 +71,18 @@ async def create_model(request: Request, login: Login) -> Response:
     if _rearranged(posted, form):
         return _editor(request, login, form, new=True)
     models = service(request, ModelService)
-    if form.name in RESERVED:
+    if not FIELD_NAME.match(form.name):
+        form.errors["name"] = "Model name must match ^[A-Za-z][A-Za-z0-9_]*$"  # the API's words
+    elif form.name in RESERVED:
         form.errors["name"] = f"{form.name} is a word of the studio's addresses; pick another name"
     elif models.find(form.name) is not None:
         form.errors["name"] = f"Model {form.name} exists already; pick another name"
     if form.kind not in KINDS:
         form.errors["kind"] = f"Model type must be one of {', '.join(KINDS)}"
-    if form.errors:
-        return _editor(request, login, form, new=True, status=400)
     try:
-        body, _ = definition_of(form)
+        body, _ = definition_of(form)  # the fields' messages too, not only the first problem
+        if form.errors:
+            return _editor(request, login, form, new=True, status=400)
         model, _, _ = parse_change(form.name, body)
         await models.asave(model)
     except FieldError as exc:
