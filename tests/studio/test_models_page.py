@@ -151,7 +151,7 @@ def test_create_a_model_through_the_form(app: Any, admin: Api) -> None:
 def test_every_type_round_trips_through_the_form(app: Any, admin: Api) -> None:
     put_model(admin, "authors", type="collection", fields=[{"name": "name", "type": "text"}])
     ann = logged_in(app)
-    options = {"select": {"options": "news\nguides = Guides"}, "contentItemLink": {"link": "authors"},
+    options = {"select": {"options": "news\nguides = Guides\nsame = same"}, "contentItemLink": {"link": "authors"},
                "asset": {"accept": "image/*, application/pdf"}, "code": {"language": "json"},
                "wysiwyg": {"html_tags": "p em"}}
     defaults = {"number": "42", "boolean": "true", "tags": "a, b", "text": "hello", "object": '{"a": 1}'}
@@ -167,7 +167,8 @@ def test_every_type_round_trips_through_the_form(app: Any, admin: Api) -> None:
     model = admin.get("/api/system/models/everything").json()
     by_name = {f["name"]: f for f in model["fields"]}
     assert [f["type"] for f in model["fields"]] == ALL_TYPES
-    assert by_name["f_select"]["opts"] == {"options": ["news", {"value": "guides", "label": "Guides"}]}
+    assert by_name["f_select"]["opts"] == {"options": ["news", {"value": "guides", "label": "Guides"},
+                                                       {"value": "same", "label": "same"}]}
     assert by_name["f_contentItemLink"]["opts"] == {"link": "authors"}
     assert by_name["f_asset"]["opts"] == {"accept": "image/*,application/pdf"}
     assert by_name["f_code"]["opts"] == {"language": "json"}
@@ -183,6 +184,27 @@ def test_every_type_round_trips_through_the_form(app: Any, admin: Api) -> None:
     assert post_form(ann, "/studio/models/everything", pairs).status_code == 303
     again = admin.get("/api/system/models/everything").json()
     assert again["fields"] == model["fields"] and again["indexes"] == model["indexes"]
+
+
+def test_what_the_form_does_not_edit_is_kept(app: Any, admin: Api) -> None:
+    assert admin.put("/api/system/locales", json=[{"i18n": "de", "name": "Deutsch"}]).is_success
+    definition = put_model(admin, "pages", type="tree", label="Pages", meta={"info": "Site pages", "icon": "page"}, fields=[
+        {"name": "title", "type": "text", "i18n": True, "info": "Shown in menus", "group": "Main", "default": ""},
+        {"name": "body", "type": "wysiwyg", "opts": {"html": {"tags": ["p", "a"], "attributes": {"a": ["href"]}},
+                                                     "toolbar": "small"}},
+        {"name": "extra", "type": "set"},
+        {"name": "n", "type": "number", "multiple": True, "default": [1, 2]}],
+        indexes=["_created", ["title", "n"], "title:de", "title"])
+    ann = logged_in(app)
+    page = ann.get("/studio/models/pages").text
+    assert 'value="Site pages"' not in page and "Site pages</textarea>" in page
+    assert post_form(ann, "/studio/models/pages", form_of(page)).status_code == 303
+    again = admin.get("/api/system/models/pages").json()
+    assert again["meta"] == definition["meta"] and again["type"] == "tree"
+    fields = {f["name"]: f for f in again["fields"]}
+    assert fields["body"]["opts"] == {"html": {"tags": ["p", "a"], "attributes": {"a": ["href"]}}, "toolbar": "small"}
+    assert fields["n"]["default"] == [1, 2] and fields["title"]["info"] == "Shown in menus"
+    assert sorted(map(str, again["indexes"])) == sorted(map(str, definition["indexes"]))
 
 
 def test_renaming_a_field_moves_its_stored_values(app: Any, admin: Api) -> None:

@@ -151,7 +151,7 @@ def row_of_field(f: dict[str, Any], indexed: bool = False) -> FieldRow:
 def _option_line(option: Any) -> str:
     if isinstance(option, dict):
         value, label = str(option.get("value", "")), option.get("label")
-        return f"{value} = {label}" if label not in (None, "", value) else value
+        return f"{value} = {label}" if label not in (None, "") else value
     return str(option)
 
 
@@ -276,7 +276,8 @@ def _opts_of(row: FieldRow) -> dict[str, Any]:
                 sub.error, bad = str(exc), True
         if bad:
             raise FieldError("a sub-field needs a change; see the message next to it")
-        opts["fields"] = subs
+        if subs:  # none: a free-form set, as without `fields`
+            opts["fields"] = subs
     if row.type != "wysiwyg":
         opts.pop("html", None)
     return opts
