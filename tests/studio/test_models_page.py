@@ -246,6 +246,19 @@ def test_a_type_change_stored_values_do_not_fit_is_refused_naming_the_items(app:
     assert after == before
 
 
+def test_renaming_a_sub_field_items_hold_values_under_is_refused(app: Any, admin: Api) -> None:
+    put_model(admin, "posts", type="collection", fields=[
+        {"name": "extra", "type": "set", "opts": {"fields": [{"name": "caption", "type": "text"}]}}])
+    item = create_item(admin, "posts", {"extra": {"caption": "Hi"}})
+    ann = logged_in(app)
+    pairs = page_form(ann, "/studio/models/posts")
+    response = post_form(ann, "/studio/models/posts", setting(pairs, **{f"{key_of(pairs, 'caption')}-name": "title"}))
+    assert response.status_code == 400
+    assert "Field extra: 1 stored item holds values that do not fit" in response.text
+    assert "has unknown field caption" in response.text and item["_id"] in response.text
+    assert admin.get("/api/system/models/posts").json()["fields"][0]["opts"]["fields"][0]["name"] == "caption"
+
+
 def test_removing_a_field_with_values_says_how_many_and_needs_a_confirmation(app: Any, admin: Api) -> None:
     put_model(admin, "posts", type="collection", fields=[{"name": "title", "type": "text"},
                                                          {"name": "summary", "type": "text"}])
