@@ -390,7 +390,7 @@ def test_a_role_without_system_manage_gets_403_and_changes_nothing(app: Any, adm
     bob = logged_in(app, "bob", "editor")
     assert "/studio/models" not in bob.get("/studio/content").text
     for path in ("/studio/models", "/studio/models/new", "/studio/models/posts", "/studio/models/posts/delete",
-                 "/studio/fragments/model-field"):
+                 "/studio/fragments/model-field", "/studio/fragments/model-usage/posts?fields=f00000001:title"):
         assert bob.get(path).status_code == 403, path
     posts = [("/studio/models/new", [("name", "other"), ("kind", "collection"), *row("f00000001", "title")]),
              ("/studio/models/posts", row("f00000001", "title", "number", was="title")),
