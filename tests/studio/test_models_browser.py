@@ -204,6 +204,9 @@ def test_the_builder_fits_a_phone(studio: Studio, new_context: Callable[..., Any
     expect(language).to_be_hidden()
     title.locator(".type-select").first.select_option("code")  # the options of the chosen type show
     expect(language).to_be_visible()
+    title.locator(".type-select").first.select_option("number")
+    expect(title.locator(".default-hint")).to_have_text("JSON, e.g. 42; empty for none")
+    title.locator(".type-select").first.select_option("code")
     expect(title.locator(".row-type")).to_have_text("code")
     title.locator(".type-select").first.select_option("text")
     expect(language).to_be_hidden()

@@ -44,6 +44,19 @@
     changed();
   }
 
+  // how a default is typed: as it is for text-like types, else as JSON
+  var PLAIN = ["text", "longtext", "wysiwyg", "markdown", "code", "color", "select", "date", "datetime", "time"];
+  var EXAMPLES = { number: "42", boolean: "true", tags: '["a", "b"]' };
+
+  function showDefaultHint(row) {
+    var select = row.querySelector(":scope > .row-body .type-select");
+    var multiple = row.querySelector(":scope > .row-body .flags input[name$='-multiple']");
+    var hint = row.querySelector(":scope > .row-body .default-hint");
+    if (!select || !hint) return;
+    var plain = PLAIN.indexOf(select.value) >= 0 && !(multiple && multiple.checked);
+    hint.textContent = (plain ? "as typed" : "JSON, e.g. " + (EXAMPLES[select.value] || "{}")) + "; empty for none";
+  }
+
   // the options that belong to the chosen type
   function showTypeOptions(row) {
     var select = row.querySelector(":scope > .row-body .type-select");
@@ -88,6 +101,7 @@
     var row = rowOf(e.target);
     if (!row) return;
     if (e.target.classList.contains("type-select")) showTypeOptions(row);
+    if (e.target.classList.contains("type-select") || /-multiple$/.test(e.target.name)) showDefaultHint(row);
     if (e.target.classList.contains("remove-box")) {
       row.classList.toggle("is-removed", e.target.checked);
       announce(e.target.checked ? nameOf(row) + " will be removed when you save" : nameOf(row) + " is kept");
