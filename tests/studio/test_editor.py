@@ -400,3 +400,14 @@ def test_repeaters_of_links_and_of_sets(app: Any, admin: Api) -> None:
                                 {"heading": "Two", "pages": None, "notes": []}]
     page = ann.get(saved.headers["location"]).text
     assert "Tove Jansson" in page and "Astrid Lindgren" in page and 'value="first"' in page
+
+
+def test_the_upload_button_offers_the_fields_allowed_file_types(app: Any, admin: Api) -> None:
+    put_model(admin, "docs", type="collection", fields=[
+        {"name": "title", "type": "text"},
+        {"name": "scan", "type": "asset", "opts": {"accept": "image/*, application/pdf"}},
+        {"name": "any", "type": "asset"}])
+    page = logged_in(app).get("/studio/content/docs/item").text
+    assert page.count('data-upload="') == 2
+    assert 'data-upload="f-scan" accept="image/*, application/pdf"' in page
+    assert 'data-upload="f-any">' in page
