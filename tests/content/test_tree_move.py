@@ -140,5 +140,5 @@ def test_search_service_names_the_index_of_a_model(quire: Any, admin: Api, nav: 
     assert search.index_for("nav") == "zfiltered"
     admin.put("/api/searchmod/indexes/whole", json={"model": "nav", "fields": ["label"]})
     assert search.index_for("nav") == "whole"  # the one without a filter holds every item
-    assert search.matching_ids("whole", "b1") == [nav["B1"]]
-    assert search.matching_ids("whole", "   ") == []
+    assert search.matching_ids("whole", "b1") == ([nav["B1"]], 1)
+    assert search.matching_ids("whole", "   ") == ([], 0)

@@ -242,19 +242,20 @@ class SearchService:
         indexes = sorted(self._following(model), key=lambda d: (bool(d.get("filter")), d["name"]))
         return indexes[0]["name"] if indexes else None
 
-    def matching_ids(self, name: str, text: str, limit: int = MAX_LIMIT) -> list[str]:
+    def matching_ids(self, name: str, text: str, limit: int = MAX_LIMIT) -> tuple[list[str], int]:
         """Ids of the items an index finds for `text`, best first, at most
-        `limit`; [] for a query with nothing to search. No permission is
-        checked here: the caller reads the items through content, with the
-        reader's own (ids alone say nothing)."""
+        `limit`, and how many it finds in all; nothing for a query with
+        nothing to search. No permission is checked here: the caller reads
+        the items through content, with the reader's own (ids alone say
+        nothing)."""
         query = parse(text)
         if not text.strip() or query.empty:
-            return []
+            return [], 0
         index = self._definition(name)
         weights = [float(index["weights"].get(f, 1)) for f in index["fields"]]
-        hits, _ = self.engine.search(name, query, DEFAULT, 1 + len(index["locales"]), None, weights,
-                                     min(limit, MAX_LIMIT), 0)
-        return list(dict.fromkeys(h.id for h in hits))
+        hits, total = self.engine.search(name, query, DEFAULT, 1 + len(index["locales"]), None, weights,
+                                         min(limit, MAX_LIMIT), 0)
+        return list(dict.fromkeys(h.id for h in hits)), total
 
 
     def search(self, name: str, params: dict[str, Any], identity: Identity) -> dict[str, Any]:

@@ -44,6 +44,8 @@ from quire.studio.titles import title_of
 from quire.studio.web import checked_form, need, redirect_flash, render, studio_page
 
 MAX_BATCH = 500
+# ids of search hits a list filter names at most (a filter has at most 500 conditions)
+SEARCH_MATCHES = 400
 ACTIONS = {"publish": ("Published", 1), "unpublish": ("Unpublished", 0), "delete": ("Deleted", None)}
 
 
@@ -72,12 +74,12 @@ async def content_list(request: Request, login: Login) -> Response:
         return _tree_page(request, login, model, drafts)
     query = parse_query(request.query_params, sortable_fields(model, drafts))
     content = service(request, ContentService)
-    error = None
+    error = search_note = None
     items: list[dict[str, Any]] = []
     total = 0
     try:
         spec = parse_filter_text(query.filter_text)
-        found = _search(request, model, query.q, drafts)
+        found, search_note = _search(request, model, query.q)
         page = content.list_page(model.name, read_options(query, spec, drafts, found), login.identity)
         items = [orjson.loads(row) for row in page.rows]
         total = page.total or 0
@@ -89,7 +91,7 @@ async def content_list(request: Request, login: Login) -> Response:
     context = {
         "title_column": first, "title_label": model.by_name.get(first, {}).get("label") or first
         if first != "_id" else SYSTEM_COLUMNS["_id"], "fragment": _is_htmx(request),
-        "model": model, "query": query, "items": items, "total": total, "error": error,
+        "model": model, "query": query, "search_note": search_note, "items": items, "total": total, "error": error,
         "columns": columns, "available": available_columns(model, drafts),
         "sortable": set(sortable_fields(model, drafts)), "limits": LIMITS,
         "pages": _pages(query, total), "cell": cell, "title_of": title_of,
@@ -103,24 +105,25 @@ async def content_list(request: Request, login: Login) -> Response:
     return render(request, login, template, status, **context)
 
 
-def _search(request: Request, model: Model, q: str, drafts: bool) -> dict[str, Any] | None:
+def _search(request: Request, model: Model, q: str) -> tuple[dict[str, Any] | None, str | None]:
     """The search box's condition: the ids the model's search index finds
-    when one covers it (it holds published items; a user who sees drafts
-    also finds unpublished ones by their title), else a text filter on the
-    title-like fields."""
+    when one covers it (it holds published items only: finding drafts too
+    by a text filter would read every draft, hundreds of milliseconds on a
+    big model), else a text filter on the title-like fields. And a note when the index found more than a list
+    filter can name (the best SEARCH_MATCHES are shown)."""
     if not q:
-        return None
+        return None, None
     try:
         search = service(request, SearchService)
     except LookupError:  # the search module is not in the app
-        return text_filter(model, q)
+        return text_filter(model, q), None
     index = search.index_for(model.name)
     if index is None:
-        return text_filter(model, q)
-    found = {"_id": {"$in": search.matching_ids(index, q)}}
-    if not drafts:
-        return found
-    return {"$or": [found, {"$and": [{"_state": {"$ne": 1}}, text_filter(model, q)]}]}
+        return text_filter(model, q), None
+    ids, total = search.matching_ids(index, q, SEARCH_MATCHES)
+    note = (f"The search shows the best {len(ids):,} of {total:,} matches; add words to narrow it down."
+            if total > len(ids) else None)
+    return {"_id": {"$in": ids}}, note
 
 
 def _pages(query: ListQuery, total: int) -> dict[str, Any]:
