@@ -15,6 +15,16 @@
     });
   });
 
+  // The filter's error comes with the table (an out-of-band swap): the
+  // box is marked invalid while there is one.
+  document.body.addEventListener("htmx:afterSettle", function () {
+    var box = document.getElementById("filter");
+    var error = document.getElementById("filter-error");
+    if (!box || !error) return;
+    if (error.textContent.trim()) box.setAttribute("aria-invalid", "true");
+    else box.removeAttribute("aria-invalid");
+  });
+
   var lastMove = null;
   document.body.addEventListener("htmx:beforeRequest", function (e) {
     var form = e.detail.elt;
@@ -88,7 +98,7 @@
       if (list.getAttribute("data-sortable")) return;
       list.setAttribute("data-sortable", "1");
       window.Sortable.create(list, {
-        group: "tree", handle: ".tree-handle", animation: 150, fallbackOnBody: true,
+        group: "tree", handle: ".tree-handle", animation: 150, fallbackOnBody: true, forceFallback: true,
         swapThreshold: 0.65, emptyInsertThreshold: 8, onEnd: moved
       });
     });
