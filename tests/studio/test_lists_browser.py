@@ -156,10 +156,10 @@ def test_reorder_a_tree_by_keyboard_and_by_drag_and_drop(studio: Studio, new_con
     page.get_by_role("button", name="Indent About").click()  # under Home, the item above
     expect(page.locator('.tree-node[data-id] .tree-node')).to_have_count(1)
     assert _nav(studio) == ["Blog", ("Home", ["About"])]
+    screenshot(page, "studio-tree.png")
     page.get_by_role("button", name="Outdent About").click()
     expect(page.locator('.tree-node[data-id] .tree-node')).to_have_count(0)
     assert _nav(studio) == ["Blog", "Home", "About"]
-    screenshot(page, "studio-tree.png")
 
     # drag and drop: About's handle onto the top of Blog's row
     handle = page.locator('.tree-node:has(> .tree-row a:text-is("About")) > .tree-row .tree-handle')

@@ -18,6 +18,9 @@
   // The filter's error comes with the table (an out-of-band swap): the
   // box is marked invalid while there is one.
   document.body.addEventListener("htmx:afterSettle", function () {
+    // an outerHTML swap's target is the element it replaced: format the new one
+    var results = document.getElementById("list-results") || document.getElementById("tree");
+    if (results && window.QuireAdmin) window.QuireAdmin.formatTimes(results);
     var box = document.getElementById("filter");
     var error = document.getElementById("filter-error");
     if (!box || !error) return;
