@@ -2,7 +2,8 @@
 """Benchmark of the studio's content lists on a 100,000-item collection.
 
 Writes 100,000 items of a model `posts` (title, views, kind, a short body;
-90 % published, 8 % drafts, 2 % archived; indexes on `title` and `views`)
+90 % published, 8 % drafts, 2 % archived; indexes on `title` and `views`; a body of
+24 common words and one rare one)
 straight into the store in a fresh data dir under bench/.work/studio, and a
 search index over title and body through the search service. Then it logs
 in (an administrator, who sees every state, and a reader, who sees
@@ -56,7 +57,8 @@ SCENARIOS: list[tuple[str, str, str]] = [
     ("sorted by views (indexed) descending", "?sort=-views", "admin"),
     ("page 50, sorted by views (indexed)", "?sort=views&page=50", "admin"),
     ("filter on an indexed field `{\"views\": {\"$gte\": 990}}`", '?filter={"views":{"$gte":990}}', "admin"),
-    ("search (search index) `lambda`", "?q=lambda", "admin"),
+    ("search (search index), a rare word `rare42` (20 items)", "?q=rare42", "admin"),
+    ("search (search index), a common word `lambda` (half the items)", "?q=lambda", "admin"),
     ("reader (published only), sorted by title", "?sort=title", "reader"),
     ("reader, default order", "", "reader"),
     ("sorted by kind (not indexed)", "?sort=kind", "admin"),
@@ -79,7 +81,8 @@ def fill(quire: Any, items: int) -> None:
                              "_modified": now - items + i, "_cby": None, "_mby": None,
                              "title": f"{rng.choice(WORDS).title()} {rng.choice(WORDS)} {i}",
                              "views": rng.randint(0, 1000), "kind": rng.choice(["news", "guide", "review"]),
-                             "body": " ".join(rng.choice(WORDS) for _ in range(20))})
+                             # 24 common words, and one of 5,000 rare ones (about 20 items each)
+                             "body": " ".join(rng.choice(WORDS) for _ in range(20)) + f" rare{i % 5000}"})
 
 
 def percentile(values: list[float], q: float) -> float:
