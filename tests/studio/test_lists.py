@@ -86,9 +86,13 @@ def test_search_with_a_search_index_uses_it(app: Any, admin: Api) -> None:
     # holds published items only
     assert _titles(ann.get("/studio/content/posts?q=roses").text) == ["First"]
     assert _titles(ann.get("/studio/content/posts?q=sailing").text) == ["Second"]
+    create_item(admin, "posts", {"title": "Roses, roses", "body": "roses and more roses"})
+    # best match first with no column chosen; a chosen column sorts the matches
+    assert _titles(ann.get("/studio/content/posts?q=roses").text) == ["Roses, roses", "First"]
+    assert _titles(ann.get("/studio/content/posts?q=roses&sort=title").text) == ["First", "Roses, roses"]
     _roles(admin)
     bob = logged_in(app, "bob", "reader")
-    assert _titles(bob.get("/studio/content/posts?q=roses").text) == ["First"]
+    assert _titles(bob.get("/studio/content/posts?q=roses").text) == ["Roses, roses", "First"]
 
 
 def test_good_filter_and_bad_filter_inline(app: Any, admin: Api) -> None:

@@ -7,6 +7,7 @@ the user's identity, as the API's do."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -79,10 +80,15 @@ async def content_list(request: Request, login: Login) -> Response:
     total = 0
     try:
         spec = parse_filter_text(query.filter_text)
-        found, search_note = _search(request, model, query.q)
-        page = content.list_page(model.name, read_options(query, spec, drafts, found), login.identity)
-        items = [orjson.loads(row) for row in page.rows]
-        total = page.total or 0
+        found = _search(request, model, query.q)
+        opts = read_options(query, spec, drafts, found.condition)
+        if found.ranked is not None and query.sort is None:
+            items, total = _by_rank(content, model, opts, found.ranked, query, login)
+        else:
+            page = content.list_page(model.name, opts, login.identity)
+            items = [orjson.loads(row) for row in page.rows]
+            total = page.total or 0
+        search_note = found.note
     except BadRequest as exc:
         error = exc.message  # a bad filter: shown next to the box, with the API's message
     prefs = service(request, PrefsService)
@@ -105,25 +111,47 @@ async def content_list(request: Request, login: Login) -> Response:
     return render(request, login, template, status, **context)
 
 
-def _search(request: Request, model: Model, q: str) -> tuple[dict[str, Any] | None, str | None]:
-    """The search box's condition: the ids the model's search index finds
-    when one covers it (it holds published items only: finding drafts too
-    by a text filter would read every draft, hundreds of milliseconds on a
-    big model), else a text filter on the title-like fields. And a note when the index found more than a list
-    filter can name (the best SEARCH_MATCHES are shown)."""
+@dataclass
+class Found:
+    """What the search box adds to a list: a condition, and with a search
+    index the ids it found best first, and a note when there were more
+    than a list filter can name."""
+
+    condition: dict[str, Any] | None = None
+    ranked: list[str] | None = None
+    note: str | None = None
+
+
+def _search(request: Request, model: Model, q: str) -> Found:
+    """The search box: the ids the model's search index finds when one
+    covers it (it holds published items only: finding drafts too by a
+    text filter would read every draft, hundreds of milliseconds on a big
+    model), else a text filter on the title-like fields."""
     if not q:
-        return None, None
+        return Found()
     try:
         search = service(request, SearchService)
     except LookupError:  # the search module is not in the app
-        return text_filter(model, q), None
+        return Found(text_filter(model, q))
     index = search.index_for(model.name)
     if index is None:
-        return text_filter(model, q), None
+        return Found(text_filter(model, q))
     ids, total = search.matching_ids(index, q, SEARCH_MATCHES)
     note = (f"The search shows the best {len(ids):,} of {total:,} matches; add words to narrow it down."
             if total > len(ids) else None)
-    return {"_id": {"$in": ids}}, note
+    return Found({"_id": {"$in": ids}}, ids, note)
+
+
+def _by_rank(content: ContentService, model: Model, opts: ReadOptions, ranked: list[str], query: ListQuery,
+             login: Login) -> tuple[list[dict[str, Any]], int]:
+    """A page of search results best first (no column chosen to sort by):
+    every found item that passes the filter (at most SEARCH_MATCHES), put
+    in the index's order, then the page cut out."""
+    opts.limit, opts.skip = max(len(ranked), 1), 0
+    page = content.list_page(model.name, opts, login.identity)
+    rank = {item_id: n for n, item_id in enumerate(ranked)}
+    docs = sorted((orjson.loads(row) for row in page.rows), key=lambda d: rank.get(d["_id"], len(rank)))
+    return docs[query.skip:query.skip + query.limit], page.total or 0
 
 
 def _pages(query: ListQuery, total: int) -> dict[str, Any]:
