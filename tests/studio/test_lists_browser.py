@@ -107,7 +107,7 @@ def test_batch_publish_three_items(studio: Studio, new_context: Callable[..., An
         page.get_by_label(f"Select {title}").check()
     page.get_by_role("button", name="Publish", exact=True).click()
     expect(page.locator("#flash")).to_have_text("Published 3 items.")
-    expect(page.locator(".list-total")).to_have_text("No items match.")
+    expect(page.locator(".list-total")).to_have_text("No items match.")  # back to the same list
     published = {p["title"] for p in studio.call("GET", "/api/content/items/posts")}
     assert set(drafts) <= published and len(published) == 8
     assert_clean(page)
@@ -120,13 +120,17 @@ def test_select_all_and_delete_with_confirmation(studio: Studio, new_context: Ca
     studio.call("POST", "/api/content/item/posts", {"data": {"title": "Doomed two"}})
     page = open_page(new_context())
     login(page, studio)
-    page.goto(studio.base + "/studio/content/posts?q=doomed")
+    page.goto(studio.base + "/studio/content/posts")
+    page.get_by_label("Search").press_sequentially("doomed")  # searched as one types
     expect(page.locator(".list-total")).to_have_text("1–2 of 2")
+    page.get_by_role("link", name="title", exact=True).click()
+    expect(page.locator("th[aria-sort=ascending]")).to_contain_text("title")
     page.get_by_label("Select all items on this page").check()
     page.get_by_role("button", name="Delete…").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Delete 2 items of posts?")
     page.get_by_role("button", name="Delete", exact=True).click()
     expect(page.locator("#flash")).to_have_text("Deleted 2 items.")
+    assert "q=doomed" in page.url and "sort=title" in page.url  # back to the list as it was shown
     assert not [p for p in studio.call("GET", "/api/content/items/posts") if p["title"].startswith("Doomed")]
     assert_clean(page)
 

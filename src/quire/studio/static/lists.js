@@ -28,6 +28,14 @@
     else box.removeAttribute("aria-invalid");
   });
 
+  // The batch and columns forms return to the list as it is now shown,
+  // also after htmx changed its sort, search or page.
+  document.body.addEventListener("htmx:pushedIntoHistory", function () {
+    document.querySelectorAll('input[name="back"]').forEach(function (input) {
+      input.value = window.location.pathname + window.location.search;
+    });
+  });
+
   var lastMove = null;
   document.body.addEventListener("htmx:beforeRequest", function (e) {
     var form = e.detail.elt;
