@@ -288,3 +288,21 @@ def test_tree_moves_need_update(app: Any, admin: Api) -> None:
                         token_from="/studio/content/nav")
     assert refused.status_code == 403
     assert _shape(admin) == ["Home", ("About", ["Team"]), "Blog"]
+
+
+def test_a_role_that_may_delete_but_not_update(app: Any, admin: Api) -> None:
+    items = _posts(admin, 2)
+    draft = create_item(admin, "posts", {"title": "Unseen draft", "_state": 0})
+    admin.put("/api/system/roles/cleaner", json={"permissions": {"content/posts/read": True,
+                                                                 "content/posts/delete": True}})
+    cleo = logged_in(app, "cleo", "cleaner")
+    page = cleo.get("/studio/content/posts").text
+    assert 'value="delete"' in page and 'value="publish"' not in page and "Unseen draft" not in page
+    gone = post_form(cleo, "/studio/content/posts/batch", [("action", "delete"), ("confirm", "yes"),
+                                                           ("ids", items[0]["_id"]), ("ids", draft["_id"])],
+                     token_from="/studio/content/posts")
+    assert gone.status_code == 303 and "Deleted 1 item." in cleo.get("/studio/content/posts").text
+    assert _state(admin, items[0]["_id"]) is None and _state(admin, items[1]["_id"]) == 1
+    assert admin.get("/api/content/items/posts", params={"filter": '{"_state": 0}'}).status_code == 200
+    ann = logged_in(app)
+    assert "Unseen draft" in ann.get("/studio/content/posts").text  # the draft it could not see stays

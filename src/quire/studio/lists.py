@@ -205,8 +205,11 @@ async def batch(request: Request, login: Login) -> Response:
     if not ids:
         return redirect_flash(request, back, "Select the items first.")
     content = service(request, ContentService)
-    found = content.list_page(name, ReadOptions(filter={"_id": {"$in": ids}}, limit=len(ids), skip=0, drafts=True),
-                              login.identity)
+    # the selected items as the user sees them (a role that may delete but
+    # not update sees published items only, and deletes only those)
+    drafts = login.can(f"content/{name}/update")
+    found = content.list_page(name, ReadOptions(filter={"_id": {"$in": ids}}, limit=len(ids), skip=0,
+                                                drafts=drafts), login.identity)
     items = [orjson.loads(row) for row in found.rows]
     if action == "delete" and form.get("confirm") != "yes":
         return render(request, login, "studio/list_confirm.html", model=model, items=items, back=back,
@@ -245,10 +248,10 @@ async def _apply(content: ContentService, model: Model, action: str, items: list
 # -- trees ------------------------------------------------------------------
 
 
-def _tree_page(request: Request, login: Login, model: Model, drafts: bool, status: int = 200) -> Response:
+def _tree_page(request: Request, login: Login, model: Model, drafts: bool) -> Response:
     nodes = service(request, ContentService).tree(model.name, None, ReadOptions(drafts=drafts), login.identity)
     template = "studio/tree_nodes.html" if _is_htmx(request) else "studio/tree.html"
-    return render(request, login, template, status, model=model, nodes=nodes, total=trees.count(nodes),
+    return render(request, login, template, model=model, nodes=nodes, total=trees.count(nodes),
                   title_of=title_of, can_move=drafts, drafts=drafts,
                   can_create=login.can(f"content/{model.name}/create"))
 
@@ -265,9 +268,9 @@ async def move(request: Request, login: Login) -> Response:
         if direction not in trees.MOVES:
             raise BadRequest("Move up, down, indent or outdent")
         nodes = content.tree(model.name, None, ReadOptions(drafts=True), login.identity)
-        place = trees.target(nodes, item_id, direction)
         if trees.find(nodes, item_id) is None:
             raise NotFound("Item not found")
+        place = trees.target(nodes, item_id, direction)
     else:
         position = form.get("position")
         if not position.isdigit() or len(position) > 6:
