@@ -127,6 +127,9 @@ def test_pages_with_total_next_and_previous(app: Any, admin: Api) -> None:
     third = ann.get("/studio/content/posts?page=3")
     assert "41–45 of 45" in third.text and _titles(third.text)[0] == "Post 40"
     assert 'rel="next"' not in third.text and 'href="/studio/content/posts?page=2"' in third.text
+    past = ann.get("/studio/content/posts?page=9&sort=views")
+    assert past.status_code == 200 and "Page 9 is past the end of the 45 items" in past.text
+    assert 'href="/studio/content/posts?sort=views">first page' in past.text
     fifty = ann.get("/studio/content/posts?limit=50")
     assert "1–45 of 45" in fifty.text and len(_titles(fifty.text)) == 45
     fragment = ann.get("/studio/content/posts?page=2", headers={"hx-request": "true"})
