@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from quire.auth.service import Identity
@@ -142,3 +143,23 @@ def test_search_service_names_the_index_of_a_model(quire: Any, admin: Api, nav: 
     assert search.index_for("nav") == "whole"  # the one without a filter holds every item
     assert search.matching_ids("whole", "b1") == ([nav["B1"]], 1)
     assert search.matching_ids("whole", "   ") == ([], 0)
+
+
+def test_lists_of_every_state_sort_by_a_declared_index(admin: Api, quire: Any) -> None:
+    """The studio's lists for editors (`drafts`: no `_state` condition)
+    are served in order by the declared index kept without `_state`."""
+    from quire.content.service import ReadOptions
+
+    put_model(admin, "posts", type="collection", fields=[{"name": "title", "type": "text"}], indexes=["title"])
+    for n in range(20):
+        create_item(admin, "posts", {"title": f"t{n:02d}", "_state": n % 2})
+    content = quire.get(ContentService)
+    model = quire.models.get("posts")
+    coll = content.collection(model)
+    node = content.query(model, None, ADMIN, drafts=True)
+    sql, params = coll._select(node, content._sort({"title": -1}), 5, 0)
+    coll.count()  # a real statement first, so the reader sees the new schema
+    plan = " ".join(str(r) for r in quire.store.execute_read("EXPLAIN QUERY PLAN " + sql, params).fetchall())
+    assert "ix:content/posts:title" in plan and "TEMP B-TREE" not in plan
+    page = content.list_page("posts", ReadOptions(sort={"title": -1}, limit=3, skip=0, drafts=True), ADMIN)
+    assert [orjson.loads(r)["title"] for r in page.rows] == ["t19", "t18", "t17"] and page.total == 20
