@@ -400,11 +400,16 @@ class ModelService:
     def index_paths(self, model: Model) -> list[list[tuple[str, ...]]]:
         """Expression indexes of a model. Every API read asks for `_state = 1`,
         so each declared index starts with `_state`: then one index answers
-        both that condition and the declared fields' filter and sort."""
+        both that condition and the declared fields' filter and sort. Each
+        is also kept without `_state`, for lists of every state."""
         out: list[list[tuple[str, ...]]] = [[("_state",)]]
         for columns in model.indexes:
             cols = [c.replace(":", "_") for c in columns]
             if cols[0] != "_state":
+                # and once without: the studio's lists show every state to
+                # editors, sorted by any indexed column, which an index
+                # starting with `_state` cannot answer in order
+                out.append([(c,) for c in cols])
                 cols.insert(0, "_state")
             out.append([(c,) for c in cols])
         return out

@@ -393,7 +393,7 @@ class ContentReader:
         if model.type != "tree":
             raise BadRequest(f"Model {name} is not a tree")
         coll = self.collection(model)
-        docs = coll.find(self.query(model, opts.filter, identity), [(("_o",), 1)])
+        docs = coll.find(self.query(model, opts.filter, identity, opts.drafts), [(("_o",), 1)])
         projection = parse_fields(opts.fields)
         children: dict[str | None, list[dict[str, Any]]] = {}
         for doc in docs:

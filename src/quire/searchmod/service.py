@@ -235,6 +235,29 @@ class SearchService:
 
     # -- queries ----------------------------------------------------------
 
+    def index_for(self, model: str) -> str | None:
+        """The index that covers a model's items, for a search box over its
+        list (the studio's): one without a filter first, as it holds every
+        published item; None when no index follows the model."""
+        indexes = sorted(self._following(model), key=lambda d: (bool(d.get("filter")), d["name"]))
+        return indexes[0]["name"] if indexes else None
+
+    def matching_ids(self, name: str, text: str, limit: int = MAX_LIMIT) -> tuple[list[str], int]:
+        """Ids of the items an index finds for `text`, best first, at most
+        `limit`, and how many it finds in all; nothing for a query with
+        nothing to search. No permission is checked here: the caller reads
+        the items through content, with the reader's own (ids alone say
+        nothing)."""
+        query = parse(text)
+        if not text.strip() or query.empty:
+            return [], 0
+        index = self._definition(name)
+        weights = [float(index["weights"].get(f, 1)) for f in index["fields"]]
+        hits, total = self.engine.search(name, query, DEFAULT, 1 + len(index["locales"]), None, weights,
+                                         min(limit, MAX_LIMIT), 0)
+        return list(dict.fromkeys(h.id for h in hits)), total
+
+
     def search(self, name: str, params: dict[str, Any], identity: Identity) -> dict[str, Any]:
         identity.require(READ)
         index = self._definition(name)

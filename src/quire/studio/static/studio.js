@@ -21,7 +21,8 @@
   });
 
   document.body.addEventListener("htmx:afterSwap", function (e) {
-    if (window.QuireAdmin) window.QuireAdmin.formatTimes(e.detail.target);
+    // a swap restoring history names no target: the whole page then
+    if (window.QuireAdmin) window.QuireAdmin.formatTimes(e.detail.target || document);
   });
 
   document.body.addEventListener("htmx:sendError", function () {

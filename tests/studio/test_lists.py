@@ -1,0 +1,311 @@
+"""Content lists over HTTP: the table with its total, sort, search (with
+and without a search index), the Mongo filter and its inline error, pages,
+columns remembered per user, batch publish/unpublish/delete with their
+permissions, singletons going to their editor, and tree moves."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.conftest import Api, create_item, put_model
+from tests.studio.conftest import logged_in, page_csrf, post_form
+
+POSTS = [{"name": "title", "type": "text"}, {"name": "views", "type": "number"},
+         {"name": "kind", "type": "select", "opts": {"options": ["news", "guide"]}}]
+
+
+def _posts(admin: Api, count: int = 5) -> list[dict[str, Any]]:
+    put_model(admin, "posts", type="collection", fields=POSTS, indexes=["views"])
+    return [create_item(admin, "posts", {"title": f"Post {n}", "views": (n * 7) % 10, "kind": "news"})
+            for n in range(count)]
+
+
+def _titles(html: str) -> list[str]:
+    return re.findall(r'<th scope="row"><a href="/studio/content/posts/item/[0-9a-f]+">([^<]*)</a>', html)
+
+
+def _state(admin: Api, item_id: str) -> int | None:
+    found = admin.get("/api/content/items/posts", params={"filter": f'{{"_id": "{item_id}"}}'}).json()
+    return found[0]["_state"] if found else None
+
+
+def _roles(admin: Api) -> None:
+    admin.put("/api/system/roles/reader", json={"permissions": {"content/posts/read": True}})
+    admin.put("/api/system/roles/editor", json={"permissions": {
+        "content/posts/read": True, "content/posts/create": True, "content/posts/update": True,
+        "content/posts/publish": True}})
+
+
+def test_list_shows_items_with_the_total_and_links(app: Any, admin: Api) -> None:
+    items = _posts(admin, 3)
+    ann = logged_in(app)
+    page = ann.get("/studio/content/posts")
+    assert page.status_code == 200
+    assert _titles(page.text) == ["Post 0", "Post 1", "Post 2"]  # creation order by default
+    assert "1–3 of 3" in page.text
+    assert f'href="/studio/content/posts/item/{items[0]["_id"]}"' in page.text
+    assert 'href="/studio/content/posts/item"' in page.text  # New item
+    assert 'name="ids"' in page.text and 'value="publish"' in page.text and 'value="delete"' in page.text
+
+
+def test_sort_by_a_column_both_ways(app: Any, admin: Api) -> None:
+    _posts(admin, 5)  # views: 0 7 4 1 8
+    ann = logged_in(app)
+    page = ann.get("/studio/content/posts?sort=views")
+    assert _titles(page.text) == ["Post 0", "Post 3", "Post 2", "Post 1", "Post 4"]
+    assert 'aria-sort="ascending"' in page.text
+    assert 'href="/studio/content/posts?sort=-views"' in page.text  # clicking again turns it round
+    page = ann.get("/studio/content/posts?sort=-views")
+    assert _titles(page.text) == ["Post 4", "Post 1", "Post 2", "Post 3", "Post 0"]
+    assert 'aria-sort="descending"' in page.text
+    page = ann.get("/studio/content/posts?sort=-title")
+    assert _titles(page.text)[0] == "Post 4"
+    assert ann.get("/studio/content/posts?sort=nonsense").status_code == 200  # ignored, not an error
+
+
+def test_search_without_an_index_filters_title_fields(app: Any, admin: Api) -> None:
+    put_model(admin, "posts", type="collection", fields=POSTS)
+    for title in ("Apple pie", "Banana bread", "apple CRUMBLE", "a.b"):
+        create_item(admin, "posts", {"title": title})
+    ann = logged_in(app)
+    assert _titles(ann.get("/studio/content/posts?q=APPLE").text) == ["Apple pie", "apple CRUMBLE"]
+    assert _titles(ann.get("/studio/content/posts?q=.").text) == ["a.b"]  # text, not a pattern
+    assert "No items match" in ann.get("/studio/content/posts?q=cherry").text
+
+
+def test_search_with_a_search_index_uses_it(app: Any, admin: Api) -> None:
+    put_model(admin, "posts", type="collection", fields=[*POSTS, {"name": "body", "type": "longtext"}])
+    create_item(admin, "posts", {"title": "First", "body": "about gardening and roses"})
+    create_item(admin, "posts", {"title": "Second", "body": "about sailing"})
+    create_item(admin, "posts", {"title": "Roses draft", "body": "nothing", "_state": 0})
+    response = admin.put("/api/searchmod/indexes/posts", json={"model": "posts", "fields": ["title", "body"]})
+    assert response.status_code == 200, response.text
+    ann = logged_in(app)
+    # the body is not a title field: only the index finds it; the index
+    # holds published items only
+    assert _titles(ann.get("/studio/content/posts?q=roses").text) == ["First"]
+    assert _titles(ann.get("/studio/content/posts?q=sailing").text) == ["Second"]
+    create_item(admin, "posts", {"title": "Roses, roses", "body": "roses and more roses"})
+    # best match first with no column chosen; a chosen column sorts the matches
+    assert _titles(ann.get("/studio/content/posts?q=roses").text) == ["Roses, roses", "First"]
+    assert _titles(ann.get("/studio/content/posts?q=roses&sort=title").text) == ["First", "Roses, roses"]
+    _roles(admin)
+    bob = logged_in(app, "bob", "reader")
+    assert _titles(bob.get("/studio/content/posts?q=roses").text) == ["Roses, roses", "First"]
+
+
+def test_good_filter_and_bad_filter_inline(app: Any, admin: Api) -> None:
+    _posts(admin, 5)
+    ann = logged_in(app)
+    page = ann.get("/studio/content/posts", params={"filter": '{"views": {"$gte": 7}}'})
+    assert page.status_code == 200 and _titles(page.text) == ["Post 1", "Post 4"]
+    page = ann.get("/studio/content/posts", params={"filter": "{views: {$gt: 7}}"})  # JSON5, as the API takes
+    assert _titles(page.text) == ["Post 4"]
+    api = admin.get("/api/content/items/posts", params={"filter": '{"views": {"$bogus": 1}}'})
+    assert api.status_code == 400
+    bad = ann.get("/studio/content/posts", params={"filter": '{"views": {"$bogus": 1}}'})
+    assert bad.status_code == 400
+    message = api.json()["error"]
+    assert re.search(r'id="filter-error"[^>]*>' + re.escape(message.replace('"', "&#34;")), bad.text), message
+    assert 'aria-invalid="true"' in bad.text
+    broken = ann.get("/studio/content/posts", params={"filter": "{nope"})
+    assert broken.status_code == 400 and "not valid json" in broken.text
+    not_object = ann.get("/studio/content/posts", params={"filter": "[1]"})
+    assert not_object.status_code == 400 and "filter must be an object" in not_object.text
+    fragment = ann.get("/studio/content/posts", params={"filter": "{nope"}, headers={"hx-request": "true"})
+    assert fragment.status_code == 400 and "<html" not in fragment.text
+    assert 'hx-swap-oob="true"' in fragment.text
+
+
+def test_pages_with_total_next_and_previous(app: Any, admin: Api) -> None:
+    _posts(admin, 45)
+    ann = logged_in(app)
+    first = ann.get("/studio/content/posts")
+    assert "1–20 of 45" in first.text and 'href="/studio/content/posts?page=2"' in first.text
+    assert 'rel="prev"' not in first.text
+    third = ann.get("/studio/content/posts?page=3")
+    assert "41–45 of 45" in third.text and _titles(third.text)[0] == "Post 40"
+    assert 'rel="next"' not in third.text and 'href="/studio/content/posts?page=2"' in third.text
+    past = ann.get("/studio/content/posts?page=9&sort=views")
+    assert past.status_code == 200 and "Page 9 is past the end of the 45 items" in past.text
+    assert 'href="/studio/content/posts?sort=views">first page' in past.text
+    fifty = ann.get("/studio/content/posts?limit=50")
+    assert "1–45 of 45" in fifty.text and len(_titles(fifty.text)) == 45
+    fragment = ann.get("/studio/content/posts?page=2", headers={"hx-request": "true"})
+    assert fragment.status_code == 200 and fragment.text.lstrip().startswith("<section id=\"list-results\"")
+
+
+def test_columns_are_remembered_per_user(app: Any, admin: Api) -> None:
+    _posts(admin, 2)
+    ann = logged_in(app)
+    bob = logged_in(app, "bob", "admin")
+    default = ann.get("/studio/content/posts").text
+    assert ">kind<" in default.replace("\n", "").replace(" ", "") or "kind" in default
+    saved = post_form(ann, "/studio/content/posts/columns", [("columns", "kind"), ("columns", "_created"),
+                                                             ("columns", "_unknown"), ("back", "https://evil.example/")],
+                      token_from="/studio/content/posts")
+    assert saved.status_code == 303 and saved.headers["location"] == "/studio/content/posts"
+    mine = ann.get("/studio/content/posts").text
+    headers = re.findall(r'<th scope="col"[^>]*>\s*(?:<a [^>]*>)?([^<]+)', mine)
+    assert [h.strip() for h in headers if h.strip()] == ["title", "kind", "Created"]
+    theirs = bob.get("/studio/content/posts").text
+    headers = re.findall(r'<th scope="col"[^>]*>\s*(?:<a [^>]*>)?([^<]+)', theirs)
+    assert [h.strip() for h in headers if h.strip()] == ["title", "views", "kind", "State", "Modified"]
+    reset = post_form(ann, "/studio/content/posts/columns", [("back", "/studio/content/posts?sort=views")])
+    assert reset.headers["location"] == "/studio/content/posts?sort=views"
+    assert "Modified" in ann.get("/studio/content/posts").text
+
+
+def test_batch_publish_unpublish_and_delete(app: Any, admin: Api) -> None:
+    items = _posts(admin, 4)
+    ids = [i["_id"] for i in items[:3]]
+    ann = logged_in(app)
+    done = post_form(ann, "/studio/content/posts/batch", [("action", "unpublish"), *[("ids", i) for i in ids]],
+                     token_from="/studio/content/posts")
+    assert done.status_code == 303
+    assert [_state(admin, i) for i in ids] == [None, None, None]  # the API shows published items only
+    page = ann.get(done.headers["location"])
+    assert "Unpublished 3 items." in page.text and page.text.count("state-draft") == 3
+    done = post_form(ann, "/studio/content/posts/batch", [("action", "publish"), *[("ids", i) for i in ids],
+                                                          ("back", "/studio/content/posts?page=1")])
+    assert done.headers["location"] == "/studio/content/posts?page=1"
+    assert [_state(admin, i) for i in ids] == [1, 1, 1]
+    assert "Published 3 items." in ann.get("/studio/content/posts").text
+    rev = admin.get(f"/api/content/item/posts/{ids[0]}").json()["_rev"]
+    assert rev == 3  # through the save path: one revision per write
+    confirm = post_form(ann, "/studio/content/posts/batch", [("action", "delete"), ("ids", ids[0]), ("ids", ids[1])])
+    assert confirm.status_code == 200 and "Delete 2 items of posts?" in confirm.text
+    assert _state(admin, ids[0]) == 1  # not yet
+    gone = post_form(ann, "/studio/content/posts/batch", [("action", "delete"), ("confirm", "yes"),
+                                                          ("ids", ids[0]), ("ids", ids[1])])
+    assert gone.status_code == 303
+    assert _state(admin, ids[0]) is None and _state(admin, ids[1]) is None and _state(admin, ids[2]) == 1
+    assert "Deleted 2 items." in ann.get("/studio/content/posts").text
+    nothing = post_form(ann, "/studio/content/posts/batch", [("action", "publish")])
+    assert nothing.status_code == 303 and "Select the items first." in ann.get("/studio/content/posts").text
+
+
+def test_batch_refused_without_the_permission_changes_nothing(app: Any, admin: Api) -> None:
+    items = _posts(admin, 3)
+    _roles(admin)
+    ids = [("ids", i["_id"]) for i in items]
+    eve = logged_in(app, "eve", "editor")
+    page = eve.get("/studio/content/posts").text
+    assert 'value="publish"' in page and 'value="delete"' not in page  # no delete right: no button
+    for confirm in ("", "yes"):
+        refused = post_form(eve, "/studio/content/posts/batch", [("action", "delete"), ("confirm", confirm), *ids],
+                            token_from="/studio/content/posts")
+        assert refused.status_code == 403
+    assert all(_state(admin, i["_id"]) == 1 for i in items)
+    bob = logged_in(app, "bob", "reader")
+    for action in ("publish", "unpublish", "delete"):
+        refused = post_form(bob, "/studio/content/posts/batch", [("action", action), *ids],
+                            token_from="/studio/content/posts")
+        assert refused.status_code == 403, action
+    assert all(_state(admin, i["_id"]) == 1 for i in items)
+    assert post_form(bob, "/studio/content/posts/batch", [("action", "explode"), *ids]).status_code == 400
+
+
+def test_reader_sees_published_items_and_no_batch_actions(app: Any, admin: Api) -> None:
+    _posts(admin, 2)
+    create_item(admin, "posts", {"title": "Hidden draft", "_state": 0})
+    _roles(admin)
+    bob = logged_in(app, "bob", "reader")
+    page = bob.get("/studio/content/posts")
+    assert page.status_code == 200 and _titles(page.text) == ["Post 0", "Post 1"]
+    assert "Hidden draft" not in page.text and "1–2 of 2" in page.text
+    assert 'name="ids"' not in page.text and 'id="batch"' not in page.text
+    assert 'href="/studio/content/posts/item"' not in page.text  # may not create
+    assert "?sort=_state" not in page.text
+    ann = logged_in(app)
+    assert "Hidden draft" in ann.get("/studio/content/posts").text
+    admin.put("/api/system/roles/nobody", json={"permissions": {}})
+    assert logged_in(app, "nina", "nobody").get("/studio/content/posts").status_code == 403
+    assert ann.get("/studio/content/nothing").status_code == 404
+
+
+def test_singleton_opens_its_editor(app: Any, admin: Api) -> None:
+    put_model(admin, "settings", type="singleton", fields=[{"name": "site", "type": "text"}])
+    response = logged_in(app).get("/studio/content/settings")
+    assert response.status_code == 303 and response.headers["location"] == "/studio/content/settings/item"
+
+
+def _tree(admin: Api) -> dict[str, str]:
+    put_model(admin, "nav", type="tree", fields=[{"name": "label", "type": "text"}])
+    ids = {}
+    for label in ("Home", "About", "Blog"):
+        ids[label] = create_item(admin, "nav", {"label": label})["_id"]
+    ids["Team"] = create_item(admin, "nav", {"label": "Team", "_pid": ids["About"]})["_id"]
+    return ids
+
+
+def _shape(admin: Api) -> list[Any]:
+    def walk(nodes: list[dict[str, Any]]) -> list[Any]:
+        return [(n["label"], walk(n["_children"])) if n["_children"] else n["label"] for n in nodes]
+    return walk(admin.get("/api/content/tree/nav").json())
+
+
+def test_tree_shows_nested_items_and_moves_them(app: Any, admin: Api) -> None:
+    ids = _tree(admin)
+    ann = logged_in(app)
+    page = ann.get("/studio/content/nav")
+    assert page.status_code == 200 and "4 items" in page.text
+    assert page.text.index(">Home<") < page.text.index(">About<") < page.text.index(">Team<") < page.text.index(">Blog<")
+    assert "Move Team up" in page.text and "sortable.min.js" in page.text
+    csrf = page_csrf(page.text)
+
+    def move(**data: str) -> Any:
+        return post_form(ann, "/studio/content/nav/move", data, token_from="/studio/content/nav")
+
+    assert move(id=ids["Blog"], parent="", position="0").status_code == 303  # drag and drop's form
+    assert _shape(admin) == ["Blog", "Home", ("About", ["Team"])]
+    assert move(id=ids["Home"], parent=ids["About"], position="0").status_code == 303  # re-parent
+    assert _shape(admin) == ["Blog", ("About", ["Home", "Team"])]
+    assert move(id=ids["Home"], dir="down").status_code == 303
+    assert _shape(admin) == ["Blog", ("About", ["Team", "Home"])]
+    assert move(id=ids["Home"], dir="outdent").status_code == 303
+    assert _shape(admin) == ["Blog", ("About", ["Team"]), "Home"]
+    assert move(id=ids["Home"], dir="indent").status_code == 303
+    assert _shape(admin) == ["Blog", ("About", ["Team", "Home"])]
+    assert move(id=ids["Blog"], dir="up").status_code == 303  # first already: nothing changes
+    assert _shape(admin) == ["Blog", ("About", ["Team", "Home"])]
+    fragment = ann.post("/studio/content/nav/move", data={"id": ids["About"], "dir": "up"},
+                        headers={"x-csrf-token": csrf, "hx-request": "true"})
+    assert fragment.status_code == 200 and fragment.text.lstrip().startswith('<div id="tree"')
+    assert _shape(admin) == [("About", ["Team", "Home"]), "Blog"]
+    cycle = move(id=ids["About"], parent=ids["Team"], position="0")
+    assert cycle.status_code == 400 and "own ancestor" in cycle.text
+    assert move(id=ids["About"], parent="", position="x").status_code == 400
+    stored = {n["label"]: n for n in admin.get("/api/content/items/nav").json()}
+    assert (stored["Team"]["_o"], stored["Home"]["_o"]) == (0, 1) and stored["Home"]["_pid"] == ids["About"]
+
+
+def test_tree_moves_need_update(app: Any, admin: Api) -> None:
+    ids = _tree(admin)
+    admin.put("/api/system/roles/navreader", json={"permissions": {"content/nav/read": True}})
+    bob = logged_in(app, "bob", "navreader")
+    page = bob.get("/studio/content/nav")
+    assert page.status_code == 200 and "Move Home up" not in page.text and "sortable" not in page.text
+    refused = post_form(bob, "/studio/content/nav/move", {"id": ids["Blog"], "parent": "", "position": "0"},
+                        token_from="/studio/content/nav")
+    assert refused.status_code == 403
+    assert _shape(admin) == ["Home", ("About", ["Team"]), "Blog"]
+
+
+def test_a_role_that_may_delete_but_not_update(app: Any, admin: Api) -> None:
+    items = _posts(admin, 2)
+    draft = create_item(admin, "posts", {"title": "Unseen draft", "_state": 0})
+    admin.put("/api/system/roles/cleaner", json={"permissions": {"content/posts/read": True,
+                                                                 "content/posts/delete": True}})
+    cleo = logged_in(app, "cleo", "cleaner")
+    page = cleo.get("/studio/content/posts").text
+    assert 'value="delete"' in page and 'value="publish"' not in page and "Unseen draft" not in page
+    gone = post_form(cleo, "/studio/content/posts/batch", [("action", "delete"), ("confirm", "yes"),
+                                                           ("ids", items[0]["_id"]), ("ids", draft["_id"])],
+                     token_from="/studio/content/posts")
+    assert gone.status_code == 303 and "Deleted 1 item." in cleo.get("/studio/content/posts").text
+    assert _state(admin, items[0]["_id"]) is None and _state(admin, items[1]["_id"]) == 1
+    assert admin.get("/api/content/items/posts", params={"filter": '{"_state": 0}'}).status_code == 200
+    ann = logged_in(app)
+    assert "Unseen draft" in ann.get("/studio/content/posts").text  # the draft it could not see stays
