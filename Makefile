@@ -51,6 +51,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/pages.py
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/persona.py
+	$(BIN)/python bench/studio_lists.py
 	$(BIN)/python bench/studio_editor.py
 
 ## make vendor: rebuild the studio's third-party browser code (htmx, Sortable,
