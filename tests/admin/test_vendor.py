@@ -10,15 +10,16 @@ QUIRE_TESTS_STRICT=1 (CI) it fails instead."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import pytest
+
+from tests.chromium import launched
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[2]
 VENDORED = ROOT / "src" / "quire" / "admin" / "static" / "vendor"
 PROJECT = ROOT / "vendor"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 TIMEOUT_MS = 10_000  # any single browser step; each takes well under a second
 # The admin's policy for scripts and styles (scripts only from files).
 CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:"
@@ -50,7 +48,6 @@ PAGE = """<!doctype html>
 </body></html>
 """
 
-Unavailable = Callable[[str], NoReturn]
 
 
 # -- the committed files ------------------------------------------------------------
@@ -97,29 +94,9 @@ def test_versions_are_pinned_and_the_readme_names_them() -> None:
 
 
 @pytest.fixture(scope="module")
-def unavailable() -> Unavailable:
-    def missing(reason: str) -> NoReturn:
-        if os.environ.get("QUIRE_TESTS_STRICT") == "1":
-            pytest.fail(f"{reason} (QUIRE_TESTS_STRICT=1: required here)", pytrace=False)
-        pytest.skip(reason)
-
-    return missing
-
-
-@pytest.fixture(scope="module")
-def chromium(unavailable: Unavailable) -> Iterator[Browser]:
-    if not CHROMIUM.is_file():
-        unavailable(f"{CHROMIUM} is missing (Debian's chromium runs the browser tests)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("the playwright Python package is missing (pip install -e '.[dev]')")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+def chromium() -> Iterator[Browser]:
+    with launched() as browser:
+        yield browser
 
 
 class _Files(BaseHTTPRequestHandler):

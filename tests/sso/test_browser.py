@@ -24,14 +24,13 @@ import pytest
 
 from quire.app import Quire
 from quire.config import load_settings
+from tests.chromium import launched
+from tests.chromium import unavailable as skip_or_fail
 from tests.sso.stack import Stack, sso_stack
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Frame, Page, ViewportSize
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 VIEWPORT: ViewportSize = {"width": 1200, "height": 800}
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 LOGOUT_MESSAGE = "You have been logged out from another application."
@@ -48,29 +47,13 @@ Unavailable = Callable[[str], NoReturn]
 def unavailable() -> Unavailable:
     """Skip a test whose outside part is missing here, with the reason; fail
     it instead under QUIRE_TESTS_STRICT=1 (CI), where everything must run."""
-
-    def missing(reason: str) -> NoReturn:
-        if os.environ.get("QUIRE_TESTS_STRICT") == "1":
-            pytest.fail(f"{reason} (QUIRE_TESTS_STRICT=1: required here)", pytrace=False)
-        pytest.skip(reason)
-
-    return missing
+    return skip_or_fail
 
 
 @pytest.fixture(scope="module")
-def browser(unavailable: Unavailable) -> Iterator[Browser]:
-    if not CHROMIUM.is_file():
-        unavailable(f"{CHROMIUM} is missing (Debian's chromium runs the browser tests)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("the playwright Python package is missing (pip install -e '.[dev]')")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+def browser() -> Iterator[Browser]:
+    with launched() as browser:
+        yield browser
 
 
 @pytest.fixture(scope="module")

@@ -15,31 +15,23 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from quire.app import Quire
 from quire.config import load_settings
+from tests.chromium import launched
 from tests.serving import quire_server
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 PASSWORD = "correct horse battery"
 TIMEOUT_MS = 10_000
 WIDE = {"width": 1280, "height": 900}
 NARROW = {"width": 390, "height": 844}
-
-
-def unavailable(reason: str) -> NoReturn:
-    if os.environ.get("QUIRE_TESTS_STRICT") == "1":
-        pytest.fail(f"{reason} (QUIRE_TESTS_STRICT=1: required here)", pytrace=False)
-    pytest.skip(reason)
 
 
 @dataclass
@@ -74,18 +66,8 @@ def make_users(data: Path, users: dict[str, str], roles: dict[str, dict[str, boo
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not CHROMIUM.is_file():
-        unavailable(f"{CHROMIUM} is missing (Debian's chromium runs the browser tests)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        unavailable("the playwright Python package is missing (pip install -e '.[dev]')")
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with launched() as chromium:
+        yield chromium
 
 
 @pytest.fixture(scope="module")
