@@ -155,7 +155,7 @@ def _rev(form: Form) -> int | None:
     text = form.get("_rev").strip()
     if not text:
         return None
-    if not text.isdigit() or len(text) > 18:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
         raise BadRequest("The form's revision is not a number; reload the page")
     return int(text)
 

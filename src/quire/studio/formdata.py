@@ -18,9 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
-
-from quire.studio.web import Form
+from quire.studio.web import Form, json_of
 
 PREFIX = "f."
 MARK = "~"  # "this repeater or set was in the form"
@@ -138,9 +136,9 @@ def _json(text: str) -> Any:
     if not text.strip():
         return None
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise Problem(f"must be valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+        return json_of(text)
+    except ValueError as exc:
+        raise Problem(f"must be valid JSON ({exc})") from None
 
 
 def _set(field: dict[str, Any], node: Any, problems: list[str]) -> Any:
@@ -167,6 +165,8 @@ def _variants(node: Any, problems: list[str]) -> Any:
     for number, (_key, entry) in enumerate(_entries(node), 1):
         if not isinstance(entry, dict):
             continue
+        # each part is one input; a crafted name nesting below it is not ours
+        entry = {k: v for k, v in entry.items() if isinstance(v, str)}
         variant: dict[str, Any] = {}
         if entry.get("id"):
             variant["id"] = entry["id"]

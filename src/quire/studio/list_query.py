@@ -98,7 +98,8 @@ def parse_query(params: QueryParams, sortable: list[str]) -> ListQuery:
 
 
 def _int(text: str | None, default: int) -> int:
-    return int(text) if text and text.isdigit() and len(text) < 9 else default
+    # ASCII only: str.isdigit() also takes '²', which int() refuses
+    return int(text) if text and text.isascii() and text.isdigit() and len(text) < 9 else default
 
 
 def parse_filter_text(text: str) -> dict[str, Any] | None:

@@ -273,7 +273,7 @@ async def move(request: Request, login: Login) -> Response:
         place = trees.target(nodes, item_id, direction)
     else:
         position = form.get("position")
-        if not position.isdigit() or len(position) > 6:
+        if not (position.isascii() and position.isdigit()) or len(position) > 6:
             raise BadRequest("position must be a whole number (0: first)")
         place = (form.get("parent") or None, int(position))
     if place is not None:

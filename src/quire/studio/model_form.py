@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from quire.content.fields import FIELD_TYPES, TEXT_TYPES, FieldError, validate_definition_field
+from quire.errors import BadRequest
+from quire.studio.web import json_of
 
 # The order the type menus offer them in: the common ones first.
 TYPES = ["text", "longtext", "wysiwyg", "markdown", "code", "number", "boolean", "date", "datetime", "time",
@@ -29,6 +31,8 @@ CODE_LANGUAGES = ["text", "html", "css", "javascript", "json", "markdown"]
 PLAIN_DEFAULTS = TEXT_TYPES | {"date", "datetime", "time"}
 # opts keys the form edits; others are kept as they were (`<key>-opts`)
 EDITED_OPTS = ("options", "link", "accept", "language", "fields")
+# more fields than any model needs (sub-fields counted); the rest of a form is ignored
+MAX_ROWS = 1000
 MAX_DEPTH = 3  # levels of sets the form offers sub-fields for (a stored deeper one still shows)
 
 
@@ -164,21 +168,25 @@ def parse_form(form: FormLike, fixed_name: str | None = None) -> ModelForm:
         name=fixed_name if fixed_name is not None else form.get("name").strip(),
         label=form.get("label").strip(), kind=form.get("kind", "collection"), info=form.get("info").strip())
     try:
-        meta = json.loads(form.get("meta") or "{}")
+        meta = json_of(form.get("meta") or "{}")
         out.meta = meta if isinstance(meta, dict) else {}
-        kept = json.loads(form.get("indexes") or "[]")
+        kept = json_of(form.get("indexes") or "[]")
         out.indexes = kept if isinstance(kept, list) else []
-    except ValueError:
-        pass
-    out.rows = _rows(form, "field", 0)
+    except ValueError as exc:  # hidden inputs the page wrote: changed on the way
+        raise BadRequest(f"The form's model settings (meta, indexes) do not read back ({exc}); "
+                         "reload the page") from None
+    out.rows = _rows(form, "field", 0, set())
     return out
 
 
-def _rows(form: FormLike, list_name: str, depth: int) -> list[FieldRow]:
+def _rows(form: FormLike, list_name: str, depth: int, seen: set[str]) -> list[FieldRow]:
+    """The rows listed under `list_name`, each once: a key listed twice, or
+    a set listing itself, would otherwise multiply the rows at every level."""
     rows = []
     for key in form.getlist(list_name):
-        if not key.replace("_", "").isalnum() or depth > 8:
+        if not key.replace("_", "").isalnum() or depth > 8 or key in seen or len(seen) >= MAX_ROWS:
             continue
+        seen.add(key)
         p = key + "-"
         row = FieldRow(
             key, was=form.get(p + "was").strip(), name=form.get(p + "name").strip(),
@@ -189,7 +197,7 @@ def _rows(form: FormLike, list_name: str, depth: int) -> list[FieldRow]:
             link=form.get(p + "link"), accept=form.get(p + "accept").strip(), language=form.get(p + "language"),
             html_tags=form.get(p + "html_tags").strip(), extra_opts=form.get(p + "opts"),
             remove=bool(form.get(p + "remove")), drop=bool(form.get(p + "drop")))
-        row.fields = _rows(form, p + "fields", depth + 1)
+        row.fields = _rows(form, p + "fields", depth + 1, seen)
         rows.append(row)
     return rows
 
@@ -239,7 +247,7 @@ def _field_of(row: FieldRow, index: int) -> dict[str, Any]:
 
 def _opts_of(row: FieldRow) -> dict[str, Any]:
     try:
-        opts = json.loads(row.extra_opts) if row.extra_opts.strip() else {}
+        opts = json_of(row.extra_opts) if row.extra_opts.strip() else {}
     except ValueError:
         opts = {}
     opts = opts if isinstance(opts, dict) else {}
@@ -296,7 +304,7 @@ def _default_of(row: FieldRow) -> Any:
     if row.type == "tags" and not text.startswith("["):
         return [t.strip() for t in text.split(",") if t.strip()]
     try:
-        return json.loads(text)
+        return json_of(text)
     except ValueError:
         raise FieldError(f"default must be JSON for a {row.type} field (like {_EXAMPLES.get(row.type, '{}')})") \
             from None

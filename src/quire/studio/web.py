@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -23,8 +24,8 @@ from quire.admin.web import (
     static_response,
     templates_with,
 )
-from quire.errors import ApiError, Forbidden
-from quire.http import quire_of, read_form_pairs
+from quire.errors import ApiError, BadRequest, Forbidden
+from quire.http import check_depth, quire_of, read_form_pairs
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -32,6 +33,10 @@ templates = templates_with(HERE / "templates")
 FLASH_COOKIE = "quire_flash"
 # an item with many localized rich-text fields, sets and repeaters is one form
 MAX_FORM_FIELDS = 20_000
+
+# JSON typed into a form nests at most as deep as the API's default body
+# (`[api] max_json_depth`): deeper values could not be stored or shown again
+FORM_JSON_DEPTH = 64
 
 Handler = Callable[[Request, Login], Awaitable[Response]]
 
@@ -74,6 +79,21 @@ def studio_page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return render(request, login, "message.html", exc.status, title=title, message=exc.message)
 
     return page
+
+
+def json_of(text: str) -> Any:
+    """JSON typed into a form, read as the API reads a body: strict JSON
+    (no NaN or Infinity), nested at most FORM_JSON_DEPTH levels. A
+    ValueError says what is wrong, to be shown next to the input."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"{exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    try:
+        check_depth(value, FORM_JSON_DEPTH)
+    except BadRequest as exc:
+        raise ValueError(exc.message) from None
+    return value
 
 
 def need(login: Login, permission: str) -> None:
