@@ -411,3 +411,21 @@ def test_the_upload_button_offers_the_fields_allowed_file_types(app: Any, admin:
     assert page.count('data-upload="') == 2
     assert 'data-upload="f-scan" accept="image/*, application/pdf"' in page
     assert 'data-upload="f-any">' in page
+
+
+def test_line_breaks_sent_as_browsers_send_them_change_nothing(app: Any, admin: Api) -> None:
+    _models(admin)
+    item = create_item(admin, "posts", {"title": "Lines", "summary": "one\ntwo\n\nthree"})
+    ann = logged_in(app)
+    form = EditorForm(ann.get(f"/studio/content/posts/item/{item['_id']}").text)
+    # a browser sends every line break of a text area as CRLF
+    form.pairs = [(k, v.replace("\n", "\r\n")) for k, v in form.pairs]
+    assert post(ann, form).status_code == 303
+    assert _stored(admin, "posts", item["_id"])["summary"] == "one\ntwo\n\nthree"
+    # and a later conflict names only what really differs
+    stale = EditorForm(ann.get(f"/studio/content/posts/item/{item['_id']}").text)
+    assert admin.post("/api/content/item/posts", json={"data": {"_id": item["_id"], "title": "Theirs"}}).status_code == 200
+    stale.pairs = [(k, v.replace("\n", "\r\n")) for k, v in stale.pairs]
+    answer = post(ann, stale.set("f.title", "Mine"))
+    assert answer.status_code == 409
+    assert 'data-changed="title"' in answer.text and 'data-changed="summary"' not in answer.text

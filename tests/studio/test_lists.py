@@ -130,6 +130,9 @@ def test_pages_with_total_next_and_previous(app: Any, admin: Api) -> None:
     past = ann.get("/studio/content/posts?page=9&sort=views")
     assert past.status_code == 200 and "Page 9 is past the end of the 45 items" in past.text
     assert 'href="/studio/content/posts?sort=views">first page' in past.text
+    second = ann.get("/studio/content/posts?page=2").text  # page 1 of an unsorted list has no query at all
+    assert 'href="/studio/content/posts" hx-get="/studio/content/posts"' in second and 'rel="prev"' in second
+    assert "Page 2 of 3" in second and 'href="/studio/content/posts?page=3"' in second
     fifty = ann.get("/studio/content/posts?limit=50")
     assert "1–45 of 45" in fifty.text and len(_titles(fifty.text)) == 45
     fragment = ann.get("/studio/content/posts?page=2", headers={"hx-request": "true"})

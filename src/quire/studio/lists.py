@@ -155,6 +155,8 @@ def _by_rank(content: ContentService, model: Model, opts: ReadOptions, ranked: l
 
 
 def _pages(query: ListQuery, total: int) -> dict[str, Any]:
+    """The pager: `previous` and `next` are query strings (page 1 of an
+    unsorted list is the empty one), None where there is no such page."""
     first = query.skip + 1 if total else 0
     last = min(query.skip + query.limit, total)
     return {

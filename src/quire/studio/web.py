@@ -45,8 +45,11 @@ class Form:
     """A posted form; names may repeat (the checkboxes of selected rows)."""
 
     def __init__(self, pairs: list[tuple[str, str]]) -> None:
-        self.pairs = pairs
-        self._last = dict(pairs)
+        # browsers send every line break of a text area as CRLF: stored as
+        # the API's clients write them (LF), so a field nobody touched stays
+        # byte for byte what it was
+        self.pairs = [(k, v.replace("\r\n", "\n").replace("\r", "\n") if "\r" in v else v) for k, v in pairs]
+        self._last = dict(self.pairs)
 
     def get(self, name: str, default: str = "") -> str:
         return self._last.get(name, default)
