@@ -312,3 +312,26 @@ def test_a_role_that_may_delete_but_not_update(app: Any, admin: Api) -> None:
     assert admin.get("/api/content/items/posts", params={"filter": '{"_state": 0}'}).status_code == 200
     ann = logged_in(app)
     assert "Unseen draft" in ann.get("/studio/content/posts").text  # the draft it could not see stays
+
+
+def test_a_link_column_names_the_linked_items(app: Any, admin: Api) -> None:
+    put_model(admin, "authors", type="collection", fields=[{"name": "name", "type": "text"}])
+    put_model(admin, "books", type="collection", fields=[
+        {"name": "title", "type": "text"},
+        {"name": "author", "type": "contentItemLink", "opts": {"link": "authors"}},
+        {"name": "editors", "type": "contentItemLink", "multiple": True, "opts": {"link": "authors"}}])
+    ada = create_item(admin, "authors", {"name": "Ada Lovelace"})
+    alan = create_item(admin, "authors", {"name": "Alan <Turing>"})
+    link = {"_model": "authors", "_id": ada["_id"]}
+    create_item(admin, "books", {"title": "Engines", "author": link,
+                                 "editors": [link, {"_model": "authors", "_id": alan["_id"]}]})
+    ann = logged_in(app)
+    saved = post_form(ann, "/studio/content/books/columns", [("columns", "author"), ("columns", "editors")])
+    assert saved.status_code == 303
+    page = ann.get("/studio/content/books").text
+    assert "<td>Ada Lovelace</td>" in page and "<td>Ada Lovelace, Alan &lt;Turing&gt;</td>" in page
+    # who may not read the linked model sees the reference, not the name
+    admin.put("/api/system/roles/bookish", json={"permissions": {"content/books/read": True}})
+    bob = logged_in(app, "bob", "bookish")
+    post_form(bob, "/studio/content/books/columns", [("columns", "author")])
+    assert "Ada Lovelace" not in bob.get("/studio/content/books").text

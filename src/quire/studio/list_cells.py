@@ -56,8 +56,9 @@ def chosen_columns(saved: Any, model: Model, drafts: bool) -> list[str]:
     return default_columns(model, drafts)
 
 
-def cell(model: Model, name: str, item: dict[str, Any]) -> Markup:
-    """One value of `item` as list cell HTML (escaped)."""
+def cell(model: Model, name: str, item: dict[str, Any], titles: dict[str, str] | None = None) -> Markup:
+    """One value of `item` as list cell HTML (escaped); `titles` names the
+    linked items (id -> title)."""
     value = item.get(name)
     if name in ("_created", "_modified"):
         return Markup('<time data-unix="{0}">{0}</time>').format(value) if isinstance(value, int) else Markup("")
@@ -67,15 +68,15 @@ def cell(model: Model, name: str, item: dict[str, Any]) -> Markup:
     if name == "_id":
         return Markup("<code>{}</code>").format(value)
     definition = model.by_name.get(name, {"type": "text"})
-    return escape(_short(definition, value))
+    return escape(_short(definition, value, titles or {}))
 
 
-def _short(definition: dict[str, Any], value: Any) -> str:
+def _short(definition: dict[str, Any], value: Any, titles: dict[str, str]) -> str:
     kind = definition["type"]
     if value is None or value == "" or value == []:
         return ""
     if isinstance(value, list) and kind not in ("set", "table", "variants", "object"):
-        return _cut(", ".join(_short({**definition, "multiple": False}, v) for v in value))
+        return _cut(", ".join(_short({**definition, "multiple": False}, v, titles) for v in value))
     if kind == "boolean":
         return "yes" if value else "no"
     if kind == "wysiwyg" and isinstance(value, str):
@@ -83,7 +84,8 @@ def _short(definition: dict[str, Any], value: Any) -> str:
     if kind == "asset" and isinstance(value, dict):
         return _cut(str(value.get("title") or value.get("path") or value.get("_id") or "asset"))
     if kind == "contentItemLink" and isinstance(value, dict):
-        label = next((value[k] for k in ("title", "name", "label") if isinstance(value.get(k), str)), None)
+        label = titles.get(str(value.get("_id"))) or next(
+            (value[k] for k in ("title", "name", "label") if isinstance(value.get(k), str)), None)
         return _cut(label or f"{value.get('_model', 'item')} {str(value.get('_id', ''))[-6:]}")
     if kind in ("set", "table", "variants") and isinstance(value, list):
         return f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}"

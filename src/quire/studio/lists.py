@@ -40,6 +40,7 @@ from quire.studio.list_query import (
     sortable_fields,
     text_filter,
 )
+from quire.studio.pickers import column_links
 from quire.studio.prefs import PrefsService
 from quire.studio.titles import title_of
 from quire.studio.web import checked_form, need, redirect_flash, render, studio_page
@@ -101,6 +102,7 @@ async def content_list(request: Request, login: Login) -> Response:
         "columns": columns, "available": available_columns(model, drafts),
         "sortable": set(sortable_fields(model, drafts)), "limits": LIMITS,
         "pages": _pages(query, total), "cell": cell, "title_of": title_of,
+        "link_titles": column_links(request, login, model, columns, items),
         "can_create": login.can(f"content/{model.name}/create"),
         "can_publish": drafts and login.can(f"content/{model.name}/publish"),
         "can_delete": login.can(f"content/{model.name}/delete"),

@@ -162,6 +162,31 @@ def references(request: Request, login: Login, model: Model, item: dict[str, Any
     codes = [c for c in service(request, ContentService).locales.codes()]
     _walk(model.fields, item, codes, visit)
     found_assets = service(request, AssetService).get_many(asset_ids) if asset_ids and login.can("assets/read") else {}
+    return {"assets": found_assets, "links": link_titles(request, login, links)}
+
+
+def column_links(request: Request, login: Login, model: Model, columns: list[str],
+                 items: list[dict[str, Any]]) -> dict[str, str]:
+    """The titles of the items that a list's shown link columns point to
+    (id -> title), one read per linked model for the whole page."""
+    links: dict[str, list[str]] = {}
+    for name in columns:
+        field = model.by_name.get(name)
+        if field is None or field["type"] != "contentItemLink":
+            continue
+        target = (field.get("opts") or {}).get("link") or ""
+        for item in items:
+            value = item.get(name)
+            for one in value if isinstance(value, list) else [value]:
+                ref = one.get("_id") if isinstance(one, dict) else None
+                if isinstance(ref, str) and _ID.match(ref):
+                    links.setdefault(target, []).append(ref)
+    return link_titles(request, login, links) if links else {}
+
+
+def link_titles(request: Request, login: Login, links: dict[str, list[str]]) -> dict[str, str]:
+    """id -> title of linked items (per target model), as far as the user
+    may read them; drafts only for who may update the target."""
     titles: dict[str, str] = {}
     for name, ids in links.items():
         target = service(request, ModelService).find(name)
@@ -176,7 +201,7 @@ def references(request: Request, login: Login, model: Model, item: dict[str, Any
         for row in rows:
             doc = orjson.loads(row)
             titles[doc["_id"]] = title_of(target, doc)
-    return {"assets": found_assets, "links": titles}
+    return titles
 
 
 routes = [
