@@ -106,7 +106,7 @@ def test_create_an_item_with_german_values_a_picture_and_an_author(
     expect(page.locator("[data-ref=f-picture] img[data-thumb]")).to_be_visible()
     # the author: found by name in the link picker
     page.locator("[data-ref=f-author]").get_by_role("button", name="Choose…").click()
-    page.get_by_label("Search authors by title").fill("lind")
+    page.get_by_label("Search authors", exact=True).fill("lind")
     page.get_by_role("button", name="Astrid Lindgren").click()
     expect(page.locator("[data-ref=f-author] [data-ref-label]")).to_have_text("Astrid Lindgren")
     page.get_by_label("published").fill("2026-04-01T08:00:00Z")
@@ -257,6 +257,9 @@ def test_the_editor_works_on_a_phone(studio: Studio, new_context: Callable[..., 
     page.locator("[data-field=title]").get_by_role("tab", name="German").click()
     expect(german).to_be_visible()
     expect(german).to_have_value("Unterwegs")
+    # every localized field follows: a translator works locale by locale
+    expect(page.locator("[data-field=body] [data-locale=de]")).to_be_visible()
+    expect(page.locator("[data-field=body] [data-locale=default]")).to_be_hidden()
     page.keyboard.press("ArrowLeft")  # back to the default locale by keyboard
     expect(page.get_by_label("title · Default")).to_be_visible()
     expect(german).to_be_hidden()

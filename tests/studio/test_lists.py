@@ -72,6 +72,7 @@ def test_search_without_an_index_filters_title_fields(app: Any, admin: Api) -> N
     assert _titles(ann.get("/studio/content/posts?q=APPLE").text) == ["Apple pie", "apple CRUMBLE"]
     assert _titles(ann.get("/studio/content/posts?q=.").text) == ["a.b"]  # text, not a pattern
     assert "No items match" in ann.get("/studio/content/posts?q=cherry").text
+    assert 'id="q-hint"' not in ann.get("/studio/content/posts").text  # without an index drafts are found too
 
 
 def test_search_with_a_search_index_uses_it(app: Any, admin: Api) -> None:
@@ -86,6 +87,7 @@ def test_search_with_a_search_index_uses_it(app: Any, admin: Api) -> None:
     # holds published items only
     assert _titles(ann.get("/studio/content/posts?q=roses").text) == ["First"]
     assert _titles(ann.get("/studio/content/posts?q=sailing").text) == ["Second"]
+    assert "Finds published items (the search index)" in ann.get("/studio/content/posts").text
     create_item(admin, "posts", {"title": "Roses, roses", "body": "roses and more roses"})
     # best match first with no column chosen; a chosen column sorts the matches
     assert _titles(ann.get("/studio/content/posts?q=roses").text) == ["Roses, roses", "First"]
@@ -93,6 +95,7 @@ def test_search_with_a_search_index_uses_it(app: Any, admin: Api) -> None:
     _roles(admin)
     bob = logged_in(app, "bob", "reader")
     assert _titles(bob.get("/studio/content/posts?q=roses").text) == ["Roses, roses", "First"]
+    assert 'id="q-hint"' not in bob.get("/studio/content/posts").text  # a reader sees no drafts anyway
 
 
 def test_good_filter_and_bad_filter_inline(app: Any, admin: Api) -> None:
@@ -335,3 +338,13 @@ def test_a_link_column_names_the_linked_items(app: Any, admin: Api) -> None:
     bob = logged_in(app, "bob", "bookish")
     post_form(bob, "/studio/content/books/columns", [("columns", "author")])
     assert "Ada Lovelace" not in bob.get("/studio/content/books").text
+
+
+def test_the_filter_example_speaks_of_the_models_own_fields(app: Any, admin: Api) -> None:
+    _posts(admin, 1)
+    put_model(admin, "notes", type="collection", fields=[{"name": "heading", "type": "text"}])
+    put_model(admin, "flags", type="collection", fields=[{"name": "on", "type": "boolean"}])
+    ann = logged_in(app)
+    assert "<code>{&#34;views&#34;: {&#34;$gt&#34;: 10}}</code>" in ann.get("/studio/content/posts").text
+    assert "<code>{&#34;heading&#34;: {&#34;$regex&#34;: &#34;^A&#34;}}</code>" in ann.get("/studio/content/notes").text
+    assert "<code>{&#34;_state&#34;: 0}</code>" in ann.get("/studio/content/flags").text

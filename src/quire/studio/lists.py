@@ -103,6 +103,8 @@ async def content_list(request: Request, login: Login) -> Response:
         "sortable": set(sortable_fields(model, drafts)), "limits": LIMITS,
         "pages": _pages(query, total), "cell": cell, "title_of": title_of,
         "link_titles": column_links(request, login, model, columns, items),
+        "filter_example": filter_example(model),
+        "search_published_only": drafts and _searched_by_index(request, model),
         "can_create": login.can(f"content/{model.name}/create"),
         "can_publish": drafts and login.can(f"content/{model.name}/publish"),
         "can_delete": login.can(f"content/{model.name}/delete"),
@@ -142,6 +144,24 @@ def _search(request: Request, model: Model, q: str) -> Found:
     note = (f"The search shows the best {len(ids):,} of {total:,} matches; add words to narrow it down."
             if total > len(ids) else None)
     return Found({"_id": {"$in": ids}}, ids, note)
+
+
+def _searched_by_index(request: Request, model: Model) -> bool:
+    try:
+        return service(request, SearchService).index_for(model.name) is not None
+    except LookupError:
+        return False
+
+
+def filter_example(model: Model) -> str:
+    """An example for the filter box in this model's own terms."""
+    for field in model.fields:
+        if field["type"] == "number" and not field.get("multiple"):
+            return f'{{"{field["name"]}": {{"$gt": 10}}}}'
+    for field in model.fields:
+        if field["type"] in ("text", "select") and not field.get("multiple"):
+            return f'{{"{field["name"]}": {{"$regex": "^A"}}}}'
+    return '{"_state": 0}'
 
 
 def _by_rank(content: ContentService, model: Model, opts: ReadOptions, ranked: list[str], query: ListQuery,

@@ -205,14 +205,22 @@
   });
 
   // -- locales on narrow screens ------------------------------------------
+  // a translator works locale by locale: choosing one shows it in every
+  // localized field of the form, not only in the field whose tab was used
   function showLocale(tab) {
-    var box = tab.closest("[data-locales]");
     var code = tab.getAttribute("data-locale-tab");
-    box.querySelectorAll("[data-locale-tab]").forEach(function (t) {
-      t.setAttribute("aria-selected", t === tab ? "true" : "false");
-    });
-    box.querySelectorAll("[data-locale]").forEach(function (col) {
-      col.classList.toggle("active", col.getAttribute("data-locale") === code);
+    form.querySelectorAll("[data-locales]").forEach(function (box) {
+      var has = false;
+      box.querySelectorAll("[data-locale-tab]").forEach(function (t) {
+        if (t.getAttribute("data-locale-tab") === code) has = true;
+      });
+      if (!has) return;
+      box.querySelectorAll("[data-locale-tab]").forEach(function (t) {
+        t.setAttribute("aria-selected", t.getAttribute("data-locale-tab") === code ? "true" : "false");
+      });
+      box.querySelectorAll("[data-locale]").forEach(function (col) {
+        col.classList.toggle("active", col.getAttribute("data-locale") === code);
+      });
     });
   }
 
