@@ -61,6 +61,18 @@ async def test_move_under_another_parent(quire: Any, admin: Api, nav: dict[str, 
 
 
 @pytest.mark.anyio
+async def test_the_siblings_an_item_leaves_close_the_gap(quire: Any, admin: Api, nav: dict[str, str]) -> None:
+    content = quire.get(ContentService)
+    await content.move("nav", nav["A"], nav["B"], 0, ADMIN)  # A leaves the top: B and C move up
+    items = stored(admin)
+    assert [items[k]["_o"] for k in ("B", "C")] == [0, 1]
+    assert [items[k]["_o"] for k in ("A", "B1")] == [0, 1]
+    await content.move("nav", nav["A"], None, 0, ADMIN)  # back out: B1 is B's first child again
+    items = stored(admin)
+    assert items["B1"]["_o"] == 0 and [items[k]["_o"] for k in ("A", "B", "C")] == [0, 1, 2]
+
+
+@pytest.mark.anyio
 async def test_move_refuses_cycles_unknown_items_and_other_models(quire: Any, admin: Api,
                                                                   nav: dict[str, str]) -> None:
     content = quire.get(ContentService)

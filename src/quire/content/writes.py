@@ -261,7 +261,8 @@ class ContentWriter:
         """Move a tree item under `parent` (None: the top) as its
         `position`-th child (0 first; past the end: last), in one
         transaction. The moved item and every sibling whose order changes
-        are written as a save writes them (`_o` renumbered 0, 1, ... as
+        (at the new place, and at the old one when the parent changes) are
+        written as a save writes them (`_o` renumbered 0, 1, ... as
         the API stores it, `_rev` + 1, the save events, search indexes);
         answers the items written."""
         model = self.models.get(name)
@@ -279,15 +280,20 @@ class ContentWriter:
                 raise NotFound("Item not found")
             moved = {**current, "_pid": parent}
             self._check_parent(coll, moved)
-            siblings = [d for d in coll.find({"_pid": parent}, [(("_o",), 1)]) if d["_id"] != item_id]
+            by_order = [(("_o",), 1)]
+            siblings = [d for d in coll.find({"_pid": parent}, by_order) if d["_id"] != item_id]
             siblings.insert(max(0, min(position, len(siblings))), moved)
-            for order, doc in enumerate(siblings):
-                if doc is not moved and doc.get("_o") == order:
-                    continue
-                item = {**doc, "_o": order, "_modified": now, "_mby": identity.actor}
-                place_rev(item, doc_rev(doc) + 1)
-                await self._write(name, coll, item, True, identity)
-                written.append(item)
+            groups = [siblings]
+            if current.get("_pid") != parent:  # the siblings it leaves close the gap
+                groups.append([d for d in coll.find({"_pid": current.get("_pid")}, by_order) if d["_id"] != item_id])
+            for group in groups:
+                for order, doc in enumerate(group):
+                    if doc is not moved and doc.get("_o") == order:
+                        continue
+                    item = {**doc, "_o": order, "_modified": now, "_mby": identity.actor}
+                    place_rev(item, doc_rev(doc) + 1)
+                    await self._write(name, coll, item, True, identity)
+                    written.append(item)
         for item in written:
             await self.events.emit_after("content.item.save.after", model=name, item=item, is_update=True,
                                          identity=identity)
