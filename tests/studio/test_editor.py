@@ -162,6 +162,9 @@ def test_a_bad_value_is_shown_next_to_the_field_and_nothing_is_stored(app: Any, 
     form = EditorForm(ann.get("/studio/content/posts/item").text)
     answer = post(ann, form)
     assert answer.status_code == 400 and "title is required" in answer.text and 'id="err-title"' in answer.text
+    # only the default locale is required: only its box is marked
+    assert 'class="locale-col active has-error" data-locale="default"' in answer.text
+    assert 'class="locale-col" data-locale="de"' in answer.text
     assert admin.get("/api/content/items/posts").json() == []
 
 

@@ -105,10 +105,13 @@ def test_create_an_item_with_german_values_a_picture_and_an_author(
     expect(page.locator("[data-ref=f-picture] [data-ref-label]")).to_have_text("tulips.png")
     expect(page.locator("[data-ref=f-picture] img[data-thumb]")).to_be_visible()
     # the author: found by name in the link picker
-    page.locator("[data-ref=f-author]").get_by_role("button", name="Choose…").click()
+    author = page.locator("[data-ref=f-author]")
+    expect(author.get_by_role("button", name="Remove")).to_be_hidden()  # nothing linked yet
+    author.get_by_role("button", name="Choose…").click()
     page.get_by_label("Search authors", exact=True).fill("lind")
     page.get_by_role("button", name="Astrid Lindgren").click()
-    expect(page.locator("[data-ref=f-author] [data-ref-label]")).to_have_text("Astrid Lindgren")
+    expect(author.locator("[data-ref-label]")).to_have_text("Astrid Lindgren")
+    expect(author.get_by_role("button", name="Remove")).to_be_visible()
     page.get_by_label("published").fill("2026-04-01T08:00:00Z")
     expect(page.locator("[data-local-time-for=f-published]")).to_contain_text("your time")
     screenshot(page, "studio-editor.png")

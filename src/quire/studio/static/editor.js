@@ -143,6 +143,12 @@
       if (id && image) thumb.src = "/studio/assets/thumb/" + id;
       thumb.hidden = !(id && image);
     }
+    // nothing to remove once removed: the focus goes on to "Choose…"
+    var clear = widget.querySelector("[data-ref-clear]");
+    if (clear) {
+      if (!id && document.activeElement === clear) widget.querySelector("[data-pick-open]").focus();
+      clear.hidden = !id;
+    }
     markDirty();
   }
 
