@@ -348,3 +348,16 @@ def test_the_filter_example_speaks_of_the_models_own_fields(app: Any, admin: Api
     assert "<code>{&#34;views&#34;: {&#34;$gt&#34;: 10}}</code>" in ann.get("/studio/content/posts").text
     assert "<code>{&#34;heading&#34;: {&#34;$regex&#34;: &#34;^A&#34;}}</code>" in ann.get("/studio/content/notes").text
     assert "<code>{&#34;_state&#34;: 0}</code>" in ann.get("/studio/content/flags").text
+
+
+def test_chosen_columns_follow_a_renamed_field(app: Any, admin: Api) -> None:
+    _posts(admin, 1)
+    ann = logged_in(app)
+    post_form(ann, "/studio/content/posts/columns", [("columns", "views"), ("columns", "_id")])
+    renamed = admin.put("/api/system/models/posts", json={
+        "type": "collection", "indexes": ["count"], "renames": {"views": "count"},
+        "fields": [{"name": "title", "type": "text"}, {"name": "count", "type": "number"}, POSTS[2]]})
+    assert renamed.status_code == 200, renamed.text
+    page = ann.get("/studio/content/posts").text
+    assert 'name="columns" value="count" checked' in page and 'name="columns" value="_id" checked' in page
+    assert 'name="columns" value="kind" checked' not in page  # still the user's choice, not the defaults

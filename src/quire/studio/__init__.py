@@ -14,5 +14,9 @@ def build(services: Services) -> None:
     services.add("studio_prefs", PrefsService(services.store))
 
 
-module = Module("studio", build=build,
+def subscribe(services: Services) -> None:
+    services.events.on("content.model.rename", services.get(PrefsService).model_renamed)
+
+
+module = Module("studio", build=build, subscribe=subscribe,
                 routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes])

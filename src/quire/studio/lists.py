@@ -41,7 +41,7 @@ from quire.studio.list_query import (
     text_filter,
 )
 from quire.studio.pickers import column_links
-from quire.studio.prefs import PrefsService
+from quire.studio.prefs import PrefsService, columns_key
 from quire.studio.titles import title_of
 from quire.studio.web import checked_form, need, redirect_flash, render, studio_page
 
@@ -56,10 +56,6 @@ def _model(request: Request, login: Login) -> Model:
     model = service(request, ModelService).get(name)  # 404 for an unknown model
     need(login, f"content/{name}/read")
     return model
-
-
-def _columns_key(model: Model) -> str:
-    return f"columns/{model.name}"
 
 
 def _is_htmx(request: Request) -> bool:
@@ -93,7 +89,7 @@ async def content_list(request: Request, login: Login) -> Response:
     except BadRequest as exc:
         error = exc.message  # a bad filter: shown next to the box, with the API's message
     prefs = service(request, PrefsService)
-    columns = chosen_columns(prefs.get(login.user["_id"], _columns_key(model)), model, drafts)
+    columns = chosen_columns(prefs.get(login.user["_id"], columns_key(model.name)), model, drafts)
     first = title_column(model)
     context = {
         "title_column": first, "title_label": model.by_name.get(first, {}).get("label") or first
@@ -206,7 +202,7 @@ async def save_columns(request: Request, login: Login) -> Response:
     drafts = login.can(f"content/{model.name}/update")
     available = available_columns(model, drafts)
     chosen = [name for name in available if name in form.getlist("columns")]
-    await service(request, PrefsService).aset(login.user["_id"], _columns_key(model), chosen or None)
+    await service(request, PrefsService).aset(login.user["_id"], columns_key(model.name), chosen or None)
     return redirect_flash(request, _back(form.get("back"), model),
                           "Columns saved." if chosen else "Columns reset to the defaults.")
 

@@ -11,6 +11,11 @@ from quire.store import SqliteStore
 PREFS = "studio_prefs"
 
 
+def columns_key(model: str) -> str:
+    """Where a user's chosen columns of a model's list are kept."""
+    return f"columns/{model}"
+
+
 class PrefsService:
     def __init__(self, store: SqliteStore) -> None:
         self.store = store
@@ -19,6 +24,16 @@ class PrefsService:
     def get(self, user_id: str, key: str, default: Any = None) -> Any:
         doc = self.prefs.get(user_id)
         return doc.get("values", {}).get(key, default) if doc else default
+
+    def model_renamed(self, model: str, renames: dict[str, str], **_: Any) -> None:
+        """The columns users chose for a model follow its renamed fields, in
+        the rename's transaction (one document per user: a short scan)."""
+        key = columns_key(model)
+        for doc in self.prefs.find():
+            columns = doc.get("values", {}).get(key)
+            if isinstance(columns, list) and any(c in renames for c in columns):
+                doc["values"][key] = [renames.get(c, c) for c in columns]
+                self.prefs.replace(doc)
 
     async def aset(self, user_id: str, key: str, value: Any) -> None:
         async with self.store.atomic():
