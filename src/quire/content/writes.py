@@ -280,7 +280,7 @@ class ContentWriter:
                 raise NotFound("Item not found")
             moved = {**current, "_pid": parent}
             self._check_parent(coll, moved)
-            by_order = [(("_o",), 1)]
+            by_order: list[tuple[tuple[str, ...], int]] = [(("_o",), 1)]
             siblings = [d for d in coll.find({"_pid": parent}, by_order) if d["_id"] != item_id]
             siblings.insert(max(0, min(position, len(siblings))), moved)
             groups = [siblings]
