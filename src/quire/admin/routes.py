@@ -243,7 +243,7 @@ async def users_submit(request: Request, login: Login) -> Response:
         # A refused new user: the reason next to the field it names (at the
         # top when it names none of the form's), and what was typed kept.
         named = [f for f in exc.extra.get("fields", []) if f in NEW_USER_FIELDS]
-        typed = {k: form.get(k, "") for k in NEW_USER_FIELDS if k != "password"}
+        typed = {k: form.get(k, "").strip() for k in NEW_USER_FIELDS if k != "password"}
         return _users(request, login, exc.message, None, 400, typed, {f: exc.message for f in named[:1]})
     return _users(request, login, None, done)
 
