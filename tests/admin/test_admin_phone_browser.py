@@ -107,16 +107,16 @@ def test_tab_first_reaches_the_skip_link_and_enter_moves_to_main(site: Studio,
     # The login page puts the focus in its first field (autofocus); the skip
     # link still comes first in the order of the page.
     page.goto(site.base + "/auth/login")
-    assert page.evaluate(FIRST_FOCUSABLE) == "Skip to content"
+    assert page.evaluate(FIRST_FOCUSABLE) == "Skip to main"
     login(page, site)
     for path in ("/", "/admin/users", "/admin/keys"):
         page.goto(site.base + path)
-        skip = page.get_by_role("link", name="Skip to content")
+        skip = page.get_by_role("link", name="Skip to main")
         hidden = skip.bounding_box()
         assert hidden is not None and hidden["y"] + hidden["height"] <= 0, "the skip link shows before it is focused"
         page.keyboard.press("Tab")
         focused = page.evaluate("[document.activeElement.tagName, document.activeElement.textContent]")
-        assert focused == ["A", "Skip to content"], path
+        assert focused == ["A", "Skip to main"], path
         shown = skip.bounding_box()
         assert shown is not None and shown["y"] >= 0 and shown["width"] > 20, "the focused skip link is not visible"
         page.keyboard.press("Enter")
