@@ -7,7 +7,7 @@ from typing import Any
 from quire.asgi import Route
 from tests.conftest import Api
 
-ADMIN_PAGES = ("/auth/", "/admin/", "/system/api", "/studio/")
+ADMIN_PAGES = ("/auth/", "/admin/", "/system/api", "/studio/", "/favicon.ico")
 
 
 def test_openapi_lists_every_route_and_method(anon: Api, app: Any) -> None:

@@ -23,6 +23,9 @@ async def user_action(quire: Services, login: Login, action: str, form: dict[str
 def _user_action(quire: Services, login: Login, action: str, form: dict[str, str]) -> str:
     fields: dict[str, Any] = {k: form[k] for k in ("user", "email", "name", "role", "password") if k in form}
     if action == "create":
+        if not str(fields.get("role", "")).strip():
+            # The form starts with no role chosen (not "admin"): one must be picked.
+            raise BadRequest("Choose a role for the new user", fields=["role"])
         user = quire.users.create(fields)
         return f"User {user['user']} created."
     target = form.get("id", "")

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from quire.admin.accounts import user_action
 from quire.admin.web import (
@@ -217,12 +217,17 @@ async def users_page(request: Request, login: Login) -> Response:
     return _users(request, login, None, None)
 
 
-def _users(request: Request, login: Login, error: str | None, done: str | None, status: int = 200) -> Response:
+NEW_USER_FIELDS = ("user", "email", "name", "role", "password")
+
+
+def _users(request: Request, login: Login, error: str | None, done: str | None, status: int = 200,
+           typed: dict[str, str] | None = None, field_errors: dict[str, str] | None = None) -> Response:
     names = {u["_id"]: u["user"] for u in service(request, UserService).list_all()}
     sessions = [{**s, "user_name": names.get(s["user"], "?"), "current": s["_id"] == login.session["_id"]}
                 for s in service(request, SessionService).list_all()]
     return render(request, "users.html", status, login=login, users=service(request, UserService).list_all(), sessions=sessions,
-                  roles=service(request, AuthService).list_roles(), error=error, done=done)
+                  roles=service(request, AuthService).list_roles(), error=error, done=done,
+                  typed=typed or {}, field_errors=field_errors or {})
 
 
 @_manager_page
@@ -233,7 +238,13 @@ async def users_submit(request: Request, login: Login) -> Response:
     try:
         done = await user_action(quire, login, action, form)
     except ApiError as exc:
-        return _users(request, login, exc.message, None, 400)
+        if action != "create":
+            return _users(request, login, exc.message, None, 400)
+        # A refused new user: the reason next to the field it names (at the
+        # top when it names none of the form's), and what was typed kept.
+        named = [f for f in exc.extra.get("fields", []) if f in NEW_USER_FIELDS]
+        typed = {k: form.get(k, "").strip() for k in NEW_USER_FIELDS if k != "password"}
+        return _users(request, login, exc.message, None, 400, typed, {f: exc.message for f in named[:1]})
     return _users(request, login, None, done)
 
 
@@ -293,6 +304,12 @@ async def static_file(request: Request) -> Response:
     return static_response(folder, request.path_params["name"])
 
 
+async def favicon(request: Request) -> Response:
+    """Browsers and tools that ask for /favicon.ico (pages name the SVG)."""
+    return RedirectResponse("/admin/static/favicon.svg", status_code=301,
+                            headers={"cache-control": "public, max-age=86400"})
+
+
 routes = [
     route("/", get=dashboard, cors=False),
     route("/auth/login", get=login_page, post=login_submit, cors=False),
@@ -300,6 +317,7 @@ routes = [
     route("/admin/keys", get=keys_page, post=keys_submit, cors=False),
     route("/admin/users", get=users_page, post=users_submit, cors=False),
     route("/admin/static/{name:path}", get=static_file, cors=False),
+    route("/favicon.ico", get=favicon, cors=False),
     route("/system/events", get=events, cors=False),
     route("/system/api", get=playground, cors=False),
     route("/system/api/static/{name}", get=static_file, cors=False),

@@ -1,7 +1,8 @@
-// The admin pages' one script: dates in local time, and the session's event
-// stream. When the identity provider ends the session (back-channel logout),
-// the server pushes {type: "logout"}; the page says so and goes to the login
-// page 1.5 seconds later.
+// The admin pages' one script: dates in local time, the focus on the
+// message of the last save, and the session's event stream. When the
+// identity provider ends the session (back-channel logout), the server
+// pushes {type: "logout"}; the page says so and goes to the login page 1.5
+// seconds later.
 (function () {
   "use strict";
   var LOGOUT_DELAY_MS = 1500;
@@ -20,6 +21,14 @@
   }
   window.QuireAdmin = { formatTimes: formatTimes };
   formatTimes(document);
+
+  // The message of the last save takes the focus: a screen reader reads it,
+  // and the next Tab continues from there instead of the top of the page.
+  var flash = document.getElementById("flash");
+  if (flash) {
+    flash.setAttribute("tabindex", "-1");
+    flash.focus();
+  }
 
   var url = document.body.getAttribute("data-events");
   if (!url || !window.EventSource) return;
