@@ -138,3 +138,12 @@ def test_keys_page_needs_a_session(browser: Browser, quire: Quire) -> None:
     assert response.status_code == 303
     assert response.headers["location"].startswith("/auth/login")
     assert all(k["name"] != "anon" for k in quire.auth.list_keys())
+
+
+def test_a_new_key_starts_with_no_role_chosen(ann: Browser, quire: Quire) -> None:
+    page = ann.get("/admin/keys").text
+    assert '<select name="role" required><option value="" selected disabled>Choose a role…</option>' in page
+    before = len(quire.auth.list_keys())
+    answer = _create(ann, "site", "")
+    assert answer.status_code == 400 and "A key needs a role" in answer.text
+    assert len(quire.auth.list_keys()) == before

@@ -181,6 +181,8 @@ class AuthService:
     def create_key(self, name: Any, role: Any) -> dict[str, Any]:
         if not isinstance(name, str) or not name.strip():
             raise BadRequest("Key name is required", fields=["name"])
+        if role is None or role == "":
+            raise BadRequest("A key needs a role: choose one", fields=["role"])
         if not isinstance(role, str) or not self.role_exists(role):
             raise BadRequest(f"Role {role} does not exist", fields=["role"])
         key = KEY_PREFIX + secrets.token_urlsafe(32)
