@@ -21,6 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
+from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -32,10 +33,14 @@ from quire.store import match, values
 from quire.store.query import Node, Path, Projection, parse_filter
 from quire.store.sqlcompile import (
     Hints,
+    SortTerm,
+    after_ranges,
+    compile_after,
     compile_filter,
     compile_sort,
     field_expr,
     json_path,
+    sort_terms,
 )
 
 log = logging.getLogger("quire.store")
@@ -155,6 +160,28 @@ def _non_empty(path: str) -> str:
     answers a value's JSON text, minified, and SQL NULL when missing: one
     lookup per key instead of a type test and a value test)."""
     return f"COALESCE(data -> {path}, 'null') NOT IN ('null', '\"\"', '[]', '{{}}')"
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a page of a sorted list ended: the values its ORDER BY terms had
+    on the last row (as SQLite compared them: a hinted field's value, or the
+    bytes of a MongoDB sort key) and that row's rowid, the final tiebreaker."""
+
+    keys: tuple[Any, ...]
+    rowid: int
+
+    def fits(self, terms: list[SortTerm]) -> bool:
+        """Whether these keys can be compared with `terms` (one per term, of
+        the kind the term yields): a position of another sort cannot."""
+        if len(self.keys) != len(terms) or isinstance(self.rowid, bool) or not isinstance(self.rowid, int):
+            return False
+        for key, term in zip(self.keys, terms, strict=True):
+            if term.keyed and not isinstance(key, bytes):
+                return False
+            if not term.keyed and (isinstance(key, bool) or not isinstance(key, int | float | str | None)):
+                return False
+        return True
 
 
 class SqliteStore:
@@ -556,6 +583,53 @@ class Collection:
             return []
         sql, params = self._select(node, sort, limit, skip)
         return [row[0] for row in self.store.execute_read(sql, params)]
+
+    def find_page(
+        self,
+        node: Node | dict[str, Any] | None,
+        sort: list[tuple[Path, int]] | None,
+        limit: int,
+        after: Position | None = None,
+    ) -> tuple[list[bytes], Position | None]:
+        """Up to `limit` matching documents (JSON bytes as stored) in the
+        order of `sort`, from the first or from just after `after`, and the
+        position of the last one when more follow (None on the last page).
+
+        Keyset paging: the rows after a position are found by comparing with
+        it in SQL, never by counting rows off (as `skip` does), so when an
+        index serves the sort any page costs what the first one does."""
+        if limit < 1:
+            raise ValueError("a page has at least one row")
+        if not self.exists():
+            return [], None
+        sort = sort or []
+        terms = sort_terms(sort, self.hints)
+        where, where_params = self._where(node)
+        order_params: list[Any] = []
+        order = compile_sort(sort, self.hints, order_params)
+        columns = ", ".join(["CAST(data AS BLOB)", *(t.expr for t in terms), "rowid"])
+        column_params = [p for t in terms for p in t.params]
+        ranges: list[tuple[str, list[Any]]] = [("1", [])]
+        after_sql, after_params = "1", []
+        if after is not None:
+            if not after.fits(terms):
+                raise BadRequest("The cursor does not fit this list's sort; start again from the first page")
+            after_sql, after_params = compile_after(terms, after.keys, after.rowid)
+            if terms:
+                ranges = after_ranges(terms[0], after.keys[0])
+        rows: list[Any] = []
+        for range_sql, range_params in ranges:
+            sql = (f"SELECT {columns} FROM {self.table} WHERE {where} AND {range_sql} AND {after_sql} "
+                   f"ORDER BY {order} LIMIT ?")
+            params = [*column_params, *where_params, *range_params, *after_params, *order_params,
+                      limit + 1 - len(rows)]  # one more than asked: whether a next page exists
+            rows += self.store.execute_read(sql, params).fetchall()
+            if len(rows) > limit:
+                break
+        if len(rows) <= limit:
+            return [r[0] for r in rows], None
+        last = rows[limit - 1]
+        return [r[0] for r in rows[:limit]], Position(tuple(last[1:-1]), last[-1])
 
     def find(
         self,
