@@ -590,6 +590,7 @@ class Collection:
         sort: list[tuple[Path, int]] | None,
         limit: int,
         after: Position | None = None,
+        skip: int | None = None,
     ) -> tuple[list[bytes], Position | None]:
         """Up to `limit` matching documents (JSON bytes as stored) in the
         order of `sort`, from the first or from just after `after`, and the
@@ -597,9 +598,10 @@ class Collection:
 
         Keyset paging: the rows after a position are found by comparing with
         it in SQL, never by counting rows off (as `skip` does), so when an
-        index serves the sort any page costs what the first one does."""
-        if limit < 1:
-            raise ValueError("a page has at least one row")
+        index serves the sort any page costs what the first one does.
+        `skip` (counted off, O(skip)) only for a page without `after`."""
+        if limit < 1 or (skip and after is not None):
+            raise ValueError("a page has at least one row, and skip goes without a position")
         if not self.exists():
             return [], None
         sort = sort or []
@@ -610,7 +612,7 @@ class Collection:
         columns = ", ".join(["CAST(data AS BLOB)", *(t.expr for t in terms), "rowid"])
         column_params = [p for t in terms for p in t.params]
         ranges: list[tuple[str, list[Any]]] = [("1", [])]
-        after_sql, after_params = "1", []
+        after_sql, after_params = "1", list[Any]()
         if after is not None:
             if not after.fits(terms):
                 raise BadRequest("The cursor does not fit this list's sort; start again from the first page")
@@ -620,9 +622,9 @@ class Collection:
         rows: list[Any] = []
         for range_sql, range_params in ranges:
             sql = (f"SELECT {columns} FROM {self.table} WHERE {where} AND {range_sql} AND {after_sql} "
-                   f"ORDER BY {order} LIMIT ?")
+                   f"ORDER BY {order} LIMIT ? OFFSET ?")
             params = [*column_params, *where_params, *range_params, *after_params, *order_params,
-                      limit + 1 - len(rows)]  # one more than asked: whether a next page exists
+                      limit + 1 - len(rows), skip or 0]  # one more than asked: whether a next page exists
             rows += self.store.execute_read(sql, params).fetchall()
             if len(rows) > limit:
                 break
