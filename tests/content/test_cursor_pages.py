@@ -152,7 +152,7 @@ def test_altered_or_foreign_cursor_is_a_400_naming_it(posts: Api) -> None:
     body, check = cursor.split(".")
     flipped = body[:-2] + ("A" if body[-2] != "A" else "B") + body[-1]
     for bad, words in [(flipped + "." + check, "altered"), ("nonsense", "not a cursor"),
-                       ("a.b.c", "not a cursor"), ("é.é", "not a cursor"), ("x" * 5000, "not a cursor")]:
+                       ("a.b.c", "not a cursor"), ("é.é", "not a cursor"), ("x" * 50_000, "not a cursor")]:
         response = posts.get(f"/api/content/items/posts?limit=2&after={bad}")
         assert response.status_code == 400, bad
         assert words in response.json()["error"], response.json()

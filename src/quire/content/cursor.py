@@ -25,7 +25,9 @@ from quire.errors import BadRequest
 from quire.store.sqlite import Position
 
 VERSION = 1
-MAX_LENGTH = 4096
+# about 80 characters plus the sort values of the page's last item (a long text sorted on makes
+# a long cursor); kept below the HTTP server's 64 KB request target
+MAX_LENGTH = 48_000
 
 
 def query_digest(model: str, parts: dict[str, Any]) -> str:
