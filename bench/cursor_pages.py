@@ -8,8 +8,9 @@ request one after another from one client, in rounds that alternate the
 kinds (page 1, page 2,500 by cursor, page 2,500 by skip), so a disturbance
 of the shared machine falls on all of them alike. It prints the median
 latency of each kind and the ratio to page 1, for the list in creation
-order and for `sort={"published":-1}` (an indexed field), and the load
-average before and after.
+order, for `sort={"published":-1}` (an indexed field) and for
+`sort={"_modified":-1}` (a number without an index: every page is a scan),
+and the load average before and after.
 
     .venv/bin/python bench/cursor_pages.py                   # 100,000 posts
     .venv/bin/python bench/cursor_pages.py --posts 5000 --rounds 50   # a quick check
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server.wait_ready()
         load_before = os.getloadavg()
-        for sort in ["", '{"published":-1}']:
+        # creation order; an indexed field; a number field without an index (a scan on every page)
+        for sort in ["", '{"published":-1}', '{"_modified":-1}']:
             kinds = _kinds(server.base, key, sort)
             times: dict[str, list[float]] = {name: [] for name in kinds}
             for _ in range(20):  # warm-up
