@@ -118,3 +118,12 @@ def test_the_last_page_has_no_position(store: SqliteStore) -> None:
     assert len(rows) == 2 and position is not None
     rows, position = coll.find_page(None, None, 2, position)
     assert len(rows) == 2 and position is None
+
+
+def test_a_made_up_position_sqlite_cannot_take_is_refused_not_an_error(store: SqliteStore) -> None:
+    coll = store.collection("made_up", HINTS)
+    coll.insert({"a": 1, "b": "x"})
+    for keys, rowid in [((1,), 2**64), ((2**70,), 1), (("\ud800",), 1)]:
+        sort = [(("b" if isinstance(keys[0], str) else "a",), 1)]
+        with pytest.raises(BadRequest, match="does not fit"):
+            coll.find_page(None, sort, 1, Position(keys, rowid))

@@ -174,14 +174,31 @@ class Position:
     def fits(self, terms: list[SortTerm]) -> bool:
         """Whether these keys can be compared with `terms` (one per term, of
         the kind the term yields): a position of another sort cannot."""
-        if len(self.keys) != len(terms) or isinstance(self.rowid, bool) or not isinstance(self.rowid, int):
+        if len(self.keys) != len(terms) or not _bindable(self.rowid) or not isinstance(self.rowid, int):
             return False
         for key, term in zip(self.keys, terms, strict=True):
             if term.keyed and not isinstance(key, bytes):
                 return False
-            if not term.keyed and (isinstance(key, bool) or not isinstance(key, int | float | str | None)):
+            if not term.keyed and (key is not None and not _bindable(key)):
                 return False
         return True
+
+
+def _bindable(value: Any) -> bool:
+    """A value SQLite takes as a parameter without an error: an integer of
+    64 bits, a float, text without lone surrogates (a made-up cursor may
+    hold anything JSON can)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return False
+        return True
+    return isinstance(value, float)
 
 
 class SqliteStore:
