@@ -190,3 +190,9 @@ def test_batch_envelope_carries_next_cursor(posts: Api) -> None:
     second = posts.get("/api/content/items?models=" + json.dumps(models)).json()["p"]
     whole = _ids(posts, "/api/content/items/posts")
     assert [d["_id"] for d in first["data"] + second["data"]] == whole[:8]
+
+
+def test_largest_limit_is_one_page_without_a_cursor(posts: Api) -> None:
+    response = posts.get(f"/api/content/items/posts?limit={2**63 - 1}")
+    assert response.status_code == 200 and len(response.json()) == len(ITEMS)
+    assert "link" not in response.headers

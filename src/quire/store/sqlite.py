@@ -641,7 +641,8 @@ class Collection:
             sql = (f"SELECT {columns} FROM {self.table} WHERE {where} AND {range_sql} AND {after_sql} "
                    f"ORDER BY {order} LIMIT ? OFFSET ?")
             params = [*column_params, *where_params, *range_params, *after_params, *order_params,
-                      limit + 1 - len(rows), skip or 0]  # one more than asked: whether a next page exists
+                      # one more than asked: whether a next page exists (SQLite's integers end at 2^63-1)
+                      min(limit + 1 - len(rows), 2**63 - 1), skip or 0]
             rows += self.store.execute_read(sql, params).fetchall()
             if len(rows) > limit:
                 break
