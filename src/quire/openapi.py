@@ -165,7 +165,10 @@ SCHEMAS: dict[str, Any] = {
         "type": "object", "required": ["data", "meta"],
         "properties": {"data": {"type": "array", "items": ITEM}, "meta": {
             "type": "object", "required": ["total"],
-            "properties": {"total": {"type": "integer", "minimum": 0}}}},
+            "properties": {"total": {"type": "integer", "minimum": 0},
+                           # content lists with a limit (docs/query-language.md#deep-pages-after)
+                           "next": {"type": "string", "description": "The cursor of the next page, for "
+                                    "after=; absent on the last page and on lists that page by skip only"}}}},
     }]},
 }
 SECURITY_SCHEMES: dict[str, Any] = {

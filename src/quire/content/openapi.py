@@ -41,6 +41,21 @@ CONFLICT = {"409": {
 }}
 
 
+# Cursor pages: `after`, `meta.next` in the envelope, a Link header on a bare array
+AFTER = param("after", "query", "string",
+              "The cursor of the previous page (its Link rel=next, or meta.next): the next page of the same "
+              "query (filter, sort, fields, locale and populate unchanged), at the cost of the first page; "
+              "needs a limit, goes without skip (skip=0 keeps the envelope)")
+LINK = {"Link": {"description": 'With limit and no skip, unless this is the last page: </api/content/items/...?'
+                                '...&after=<cursor>>; rel="next" (RFC 8288)',
+                 "schema": {"type": "string"}}}
+
+
+def with_link(operation: dict[str, Any]) -> dict[str, Any]:
+    operation["responses"]["200"]["headers"] = LINK
+    return operation
+
+
 def with_revision(operation: dict[str, Any], saves: bool = False) -> dict[str, Any]:
     """An item answer with its ETag; a save also with If-Match and 409."""
     operation["responses"]["200"]["headers"] = ETAG
@@ -69,14 +84,15 @@ def paths() -> dict[str, Any]:
                          (401, 403, 404, 405), ok='{"success": true}', schema=SUCCESS),
         },
         "/api/content/items/{model}": {
-            "get": op("List published items: an array, or {data, meta: {total}} with limit and skip",
-                      [MODEL, LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, POPULATE, *PERSONA], READ_ERRORS,
-                      schema=LIST),
+            "get": with_link(op("List published items: an array, or {data, meta: {total, next}} with limit "
+                                "and skip; with a limit, pages follow by cursor (after=)",
+                                [MODEL, LOCALE, FILTER, SORT, FIELDS, LIMIT, SKIP, AFTER, POPULATE, *PERSONA],
+                                READ_ERRORS, schema=LIST)),
         },
         "/api/content/items": {
             "get": op("Batch: several lists in one request, keyed by alias",
                       [param("models", "query", "json", "Object keyed by alias: {model?, filter, sort, fields, "
-                             "limit, skip, populate, locale}", True, type="object"),
+                             "limit, skip, after, populate, locale}", True, type="object"),
                        *PERSONA],
                       (400, 401, 412), schema=OBJECT),
         },

@@ -19,6 +19,7 @@ import orjson
 from quire.auth.permissions import content as perm
 from quire.auth.service import Identity
 from quire.cache import Cache
+from quire.content import cursor
 from quire.content.fill import doc_rev
 from quire.content.locales import LocaleService, localize, rewrite_locale_keys
 from quire.content.models import Model, ModelService
@@ -31,6 +32,7 @@ from quire.store.sqlite import Collection
 
 PUBLISHED = Cond(("_state",), "eq", 1)
 _HEX24 = re.compile(rb"[0-9a-f]{24}")
+_AFTER_NEEDS_LIMIT = "<after> needs a <limit> of 1 or more: the size of the page that follows the cursor"
 _NOT_A_MODEL = "@"  # no model has this name, so every key is searched for links
 
 
@@ -46,6 +48,8 @@ class ReadOptions:
     # every state, drafts and archived items too (the studio's lists); needs
     # the model's update permission
     drafts: bool = False
+    # the cursor of the previous page (`Page.next`): keyset paging
+    after: str | None = None
 
     @property
     def transforms(self) -> bool:
@@ -69,6 +73,7 @@ class ReadOptions:
 class Page:
     rows: list[bytes]
     total: int | None
+    next: str | None = None  # the cursor of the next page; None on the last one
 
 
 class AssetLookup(Protocol):
@@ -161,10 +166,31 @@ class ContentReader:
         node = self.query(model, opts.filter, identity, opts.drafts)
         sort = self._sort(opts.sort)
         projection = parse_fields(opts.fields)
-        rows = coll.find_raw(node, sort, opts.limit or None, opts.skip)
+        cursor_next = None
+        if opts.limit:
+            # a page by keyset: with the position of its last row, for `after`
+            digest = self._digest(name, opts)
+            after = cursor.decode(opts.after, digest) if opts.after else None
+            rows, position = coll.find_page(node, sort, opts.limit, after, opts.skip)
+            cursor_next = cursor.encode(position, digest) if position is not None else None
+        else:
+            rows = coll.find_raw(node, sort, None, opts.skip)
         total = self.cache.count(coll, node) if opts.limit is not None and opts.skip is not None else None
         # a whole list (limit=0) is not kept, like a streamed one
-        return Page(self.render(model, rows, opts, projection, identity, keep=bool(opts.limit)), total)
+        return Page(self.render(model, rows, opts, projection, identity, keep=bool(opts.limit)), total, cursor_next)
+
+    @staticmethod
+    def _digest(name: str, opts: ReadOptions) -> str:
+        """What a cursor of this list is bound to: every parameter that
+        shapes the list or its items, but the page size and skip."""
+        if opts.after is not None and not opts.limit:
+            raise BadRequest(_AFTER_NEEDS_LIMIT)
+        if opts.after is not None and opts.skip:
+            raise BadRequest("<after> and <skip> do not go together: the cursor says where the page starts "
+                             "(skip=0 keeps the {data, meta} answer)")
+        return cursor.query_digest(name, {"filter": opts.filter, "sort": opts.sort, "fields": opts.fields,
+                                          "locale": opts.locale, "populate": opts.populate,
+                                          "drafts": opts.drafts})
 
     def count(self, name: str, opts: ReadOptions, identity: Identity) -> int:
         """How many items the list of `opts` has, before skip and limit."""
@@ -173,6 +199,8 @@ class ContentReader:
 
     def list_stream(self, name: str, opts: ReadOptions, identity: Identity) -> Generator[list[bytes], None, None]:
         """An unbounded list, chunk by chunk from the database."""
+        if opts.after is not None:
+            raise BadRequest(_AFTER_NEEDS_LIMIT)
         model = self.readable(name, identity)
         coll = self.collection(model)
         node = self.query(model, opts.filter, identity)

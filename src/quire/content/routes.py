@@ -49,6 +49,7 @@ def read_options(request: Request, *, listing: bool = False) -> ReadOptions:
     if listing:
         opts.limit = int_param(request, "limit")
         opts.skip = int_param(request, "skip")
+        opts.after = request.query_params.get("after") or None
     return opts
 
 
@@ -140,8 +141,20 @@ async def list_items(request: Request) -> Response:
     page = content.list_page(model, opts, identity)
     body = b"[" + b",".join(_personalized(page.rows, persona, quire, view)) + b"]"
     if page.total is not None:
-        body = b'{"data":' + body + b',"meta":{"total":' + str(page.total).encode() + b"}}"
-    return raw_json_response(body)
+        # the cursor only ever holds [A-Za-z0-9_-.]: no escaping needed
+        more = b"" if page.next is None else b',"next":"' + page.next.encode() + b'"'
+        return raw_json_response(b'{"data":' + body + b',"meta":{"total":' + str(page.total).encode() + more + b"}}")
+    if page.next is None:
+        return raw_json_response(body)
+    # a bare array (Cockpit's shape) keeps its body; the next page is a header
+    return raw_json_response(body, headers={"Link": _next_link(request, page.next)})
+
+
+def _next_link(request: Request, cursor: str) -> str:
+    """RFC 8288: this request with `after` set to the cursor, as a
+    reference relative to the request's own address."""
+    url = request.url.include_query_params(after=cursor)
+    return f'<{url.path}?{url.query}>; rel="next"'
 
 
 class _ListStream(StreamingResponse):
@@ -217,6 +230,7 @@ def _batch_entry(quire: Services, name: str, kind: str, options: dict[str, Any],
         skip=_opt_int(options, "skip"),
         populate=_opt_int(options, "populate") or 0,
         locale=options.get("locale"),
+        after=_opt_cursor(options),
     )
     if kind == "singleton":
         return quire.content.item(name, None, opts, identity)
@@ -227,7 +241,21 @@ def _batch_entry(quire: Services, name: str, kind: str, options: dict[str, Any],
         return [orjson.loads(r) for r in rows]
     page = quire.content.list_page(name, opts, identity)
     docs = [orjson.loads(r) for r in page.rows]
-    return docs if page.total is None else {"data": docs, "meta": {"total": page.total}}
+    if page.total is None:
+        return docs  # a bare array has no room for the cursor: ask with skip=0 for it
+    meta: dict[str, Any] = {"total": page.total}
+    if page.next is not None:
+        meta["next"] = page.next
+    return {"data": docs, "meta": meta}
+
+
+def _opt_cursor(options: dict[str, Any]) -> str | None:
+    value = options.get("after")
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BadRequest("<models> option after must be the cursor text of a previous page")
+    return value
 
 
 def _opt_int(options: dict[str, Any], key: str) -> int | None:

@@ -407,21 +407,91 @@ def compile_filter(node: Node, hints: Hints | None = None) -> tuple[str, list[An
     return sql, c.params
 
 
-def compile_sort(sort: list[tuple[Path, int]], hints: Hints | None, params: list[Any]) -> str:
-    """ORDER BY terms; hinted fields sort by their index expression, others by a
-    MongoDB sort key computed in Python (`qsortkey`)."""
+@dataclass(slots=True)
+class SortTerm:
+    """One ORDER BY expression: a hinted field's own value, or else the
+    MongoDB sort key computed in Python (`keyed`: a byte string)."""
+
+    expr: str
+    params: list[Any]
+    desc: bool
+    keyed: bool
+
+
+def sort_terms(sort: list[tuple[Path, int]], hints: Hints | None) -> list[SortTerm]:
     hints = hints or {}
     terms = []
     for path, direction in sort:
         desc = direction < 0
         if len(path) == 1 and path[0] in hints:
-            terms.append(f"{field_expr(path)} {'DESC' if desc else 'ASC'}")
+            terms.append(SortTerm(field_expr(path), [], desc, False))
         else:
-            params.append(orjson.dumps(list(path)).decode())
-            terms.append(f"qsortkey(data, ?, {1 if desc else 0}) {'DESC' if desc else 'ASC'}")
-    # Ties go by creation order, in the direction of the last sort key: an
-    # index on the sorted fields ends in rowid, so it then yields the whole
-    # order and SQLite can stop after `limit` rows instead of sorting them all.
-    last_desc = bool(sort) and sort[-1][1] < 0
-    terms.append("rowid DESC" if last_desc else "rowid ASC")
-    return ", ".join(terms)
+            path_param = orjson.dumps(list(path)).decode()
+            terms.append(SortTerm(f"qsortkey(data, ?, {1 if desc else 0})", [path_param], desc, True))
+    return terms
+
+
+def ties_descend(terms: list[SortTerm]) -> bool:
+    """Ties go by creation order (rowid), in the direction of the last sort
+    key: an index on the sorted fields ends in rowid, so it then yields the
+    whole order and SQLite can stop after `limit` rows instead of sorting
+    them all."""
+    return bool(terms) and terms[-1].desc
+
+
+def compile_sort(sort: list[tuple[Path, int]], hints: Hints | None, params: list[Any]) -> str:
+    """ORDER BY terms; hinted fields sort by their index expression, others by a
+    MongoDB sort key computed in Python (`qsortkey`)."""
+    terms = sort_terms(sort, hints)
+    parts = []
+    for term in terms:
+        params.extend(term.params)
+        parts.append(f"{term.expr} {'DESC' if term.desc else 'ASC'}")
+    parts.append("rowid DESC" if ties_descend(terms) else "rowid ASC")
+    return ", ".join(parts)
+
+
+def compile_after(terms: list[SortTerm], keys: tuple[Any, ...], rowid: int) -> tuple[str, list[Any]]:
+    """SQL true for the rows that come after the position (`keys`: the values
+    the ORDER BY terms had on a row, `rowid`: that row's) in the order
+    `compile_sort` gives: (keys..., rowid) compared lexicographically, each
+    in its direction, SQL NULL (a missing or null hinted field) first when
+    ascending and last when descending, as SQLite orders them."""
+    alternatives: list[str] = []
+    params: list[Any] = []
+    equal: list[str] = []
+    equal_params: list[Any] = []
+    for term, key in zip(terms, keys, strict=True):
+        beyond, beyond_params = _beyond(term, key)
+        if beyond != "0":
+            alternatives.append(" AND ".join([*equal, beyond]))
+            params += equal_params + beyond_params
+        equal.append(f"{term.expr} IS ?")
+        equal_params += [*term.params, key]
+    alternatives.append(" AND ".join([*equal, "rowid < ?" if ties_descend(terms) else "rowid > ?"]))
+    params += [*equal_params, rowid]
+    return "(" + " OR ".join(f"({a})" for a in alternatives) + ")", params
+
+
+def _beyond(term: SortTerm, key: Any) -> tuple[str, list[Any]]:
+    """SQL true when the term's value comes after `key` in its direction."""
+    if key is None:
+        return ("0", []) if term.desc else (f"{term.expr} IS NOT NULL", list(term.params))
+    if term.desc and not term.keyed:  # a sort key (bytes) is never NULL
+        return f"({term.expr} < ? OR {term.expr} IS NULL)", [*term.params, key, *term.params]
+    return f"{term.expr} {'<' if term.desc else '>'} ?", [*term.params, key]
+
+
+def after_ranges(term: SortTerm, key: Any) -> list[tuple[str, list[Any]]]:
+    """Where the rows after a position can be, by the first sort term alone,
+    as ranges SQLite can seek in an index on it, in the order they come;
+    the rows of each range come before those of the next. (`E <= v OR E IS
+    NULL` in one query would make SQLite scan the index from the start.)"""
+    e, p = term.expr, term.params
+    if term.keyed:
+        return [(f"{e} {'<=' if term.desc else '>='} ?", [*p, key])]
+    if key is None:
+        return [(f"{e} IS NULL", list(p))] if term.desc else [(f"{e} IS NULL", list(p)), (f"{e} IS NOT NULL", list(p))]
+    if term.desc:
+        return [(f"{e} <= ?", [*p, key]), (f"{e} IS NULL", list(p))]
+    return [(f"{e} >= ?", [*p, key])]

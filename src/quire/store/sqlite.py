@@ -21,6 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator
+from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -32,10 +33,14 @@ from quire.store import match, values
 from quire.store.query import Node, Path, Projection, parse_filter
 from quire.store.sqlcompile import (
     Hints,
+    SortTerm,
+    after_ranges,
+    compile_after,
     compile_filter,
     compile_sort,
     field_expr,
     json_path,
+    sort_terms,
 )
 
 log = logging.getLogger("quire.store")
@@ -155,6 +160,45 @@ def _non_empty(path: str) -> str:
     answers a value's JSON text, minified, and SQL NULL when missing: one
     lookup per key instead of a type test and a value test)."""
     return f"COALESCE(data -> {path}, 'null') NOT IN ('null', '\"\"', '[]', '{{}}')"
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a page of a sorted list ended: the values its ORDER BY terms had
+    on the last row (as SQLite compared them: a hinted field's value, or the
+    bytes of a MongoDB sort key) and that row's rowid, the final tiebreaker."""
+
+    keys: tuple[Any, ...]
+    rowid: int
+
+    def fits(self, terms: list[SortTerm]) -> bool:
+        """Whether these keys can be compared with `terms` (one per term, of
+        the kind the term yields): a position of another sort cannot."""
+        if len(self.keys) != len(terms) or not _bindable(self.rowid) or not isinstance(self.rowid, int):
+            return False
+        for key, term in zip(self.keys, terms, strict=True):
+            if term.keyed and not isinstance(key, bytes):
+                return False
+            if not term.keyed and (key is not None and not _bindable(key)):
+                return False
+        return True
+
+
+def _bindable(value: Any) -> bool:
+    """A value SQLite takes as a parameter without an error: an integer of
+    64 bits, a float, text without lone surrogates (a made-up cursor may
+    hold anything JSON can)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return False
+        return True
+    return isinstance(value, float)
 
 
 class SqliteStore:
@@ -556,6 +600,56 @@ class Collection:
             return []
         sql, params = self._select(node, sort, limit, skip)
         return [row[0] for row in self.store.execute_read(sql, params)]
+
+    def find_page(
+        self,
+        node: Node | dict[str, Any] | None,
+        sort: list[tuple[Path, int]] | None,
+        limit: int,
+        after: Position | None = None,
+        skip: int | None = None,
+    ) -> tuple[list[bytes], Position | None]:
+        """Up to `limit` matching documents (JSON bytes as stored) in the
+        order of `sort`, from the first or from just after `after`, and the
+        position of the last one when more follow (None on the last page).
+
+        Keyset paging: the rows after a position are found by comparing with
+        it in SQL, never by counting rows off (as `skip` does), so when an
+        index serves the sort any page costs what the first one does.
+        `skip` (counted off, O(skip)) only for a page without `after`."""
+        if limit < 1 or (skip and after is not None):
+            raise ValueError("a page has at least one row, and skip goes without a position")
+        if not self.exists():
+            return [], None
+        sort = sort or []
+        terms = sort_terms(sort, self.hints)
+        where, where_params = self._where(node)
+        order_params: list[Any] = []
+        order = compile_sort(sort, self.hints, order_params)
+        columns = ", ".join(["CAST(data AS BLOB)", *(t.expr for t in terms), "rowid"])
+        column_params = [p for t in terms for p in t.params]
+        ranges: list[tuple[str, list[Any]]] = [("1", [])]
+        after_sql, after_params = "1", list[Any]()
+        if after is not None:
+            if not after.fits(terms):
+                raise BadRequest("The cursor does not fit this list's sort; start again from the first page")
+            after_sql, after_params = compile_after(terms, after.keys, after.rowid)
+            if terms:
+                ranges = after_ranges(terms[0], after.keys[0])
+        rows: list[Any] = []
+        for range_sql, range_params in ranges:
+            sql = (f"SELECT {columns} FROM {self.table} WHERE {where} AND {range_sql} AND {after_sql} "
+                   f"ORDER BY {order} LIMIT ? OFFSET ?")
+            params = [*column_params, *where_params, *range_params, *after_params, *order_params,
+                      # one more than asked: whether a next page exists (SQLite's integers end at 2^63-1)
+                      min(limit + 1 - len(rows), 2**63 - 1), skip or 0]
+            rows += self.store.execute_read(sql, params).fetchall()
+            if len(rows) > limit:
+                break
+        if len(rows) <= limit:
+            return [r[0] for r in rows], None
+        last = rows[limit - 1]
+        return [r[0] for r in rows[:limit]], Position(tuple(last[1:-1]), last[-1])
 
     def find(
         self,
