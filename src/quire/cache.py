@@ -43,20 +43,23 @@ _MISSING: Any = object()
 
 class Region:
     """Values computed from the store, kept while its generation stands:
-    all are dropped when it moves, and when `size` entries are reached
-    (cheaper than tracking age per entry). Keep immutable values (JSON
-    bytes, tuples) or values no caller changes."""
+    all are dropped when it moves, and when their weight reaches `size`
+    (an entry weighs 1 unless `put` says more: answers of any length weigh
+    their bytes; cheaper than tracking age per entry). Keep immutable
+    values (JSON bytes, tuples) or values no caller changes."""
 
     def __init__(self, store: SqliteStore, size: int) -> None:
         self._store = store
         self.size = size
         self._generation = -1
         self._entries: dict[Hashable, Any] = {}
+        self._weight = 0
 
     def _current(self) -> dict[Hashable, Any]:
         generation = self._store.generation
         if generation != self._generation:
             self._entries = {}
+            self._weight = 0
             self._generation = generation
         return self._entries
 
@@ -68,14 +71,16 @@ class Region:
         entries = self._current()
         return {key: entries[key] for key in keys if key in entries}
 
-    def put(self, key: Hashable, value: Any, generation: int | None = None) -> None:
+    def put(self, key: Hashable, value: Any, generation: int | None = None, weight: int = 1) -> None:
         """Keep `value`; given the `generation` it was computed in, a value
         computed before the generation moved is not kept."""
         entries = self._current()
         if generation is not None and generation != self._generation:
             return
-        if len(entries) >= self.size:
+        self._weight += weight
+        if self._weight > self.size:
             entries.clear()
+            self._weight = weight
         entries[key] = value
 
     def fetch(self, key: Hashable, compute: Callable[[], T]) -> T:

@@ -31,6 +31,10 @@ from quire.store.query import And, Cond, Node, Projection, parse_fields, parse_f
 from quire.store.sqlite import Collection
 
 PUBLISHED = Cond(("_state",), "eq", 1)
+# populated rows kept per app for the store's generation, by their bytes
+POPULATED_KEPT = 16 * 1024 * 1024
+_ROW_HEAD = 40  # `{"_id":"<24 hex>"` and a little more: tells rows apart (as in fill.py)
+_ENTRY = 200  # what an entry costs besides its bytes (key, tuple, dict slot)
 _HEX24 = re.compile(rb"[0-9a-f]{24}")
 _AFTER_NEEDS_LIMIT = "<after> needs a <limit> of 1 or more: the size of the page that follows the cursor"
 _NOT_A_MODEL = "@"  # no model has this name, so every key is searched for links
@@ -225,6 +229,8 @@ class ContentReader:
         identity: Identity,
         keep: bool = True,
     ) -> list[bytes]:
+        if opts.populate and keep and rows and not self.cache.store.in_transaction():
+            return self._render_populated(model, rows, opts, projection, identity)
         needs_work = self._needs_work(model, opts, rows)  # on the rows just read, still in the CPU cache
         if not opts.transforms:  # every field: on the stored bytes (fill.py); adds no asset marker
             rows = model.filler.rows(rows, keep)
@@ -240,6 +246,47 @@ class ContentReader:
                 return self._render_assets(model, rows, markers)
         docs = [orjson.loads(r) for r in rows]
         docs = self.transform(model, docs, opts, projection, identity)
+        return [orjson.dumps(d) for d in docs]
+
+    def _render_populated(
+        self, model: Model, rows: list[bytes], opts: ReadOptions, projection: Projection | None, identity: Identity
+    ) -> list[bytes]:
+        """Rows with their links resolved (`render` with populate), each
+        answer kept for the store's generation: a populated row depends on
+        the stored row, on the linked items and assets (any write moves the
+        generation, in every worker), on the request's view (depth, locale,
+        fields) and on what the caller may read (role and permissions). A
+        page read again costs a lookup and a comparison per row, like a plain
+        one; only the rows not kept are decoded, populated and encoded."""
+        try:
+            fields = None if opts.fields is None else orjson.dumps(opts.fields)
+        except TypeError:  # not JSON (a caller in Python): not kept
+            return self._transform_rows(model, rows, opts, projection, identity)
+        view = (model.name, opts.populate, opts.locale, fields, identity.role, identity.permissions)
+        region = self.cache.region("content.populated", POPULATED_KEPT)
+        generation = self.cache.generation  # before the work: an answer of an older generation is not kept
+        keys = [(view, row[:_ROW_HEAD]) for row in rows]
+        kept = region.get_many(keys)
+        out: list[bytes | None] = []
+        missing: list[int] = []
+        for i, (key, row) in enumerate(zip(keys, rows, strict=True)):
+            found = kept.get(key)
+            if found is not None and found[0] == row:
+                out.append(found[1])
+            else:
+                out.append(None)
+                missing.append(i)
+        if missing:
+            done = self._transform_rows(model, [rows[i] for i in missing], opts, projection, identity)
+            for i, answer in zip(missing, done, strict=True):
+                out[i] = answer
+                region.put(keys[i], (rows[i], answer), generation, _ENTRY + len(rows[i]) + len(answer))
+        return out  # type: ignore[return-value]  # every None was replaced
+
+    def _transform_rows(
+        self, model: Model, rows: list[bytes], opts: ReadOptions, projection: Projection | None, identity: Identity
+    ) -> list[bytes]:
+        docs = self.transform(model, [orjson.loads(r) for r in rows], opts, projection, identity)
         return [orjson.dumps(d) for d in docs]
 
     def _needs_work(self, model: Model, opts: ReadOptions, rows: list[bytes]) -> bool:
