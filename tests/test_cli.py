@@ -186,3 +186,20 @@ def test_import_of_a_missing_file_is_one_clear_line(tmp_path: Path) -> None:
     result = quire("import", str(tmp_path / "missing.json"), "--data", str(tmp_path / "d"), check=False)
     assert result.returncode == 1
     assert result.stderr.startswith("error: cannot read") and "Traceback" not in result.stderr
+
+
+def test_models_indexes_lists_origin_fields_and_size(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    quire("demo", "--data", data)
+    out = quire("models", "indexes", "posts", "--data", data).stdout.splitlines()
+    assert out[0].split() == ["model", "origin", "size", "last", "used", "fields"]
+    rows = [line.split() for line in out[1:]]
+    assert any(r[1] == "built-in" and r[-1] == "_state" for r in rows)
+    assert any(r[1] == "declared" for r in rows)
+    assert all(r[0] == "posts" for r in rows)
+    everything = quire("models", "indexes", "--data", data).stdout
+    assert {"authors", "posts"} <= {line.split()[0] for line in everything.splitlines()[1:]}
+    missing = quire("models", "indexes", "nope", "--data", data, check=False)
+    assert missing.returncode == 1 and "nope" in missing.stderr and "Traceback" not in missing.stderr
+    stray = quire("models", "list", "posts", "--data", data, check=False)
+    assert stray.returncode == 2 and "Traceback" not in stray.stderr

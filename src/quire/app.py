@@ -47,6 +47,10 @@ class Quire(Services):
                  modules: list[Module] | None = None) -> None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = SqliteStore(settings.db_path, lock_timeout=settings.store.lock_timeout_ms / 1000)
+        if settings.store.auto_indexes and settings.store.auto_index_max:
+            store.auto_indexes(max_per_collection=settings.store.auto_index_max,
+                               min_rows=settings.store.auto_index_min_rows,
+                               unused_days=settings.store.auto_index_unused_days)
         super().__init__(settings, store, Cache(store), events or Events())
         self.on_close(store.close)
         self.modules = MODULES if modules is None else modules

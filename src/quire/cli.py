@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from quire.config import ConfigError, Settings, load_settings, log_deprecations
+from quire.errors import NotFound
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -182,11 +183,43 @@ def cmd_users(args: argparse.Namespace) -> int:
 def cmd_models(args: argparse.Namespace) -> int:
     quire = _quire(args)
     try:
+        if args.action == "indexes":
+            return _print_indexes(quire, args.model)
+        if args.model:
+            print("quire models: a model name goes with `indexes`", file=sys.stderr)
+            return 2
         for model in quire.models.all():
             print(f"{model.name:<20} {model.type:<10} {len(model.fields)} fields")
     finally:
         quire.close()
     return 0
+
+
+def _print_indexes(quire: Any, only: str | None) -> int:
+    """Every index of every model (or of one): origin, fields, size, use."""
+    names = [only] if only else [m.name for m in quire.models.all()]
+    try:
+        found = [(name, index) for name in names for index in quire.models.indexes(name)]
+    except NotFound as exc:
+        print(f"quire models indexes: {exc.message}", file=sys.stderr)
+        return 1
+    print(f"{'model':<20} {'origin':<10} {'size':>10}  {'last used':<16}  fields")
+    for name, index in found:
+        size = "?" if index["bytes"] is None else _size(index["bytes"])
+        used = time.strftime("%Y-%m-%d %H:%M", time.gmtime(index["used"])) if "used" in index else "-"
+        print(f"{name:<20} {index['origin']:<10} {size:>10}  {used:<16}  {', '.join(index['fields'])}")
+    return 0
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    size = n / 1024
+    for unit in ("KB", "MB"):
+        if size < 1024:
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -309,7 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     users_sub.add_parser("list", parents=[common], help="list users")
     users.set_defaults(func=cmd_users)
 
-    sub.add_parser("models", parents=[common], help="list content models").set_defaults(func=cmd_models)
+    models = sub.add_parser("models", parents=[common], help="list content models, or their indexes",
+                            description="List content models; `quire models indexes [MODEL]` lists every "
+                                        "index of their items: built-in, declared or automatic, with size.")
+    models.add_argument("action", nargs="?", choices=["list", "indexes"], default="list", help="what to list")
+    models.add_argument("model", nargs="?", default=None, help="one model (with indexes)")
+    models.set_defaults(func=cmd_models)
     sub.add_parser("export", parents=[common], help="write models, locales, roles and items as JSON to stdout",
                    description="Export a bundle: quire export > bundle.json").set_defaults(func=cmd_export)
     imp = sub.add_parser("import", parents=[common], help="load a bundle written by export",

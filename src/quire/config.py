@@ -75,6 +75,11 @@ class StoreSettings(Section):
     NAME: ClassVar[str] = "store"
     lock_timeout_ms: int = setting(5000, between=(0, 600_000))
     import_batch_items: int = setting(2000, between=(1, 1_000_000))
+    # indexes built for the reads content gets (docs/query-language.md)
+    auto_indexes: bool = True
+    auto_index_max: int = setting(8, between=(0, 64))
+    auto_index_min_rows: int = setting(1000, between=(0, 1_000_000_000))
+    auto_index_unused_days: int = setting(30, between=(1, 3650))
 
 
 @dataclass(frozen=True)

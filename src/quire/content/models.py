@@ -323,6 +323,9 @@ class ModelService:
                 # the content), their revision moves so stale editors notice
                 self.store.collection(model.collection).move_keys(moves, drop, bump=REVISION)
             self.store.ensure_indexes(model.collection, self.index_paths(model))
+            # automatic indexes on fields gone (or no longer of one type) serve nothing
+            hints = model.hints(codes)
+            self.store.drop_auto_indexes(model.collection, lambda cols: all(hints.get(c, "id") != "id" for c in cols))
             self.cache.bump_system()
             if renames:
                 # in the transaction: search indexes follow the new names
@@ -413,6 +416,17 @@ class ModelService:
                 cols.insert(0, "_state")
             out.append([(c,) for c in cols])
         return out
+
+    def indexes(self, name: str) -> list[dict[str, Any]]:
+        """Every index of model `name`'s items with its origin: `built-in`
+        (`_state`, which every API read tests), `declared` (the model's
+        `indexes`) or `automatic` (docs/query-language.md), fields and size."""
+        model = self.get(name)
+        found = self.store.indexes(model.collection)
+        for index in found:
+            if index["origin"] == "declared" and index["fields"] == ["_state"]:
+                index["origin"] = "built-in"
+        return found
 
     def delete(self, name: str) -> None:
         self.get(name)

@@ -30,6 +30,7 @@ import orjson
 from quire.errors import BadRequest, StoreBusy
 from quire.ids import new_id
 from quire.store import match, values
+from quire.store.autoindex import AUTO, AutoIndexer, columns_of, shape_of
 from quire.store.query import Node, Path, Projection, parse_filter
 from quire.store.sqlcompile import (
     Hints,
@@ -226,6 +227,8 @@ class SqliteStore:
         self._stale = False  # `mark_stale`: look for others' commits before the next cached read
         self._known_tables: set[str] = set()
         self.queries = 0  # SELECTs run, for tests that count queries
+        self.auto: AutoIndexer | None = None  # see `auto_indexes`
+        self._schema_version = -1
         self._setup()
 
     # -- connections ------------------------------------------------------
@@ -251,6 +254,20 @@ class SqliteStore:
             "CREATE TABLE IF NOT EXISTS _quire_meta (key TEXT PRIMARY KEY, value TEXT)"
         )
 
+    def auto_indexes(self, **options: Any) -> AutoIndexer | None:
+        """Build indexes for the reads collections get (`autoindex.py`);
+        not for a database in memory, which no second connection sees."""
+        if self.path != ":memory:":
+            self.auto = AutoIndexer(self, **options)
+        return self.auto
+
+    def side_connection(self, busy_ms: int) -> sqlite3.Connection:
+        """A connection of its own for work off the request path (building
+        an index): its long write never holds this store's writer."""
+        conn = self._connect()
+        conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+        return conn
+
     def close(self) -> None:
         self._reader.close()
         self._writer.close()
@@ -265,6 +282,11 @@ class SqliteStore:
             self._data_version = current
             self._known_tables.clear()  # another process may have dropped one
             self._bump()
+            if self.auto is not None:
+                schema = int(self._reader.execute("PRAGMA schema_version").fetchone()[0])
+                if schema != self._schema_version:  # an index came or went
+                    self._schema_version = schema
+                    self.auto.changed()
             return True
         return False
 
@@ -519,6 +541,8 @@ class SqliteStore:
     def drop_collection(self, name: str) -> None:
         self._write(f"DROP TABLE IF EXISTS {_table(name)}")
         self._known_tables.discard(name)
+        if self.auto is not None:
+            self.auto.changed()
 
     def ensure_indexes(self, name: str, indexes: list[list[Path]]) -> None:
         """Expression indexes over top-level fields (one or several columns
@@ -542,6 +566,57 @@ class SqliteStore:
                     self._writer.execute(
                         f"CREATE INDEX IF NOT EXISTS {_table(index)} ON {_table(name)} ({exprs})"
                     )
+        if self.auto is not None:
+            self.auto.changed()
+
+
+    def indexes(self, name: str) -> list[dict[str, Any]]:
+        """The declared (`ix:`) and automatic (`ax:`) indexes of a
+        collection: name, origin, columns, bytes on disk (None where SQLite
+        has no `dbstat`) and, for automatic ones, when built and last used
+        (Unix seconds; uses are written down every few minutes)."""
+        names = self._index_names(name)
+        registry: dict[str, tuple[float, float]] = {}
+        if self.table_exists("_quire_auto_indexes"):
+            registry = {r[0]: (r[1], r[2]) for r in self.execute_read(
+                "SELECT name, created, used FROM _quire_auto_indexes WHERE tbl = ?", (name,))}
+        out = []
+        for index in names:
+            automatic = index.startswith(AUTO)
+            entry: dict[str, Any] = {
+                "name": index, "origin": "automatic" if automatic else "declared",
+                "fields": list(columns_of(index)), "bytes": self._index_bytes(index),
+            }
+            if automatic and index in registry:
+                entry["created"], entry["used"] = (int(t) for t in registry[index])
+            out.append(entry)
+        return out
+
+    def _index_names(self, name: str) -> list[str]:
+        return [r[0] for r in self.execute_read(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
+            "AND (name LIKE 'ix:%' OR name LIKE 'ax:%') ORDER BY name", (name,))]
+
+    def _index_bytes(self, index: str) -> int | None:
+        try:
+            row = self.execute_read("SELECT SUM(pgsize) FROM dbstat WHERE name = ?", (index,)).fetchone()
+        except sqlite3.OperationalError:  # built without SQLITE_ENABLE_DBSTAT_VTAB
+            return None
+        return int(row[0] or 0)
+
+    def drop_auto_indexes(self, name: str, keep: Callable[[tuple[str, ...]], bool]) -> None:
+        """Drop the automatic indexes of a collection whose columns `keep`
+        refuses (fields a model no longer has, or no longer of one type)."""
+        doomed = [i for i in self._index_names(name) if i.startswith(AUTO) and not keep(columns_of(i))]
+        if not doomed:
+            return
+        with self.transaction():
+            for index in doomed:
+                self._writer.execute(f"DROP INDEX IF EXISTS {_table(index)}")
+            if self.table_exists("_quire_auto_indexes"):
+                self._writer.executemany("DELETE FROM _quire_auto_indexes WHERE name = ?", [(i,) for i in doomed])
+        if self.auto is not None:
+            self.auto.changed()
 
 
 class Collection:
@@ -555,6 +630,9 @@ class Collection:
         # The last filter compiled: a page and its total share one filter
         # object, and a list without a filter reuses the same constant node.
         self._last: tuple[Node, str, list[Any]] | None = None
+        # per read shape (its SQL and sort): the automatic index verdict,
+        # (epoch, shape, name of the index answering it)
+        self._verdicts: dict[Hashable, tuple[int, Any, str | None]] = {}
 
     # -- reads ------------------------------------------------------------
 
@@ -568,6 +646,23 @@ class Collection:
         self._last = (node, sql, params)
         return sql, list(params)
 
+    def _watch(self, where: str, sort: list[tuple[Path, int]] | None) -> None:
+        """Tell the automatic indexes about a read (`_last` holds its filter)."""
+        auto = self.store.auto
+        if auto is None or self._last is None:
+            return
+        key = (where, tuple(sort) if sort else ())
+        verdict = self._verdicts.get(key)
+        if verdict is None or verdict[0] != auto.epoch:
+            if len(self._verdicts) > 1024:
+                self._verdicts.clear()
+            shape = shape_of(self._last[0], sort, self.hints)
+            verdict = self._verdicts[key] = (auto.epoch, shape, auto.serving(self.name, shape) if shape else None)
+        if verdict[2] is not None:
+            auto.used(verdict[2])
+        elif verdict[1] is not None:
+            auto.sighted(self.name, verdict[1])
+
     def _select(
         self,
         node: Node | dict[str, Any] | None,
@@ -577,6 +672,7 @@ class Collection:
         columns: str = "CAST(data AS BLOB)",
     ) -> tuple[str, list[Any]]:
         where, params = self._where(node)
+        self._watch(where, sort)
         order = compile_sort(sort or [], self.hints, params)
         sql = f"SELECT {columns} FROM {self.table} WHERE {where} ORDER BY {order}"
         if limit is not None or skip:
@@ -624,6 +720,7 @@ class Collection:
         sort = sort or []
         terms = sort_terms(sort, self.hints)
         where, where_params = self._where(node)
+        self._watch(where, sort)
         order_params: list[Any] = []
         order = compile_sort(sort, self.hints, order_params)
         columns = ", ".join(["CAST(data AS BLOB)", *(t.expr for t in terms), "rowid"])
@@ -766,6 +863,7 @@ class Collection:
         if not self.exists():
             return ("none", self.table), lambda: 0
         where, params = self._where(node)
+        self._watch(where, None)
         sql = f"SELECT COUNT(*) FROM {self.table} WHERE {where}"
 
         def run() -> int:

@@ -61,6 +61,10 @@ def paths() -> dict[str, Any]:
         "/api/system/models/{name}/usage": {
             "get": system("How many items hold a value, per field", [model_name], (403, 404), schema=USAGE),
         },
+        "/api/system/models/{name}/indexes": {
+            "get": system("The indexes of a model's items: built-in, declared and automatic, with size",
+                          [model_name], (403, 404), schema=OBJECTS),
+        },
         "/api/system/roles": {"get": system("List roles", [], (403,), schema=OBJECTS)},
         "/api/system/roles/{name}": {
             "get": system("Get a role", [role], (403, 404), schema=OBJECT),

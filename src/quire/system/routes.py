@@ -43,6 +43,11 @@ async def model_usage(request: Request) -> Response:
     return json_response(service(request, ModelService).field_usage(request.path_params["name"]).to_json())
 
 
+async def model_indexes(request: Request) -> Response:
+    require_manage(request)
+    return json_response(service(request, ModelService).indexes(request.path_params["name"]))
+
+
 async def delete_model(request: Request) -> Response:
     require_manage(request)
     await service(request, ModelService).adelete(request.path_params["name"])
@@ -120,6 +125,7 @@ routes = [
     route("/api/system/models", get=list_models),
     route("/api/system/models/{name}", get=get_model, put=put_model, delete=delete_model),
     route("/api/system/models/{name}/usage", get=model_usage),
+    route("/api/system/models/{name}/indexes", get=model_indexes),
     route("/api/system/roles", get=list_roles),
     route("/api/system/roles/{name}", get=get_role, put=put_role, delete=delete_role),
     route("/api/system/keys", get=list_keys, post=create_key),
