@@ -32,13 +32,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from quire.store.query import And, Cond, Node, Path
 from quire.store.sqlcompile import field_expr
-
-if TYPE_CHECKING:
-    from quire.store.sqlite import SqliteStore
 
 log = logging.getLogger("quire.store")
 
@@ -123,10 +120,18 @@ def columns_of(name: str) -> tuple[str, ...]:
     return tuple(rest.rsplit(":", 1)[1].split("+"))
 
 
+class Host(Protocol):
+    """What the indexer needs of its store (`SqliteStore`)."""
+
+    def execute_read(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor: ...
+
+    def side_connection(self, busy_ms: int) -> sqlite3.Connection: ...
+
+
 class AutoIndexer:
     """The automatic indexes of one store (one per worker process)."""
 
-    def __init__(self, store: SqliteStore, *, max_per_collection: int = 8, min_rows: int = 1000,
+    def __init__(self, store: Host, *, max_per_collection: int = 8, min_rows: int = 1000,
                  unused_days: float = 30.0) -> None:
         self.store = store
         self.max_per_collection = max_per_collection
