@@ -71,7 +71,11 @@ GROWTH_BOUND = 2.0  # p50 at the largest size over p50 at the smallest, at most
 POPULATE_SHARE = 0.7  # (g) req/s over (a) req/s at the same size, at least
 WRITE_BOUND = 1.5  # save p50 with automatic indexes over without, at most
 BLOCK_BOUND_MS = 1_000.0
+# A scan of 100,000 posts under 32 connections waits seconds for its turn:
+# wrk's 2 s default would drop them all as timeouts and report 0 req/s.
+WRK_TIMEOUT = 30.0
 MIN_SAMPLES = 30  # one-client requests timed at least, even past --kind-seconds
+MIN_WARM = 10  # and warm-up ones
 BUILD_WAIT = 20.0  # seconds to wait for an automatic index after the third query of the new shape
 
 
@@ -192,6 +196,31 @@ class Machine:
         busiest = ", ".join(f"`{n}` {c:.0f} s" for n, c in top) or "none over 1 s"
         return (f"1-minute load average per part: {loads}. Over the {seconds / 60:.1f} minutes of the run, other "
                 f"processes used {others:.0%} of the {cores} CPUs (busiest: {busiest}).")
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def settle(server: run.Server, limit: float = 90.0) -> float:
+    """Wait until the server's workers are idle (under 5% of a CPU over
+    half a second): wrk stops with requests still queued, and scans of
+    100,000 posts left behind would slow the next measurement. Seconds
+    waited."""
+    started = time.monotonic()
+    pids = server.worker_pids()
+    while time.monotonic() - started < limit:
+        before = _cpu_seconds(pids)
+        time.sleep(0.5)
+        if _cpu_seconds(pids) - before < 0.025:
+            break
+    return time.monotonic() - started
 
 
 # -- one client, one request at a time ---------------------------------------
@@ -355,18 +384,26 @@ def measure_kind(args: argparse.Namespace, work: Path, server: run.Server, key: 
         reading.error = kind.check(size, orjson.loads(raw))
         if reading.error:
             return reading
-        deadline = None
-        for n in range(args.warm_requests + args.requests):
-            if n == args.warm_requests:
-                deadline = time.monotonic() + args.kind_seconds
-            elif deadline is not None and time.monotonic() > deadline and len(reading.samples) >= MIN_SAMPLES:
-                break  # a scan: enough samples for a median, the run stays bounded
+        # a scan costs up to seconds a request: the warm-up stops after half
+        # of --kind-seconds (10 requests at least), the timed part after all
+        # of it (MIN_SAMPLES at least), so the run stays bounded
+        warm_until = time.monotonic() + args.kind_seconds / 2
+        for n in range(args.warm_requests):
+            if n >= MIN_WARM and time.monotonic() > warm_until:
+                break
             ms, status, raw = client.call("GET", rng.choice(paths))
             if status != 200:
                 reading.error = f"answered {status}: {raw[:200]!r}"
                 return reading
-            if n >= args.warm_requests:
-                reading.samples.append(ms)
+        deadline = time.monotonic() + args.kind_seconds
+        for _ in range(args.requests):
+            if len(reading.samples) >= MIN_SAMPLES and time.monotonic() > deadline:
+                break
+            ms, status, raw = client.call("GET", rng.choice(paths))
+            if status != 200:
+                reading.error = f"answered {status}: {raw[:200]!r}"
+                return reading
+            reading.samples.append(ms)
     finally:
         client.close()
     print(f"    one client: p50 {reading.p50:.2f} ms, p99 {_pct(reading.samples, 0.99):.2f} ms "
@@ -378,8 +415,12 @@ def measure_kind(args: argparse.Namespace, work: Path, server: run.Server, key: 
     else:
         url, script, script_args = server.base + paths[0], None, []
     if args.warmup > 0:
-        run.run_wrk(args, key, url, script, script_args, args.warmup)
-    text = run.run_wrk(args, key, url, script, script_args, args.duration)
+        run.run_wrk(args, key, url, script, script_args, args.warmup, WRK_TIMEOUT)
+        settle(server)
+    text = run.run_wrk(args, key, url, script, script_args, args.duration, WRK_TIMEOUT)
+    waited = settle(server)
+    if waited > 1:
+        print(f"    the workers were busy {waited:.1f} s more with requests wrk had left", flush=True)
     (work / f"wrk-{kind.letter}-{size}.txt").write_text(text)
     reading.wrk = r = run.parse_wrk(text)
     print(f"    wrk: {r.rps:,.0f} req/s  p50 {r.p50:.2f} ms  p99 {r.p99:.2f} ms  ({r.requests:,} requests, "
@@ -713,9 +754,10 @@ def section(args: argparse.Namespace, sizes: list[int], readings: list[Reading],
         f"`indexes`**, and a number field `views` (a shuffle of 0..N-1), at {' and '.join(f'{s:,}' for s in sizes)} "
         f"posts, each served from a fresh copy by `quire serve --workers {args.workers}` (both up at once, the sizes "
         f"measured in turn per kind). One client: {args.requests} sequential requests over one keep-alive connection "
-        f"after {args.warm_requests} warm-up ones (fewer, at least {MIN_SAMPLES}, when they take over "
-        f"{args.kind_seconds:g} s: see the details), the parameter varied per request where the kind says so; then "
-        f"`wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s` after a {args.warmup:g} s warm-up. Admin "
+        f"after {args.warm_requests} warm-up ones (fewer when they take over {args.kind_seconds:g} s, resp. "
+        f"{args.kind_seconds / 2:g} s: at least {MIN_SAMPLES}, resp. {MIN_WARM}; see the details), the parameter varied per request where the kind says so; then "
+        f"`wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s --timeout {WRK_TIMEOUT:g}s` after a "
+        f"{args.warmup:g} s warm-up. Admin "
         "key. `featured` is the posts' boolean (about 5% true): their `published` is a date.\n\n"
         f"{reads_table(readings, sizes)}\n\n{details_table(readings)}\n\n"
         f"Automatic indexes on the posts after the reads: {present}.\n\n"

@@ -480,15 +480,19 @@ def parse_wrk(text: str) -> WrkResult:
 
 
 def run_wrk(args: argparse.Namespace, key: str, url: str, script: Path | None, script_args: list[str],
-            seconds: float) -> str:
+            seconds: float, timeout: float | None = None) -> str:
+    """wrk's output; `timeout`: how long a request may take before wrk
+    gives it up (its own default is 2 s)."""
     command = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds:g}s", "--latency",
                "-H", f"api-key: {key}"]
+    if timeout is not None:
+        command.append(f"--timeout={timeout:g}s")
     if script is not None:
         command += ["-s", str(script)]
     command.append(url)
     if script is not None:
         command += ["--", *script_args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60 + (timeout or 0), check=False)
     if done.returncode != 0:
         raise RuntimeError(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     return done.stdout + done.stderr
