@@ -533,7 +533,8 @@ class Loop:
             ms, status, _ = self.request(n)
             self.times.append(Timed(at, ms if status else (time.monotonic() - at) * 1000, status == 200))
             n += 1
-            next_at += self.every
+            # no catching up after a slow one: a blocked save is followed by one save, not a burst
+            next_at = max(next_at + self.every, time.monotonic())
             self._stop.wait(max(0.0, next_at - time.monotonic()))
 
     def __enter__(self) -> Loop:
@@ -545,7 +546,8 @@ class Loop:
         self._thread.join(timeout=180)
 
     def within(self, start: float, end: float) -> list[Timed]:
-        return [t for t in self.times if start <= t.at <= end]
+        """The requests under way at some moment between start and end."""
+        return [t for t in self.times if t.at <= end and t.at + t.ms / 1000 >= start]
 
 
 @dataclass
