@@ -551,22 +551,39 @@ class Loop:
 
 
 @dataclass
-class Build:
-    index: str | None  # the automatic index that appeared, if any
-    seconds: float  # from the first query of the new shape to the index (or to the end of the wait)
-    saves_before: list[Timed]
-    saves_during: list[Timed]
-    reads_during: list[Timed]
-    shape_ms: list[float]
-    after_ms: list[float]
+class Window:
+    name: str
+    saves: list[Timed]
+    reads: list[Timed]
 
-    def worst(self, timed: list[Timed]) -> float:
+    @staticmethod
+    def worst(timed: list[Timed]) -> float:
         return max((t.ms for t in timed), default=0.0)
 
     @property
+    def failed(self) -> int:
+        return sum(not t.ok for t in self.saves + self.reads)
+
+    @property
     def met(self) -> bool:
-        return (self.worst(self.saves_during) <= BLOCK_BOUND_MS and all(t.ok for t in self.saves_during + self.reads_during)
-                and self.worst(self.reads_during) <= BLOCK_BOUND_MS)
+        return (self.failed == 0 and self.worst(self.saves) <= BLOCK_BOUND_MS
+                and self.worst(self.reads) <= BLOCK_BOUND_MS)
+
+
+@dataclass
+class Build:
+    index: str | None  # the automatic index that appeared, if any
+    seconds: float  # from the first query of the new shape to the index (or to the end of the wait)
+    before: Window  # the 2 s before the first query
+    whole: Window  # from the first query of the shape on (its scans included)
+    alone: Window  # from the answer to the third query on: the build alone
+    shape_ms: list[float]
+    after_ms: list[float]
+
+    @property
+    def met(self) -> bool | None:
+        """The target applies to a build: none, no verdict."""
+        return self.alone.met if self.index else None
 
 
 def build_block(server: run.Server, key: str, data_dir: Path, size: int) -> Build:
@@ -601,6 +618,7 @@ def build_block(server: run.Server, key: str, data_dir: Path, size: int) -> Buil
                 if status != 200:
                     raise RuntimeError(f"the query of the new shape answered {status}: {raw[:200]!r}")
                 shape_ms.append(ms)
+            answered = time.monotonic()
             deadline = time.monotonic() + BUILD_WAIT
             while time.monotonic() < deadline:
                 new = sorted(set(auto_indexes(data_dir)) - known)
@@ -613,12 +631,16 @@ def build_block(server: run.Server, key: str, data_dir: Path, size: int) -> Buil
         after_ms = [client.call("GET", shape_path(n))[0] for n in range(3, 8)]
     finally:
         client.close()
-    build = Build(index, ended - started, saves.within(started - 2.0, started), saves.within(started, ended),
-                  reads.within(started, ended), shape_ms, after_ms)
-    print(f"    index: {index or 'none appeared'} after {build.seconds:.1f} s; longest save meanwhile "
-          f"{build.worst(build.saves_during):.1f} ms ({len(build.saves_during)} saves; before: longest "
-          f"{build.worst(build.saves_before):.1f} ms); longest read {build.worst(build.reads_during):.1f} ms "
-          f"({len(build.reads_during)} reads, {sum(not t.ok for t in build.reads_during)} failed)", flush=True)
+    # a request under way at `started` began before: it belongs to the 2 s before
+    build = Build(index, ended - started,
+                  Window("before", saves.within(started - 2.0, started), reads.within(started - 2.0, started)),
+                  Window("whole", saves.within(started, ended), reads.within(started, ended)),
+                  Window("alone", saves.within(answered, ended), reads.within(answered, ended)),
+                  shape_ms, after_ms)
+    print(f"    index: {index or 'none appeared'} after {build.seconds:.1f} s", flush=True)
+    for w in (build.before, build.whole, build.alone):
+        print(f"    {w.name}: {len(w.saves)} saves, longest {w.worst(w.saves):.1f} ms; {len(w.reads)} reads, "
+              f"longest {w.worst(w.reads):.1f} ms; {w.failed} failed", flush=True)
     return build
 
 
@@ -718,29 +740,35 @@ def disk_table(disks: dict[int, dict[str, Any]]) -> str:
 def build_text(build: Build | None, size: int) -> str:
     if build is None:
         return "Index build: not measured."
-    worst_save, worst_read = build.worst(build.saves_during), build.worst(build.reads_during)
-    failed = sum(not t.ok for t in build.saves_during + build.reads_during)
     if build.index:
-        what = f"the automatic index `{build.index}` appeared {build.seconds:.1f} s after the first query of the shape"
+        what = (f"the automatic index `{build.index}` appeared {build.seconds:.1f} s after the first query of the "
+                "shape")
+        verdict = run._met(build.met)
     else:
-        what = (f"no automatic index appeared within {BUILD_WAIT:g} s of the third query (the figures cover those "
+        what = (f"no automatic index appeared within {BUILD_WAIT:g} s of the third query (the rows cover those "
                 f"{build.seconds:.1f} s)")
+        verdict = "— (no index was built)"
     after = statistics.median(build.after_ms) if build.after_ms else float("nan")
+
+    def p50(timed: list[Timed]) -> str:
+        return _ms(statistics.median([t.ms for t in timed]) if timed else float("nan"))
+
+    rows = [("2 s before the first query of the shape", build.before, "—", "—"),
+            ("from the first query of the shape (its scans too) to the index", build.whole, "—", "—"),
+            ("from the answer to the third query to the index: the build", build.alone,
+             f"≤ {BLOCK_BOUND_MS / 1000:g} s", "never blocked")]
+    lines = ["| window | saves | p50 | longest | target | reads `limit=20` | p50 | longest | target | failed |",
+             "|---|---:|---:|---:|---|---:|---:|---:|---|---:|"]
+    for name, w, save_target, read_target in rows:
+        lines.append(f"| {name} | {len(w.saves)} | {p50(w.saves)} | {_ms(w.worst(w.saves))} | {save_target} | "
+                     f"{len(w.reads)} | {p50(w.reads)} | {_ms(w.worst(w.reads))} | {read_target} | {w.failed} |")
     return (
-        "| during the build | count | p50 | longest | target |\n|---|---:|---:|---:|---|\n"
-        f"| saves before the first query (2 s) | {len(build.saves_before)} | "
-        f"{_ms(statistics.median([t.ms for t in build.saves_before]) if build.saves_before else float('nan'))} | "
-        f"{_ms(build.worst(build.saves_before))} | — |\n"
-        f"| saves (every {SAVE_EVERY * 1000:.0f} ms) | {len(build.saves_during)} | "
-        f"{_ms(statistics.median([t.ms for t in build.saves_during]) if build.saves_during else float('nan'))} | "
-        f"{_ms(worst_save)} | blocked ≤ {BLOCK_BOUND_MS / 1000:g} s |\n"
-        f"| reads `limit={PAGE}` | {len(build.reads_during)} | "
-        f"{_ms(statistics.median([t.ms for t in build.reads_during]) if build.reads_during else float('nan'))} | "
-        f"{_ms(worst_read)} | never blocked |\n\n"
-        f"On a fresh copy of the {size:,} posts, {what}. The query "
+        "\n".join(lines) + "\n\n"
+        f"On a fresh copy of the {size:,} posts, a save every {SAVE_EVERY * 1000:.0f} ms and a read as often, each "
+        f"on a new connection; {what}. The query "
         f"(`filter={{\"views\":{{\"$gte\":A,\"$lt\":B}}}}&sort={{\"published\":-1}}&limit={PAGE}`) took "
         f"{', '.join(_ms(m) for m in build.shape_ms)} the first three times and {_ms(after)} (p50 of 5) afterwards. "
-        f"{failed} request(s) failed. Met: {run._met(build.met)}."
+        f"Target (the build's window): {verdict}."
     )
 
 
@@ -876,7 +904,7 @@ def main(argv: list[str] | None = None) -> int:
               "(--docs PATH writes one).")
     failed = any(r.error or (r.wrk is not None and r.wrk.non2xx) for r in readings)
     missed = (not all(met for _, _, met, _ in kind_targets(readings, sizes))
-              or (cost is not None and cost.ratio > WRITE_BOUND) or (build is not None and not build.met))
+              or (cost is not None and cost.ratio > WRITE_BOUND) or (build is not None and build.met is not True))
     if failed:
         return 1
     return 1 if args.strict and missed else 0
