@@ -707,7 +707,9 @@ def details_table(readings: list[Reading]) -> str:
         if r.wrk is None:
             continue
         w = r.wrk
-        lines.append(f"| ({r.kind.letter}) | {r.size:,} | {len(r.samples)} | {_ms(_pct(r.samples, 0.99))} | {_ms(w.p50)} | {_ms(w.p99)} | "
+        nan = float("nan")  # no latency when no request was answered within the run
+        p50, p99 = (w.p50, w.p99) if w.requests else (nan, nan)
+        lines.append(f"| ({r.kind.letter}) | {r.size:,} | {len(r.samples)} | {_ms(_pct(r.samples, 0.99))} | {_ms(p50)} | {_ms(p99)} | "
                      f"{w.requests:,} | {w.non2xx:,} | {sum(w.socket_errors.values()):,} | "
                      f"{', '.join(f'`{n}`' for n in r.new_indexes) or '—'} |")
     return "\n".join(lines)
