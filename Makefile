@@ -47,6 +47,8 @@ lint: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/run.py --pictures 0.7
+	$(BIN)/python bench/cursor_pages.py
+	$(BIN)/python bench/noindex.py
 	$(BIN)/python bench/assets.py
 	$(BIN)/python bench/pages.py
 	$(BIN)/python bench/search.py

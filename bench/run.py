@@ -180,13 +180,22 @@ def _open_quire(data_dir: Path) -> Any:
     return Quire(load_settings(data_dir, env={}))
 
 
-def ensure_data(work: Path, posts: int, authors: int, fresh: bool, pictures: float = 0.0) -> Dataset:
-    """The data dir for these counts: reused when its marker matches."""
+PostHook = Callable[[int, dict[str, Any]], None]
+
+
+def ensure_data(work: Path, posts: int, authors: int, fresh: bool, pictures: float = 0.0,
+                models: list[dict[str, Any]] | None = None, post_hook: PostHook | None = None,
+                variant: dict[str, Any] | None = None) -> Dataset:
+    """The data dir for these counts: reused when its marker matches.
+
+    Other benchmarks reuse the generator with their own `models` (the same
+    names) and a `post_hook(n, doc)` that changes each post before it is
+    stored; `variant` names that difference in the marker."""
     data_dir = work / "data"
     ids_file = work / "post-ids.txt"
     marker_file = work / "marker.json"
     wanted = {"generator": GENERATOR_VERSION, "posts": posts, "authors": authors, "seed": SEED,
-              "pictures": pictures}
+              "pictures": pictures, **(variant or {})}
     if not fresh and marker_file.exists() and ids_file.exists() and (data_dir / "quire.db").exists():
         with contextlib.suppress(ValueError, OSError):
             marker = json.loads(marker_file.read_text())
@@ -198,12 +207,13 @@ def ensure_data(work: Path, posts: int, authors: int, fresh: bool, pictures: flo
     if data_dir.exists():
         shutil.rmtree(data_dir)
     work.mkdir(parents=True, exist_ok=True)
-    marker = {**wanted, **generate(data_dir, ids_file, posts, authors, pictures)}
+    marker = {**wanted, **generate(data_dir, ids_file, posts, authors, pictures, models, post_hook)}
     marker_file.write_text(json.dumps(marker, indent=2) + "\n")
     return Dataset(data_dir, ids_file, marker)
 
 
-def generate(data_dir: Path, ids_file: Path, posts: int, authors: int, pictures: float) -> dict[str, Any]:
+def generate(data_dir: Path, ids_file: Path, posts: int, authors: int, pictures: float,
+             models: list[dict[str, Any]] | None = None, post_hook: PostHook | None = None) -> dict[str, Any]:
     from quire.content.models import parse_model
     from quire.ids import new_id
 
@@ -212,7 +222,7 @@ def generate(data_dir: Path, ids_file: Path, posts: int, authors: int, pictures:
     rng = random.Random(SEED)
     quire = _open_quire(data_dir)
     try:
-        for definition in MODELS:
+        for definition in models or MODELS:
             quire.models.save(parse_model(definition["name"], definition))
         actor = new_id()
         now = int(time.time())
@@ -229,6 +239,8 @@ def generate(data_dir: Path, ids_file: Path, posts: int, authors: int, pictures:
             with quire.store.transaction():
                 for n in range(start, min(start + BATCH, posts)):
                     doc = _post(rng, n, post_ids[n], rng.choice(author_ids), actor, picture_ids, pictures)
+                    if post_hook is not None:
+                        post_hook(n, doc)
                     total_bytes += len(orjson.dumps(doc))
                     posts_coll.insert(doc)
             done = min(start + BATCH, posts)
@@ -338,8 +350,10 @@ class Sampler:
 class Server:
     """`quire serve` in its own session, so that it can be stopped as a group."""
 
-    def __init__(self, data_dir: Path, port: int, workers: int, log_path: Path) -> None:
+    def __init__(self, data_dir: Path, port: int, workers: int, log_path: Path,
+                 env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
+        self.env = env or {}  # QUIRE_* settings for this server (the caller's own are removed)
         self.port = port
         self.workers = workers
         self.log_path = log_path
@@ -350,7 +364,7 @@ class Server:
         quire_bin = Path(sys.executable).parent / "quire"
         command = [str(quire_bin) if quire_bin.exists() else "quire", "serve", "--data", str(self.data_dir),
                    "--host", "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers), "--quiet"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("QUIRE_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("QUIRE_")} | self.env
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
@@ -466,15 +480,19 @@ def parse_wrk(text: str) -> WrkResult:
 
 
 def run_wrk(args: argparse.Namespace, key: str, url: str, script: Path | None, script_args: list[str],
-            seconds: float) -> str:
+            seconds: float, timeout: float | None = None) -> str:
+    """wrk's output; `timeout`: how long a request may take before wrk
+    gives it up (its own default is 2 s)."""
     command = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds:g}s", "--latency",
                "-H", f"api-key: {key}"]
+    if timeout is not None:
+        command.append(f"--timeout={timeout:g}s")
     if script is not None:
         command += ["-s", str(script)]
     command.append(url)
     if script is not None:
         command += ["--", *script_args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60 + (timeout or 0), check=False)
     if done.returncode != 0:
         raise RuntimeError(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     return done.stdout + done.stderr
