@@ -38,8 +38,12 @@ def test_shapes_of_common_reads() -> None:
 
 
 def test_only_hinted_top_level_fields_count() -> None:
-    # unknown fields, nested paths, the id, $or and $regex need no index here
-    assert shape({"other": 1, "a.b": 2, "_id": "x"}) is None
+    # unknown fields, nested paths, $or and $regex need no index here
+    assert shape({"other": 1, "a.b": 2}) is None
+    # one id is found by the primary key; a sort or range on ids wants an index
+    assert shape({"_state": 1, "_id": "x"}, [("views", 1)]) is None
+    assert shape({"_state": 1}, [("_id", -1)]) == Shape(frozenset({"_state"}), ("_id",))
+    assert shape({"_id": {"$gt": "a"}}) == Shape(frozenset(), ("_id",))
     assert shape({"$or": [{"views": 1}, {"title": "a"}]}) is None
     assert shape({"title": {"$regex": "^a"}}) is None
     # a sort on a field computed in Python: only the filter part is wanted
@@ -109,6 +113,22 @@ def test_a_read_seen_three_times_gets_an_index_and_then_uses_it(tmp_path: Path) 
     assert "USING INDEX ax:content/posts:_state+published+views" in plan
     assert "TEMP B-TREE" not in plan  # the index gives the order: no sort
     assert coll.find_page(node, sort, 20)[0] == before  # the same answer
+
+
+def test_newest_by_id_gets_an_index_after_state(tmp_path: Path) -> None:
+    store, coll = _store(tmp_path)
+    node = parse_filter({"_state": 1})
+    sort = [(("_id",), -1)]
+    before = coll.find_page(node, sort, 1)[0]
+    for _ in range(3):
+        coll.find_page(node, sort, 1)
+    assert store.auto is not None
+    store.auto.wait()
+    assert _auto_indexes(store) == ["ax:content/posts:_state+_id"]
+    store.refresh()
+    plan = _plans(store, lambda: coll.find_page(node, sort, 1))[0]
+    assert "ax:content/posts:_state+_id" in plan and "TEMP B-TREE" not in plan
+    assert coll.find_page(node, sort, 1)[0] == before
 
 
 def test_range_reads_and_counts_get_theirs(tmp_path: Path) -> None:

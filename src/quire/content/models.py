@@ -325,7 +325,7 @@ class ModelService:
             self.store.ensure_indexes(model.collection, self.index_paths(model))
             # automatic indexes on fields gone (or no longer of one type) serve nothing
             hints = model.hints(codes)
-            self.store.drop_auto_indexes(model.collection, lambda cols: all(hints.get(c, "id") != "id" for c in cols))
+            self.store.drop_auto_indexes(model.collection, lambda cols: all(c == "_id" or c in hints for c in cols))
             self.cache.bump_system()
             if renames:
                 # in the transaction: search indexes follow the new names

@@ -4,7 +4,7 @@ Most models declare no indexes, and a list filtered or sorted on a field
 no index covers scans every document. So the store watches the *shape* of
 each read: the fields it tests for equality (E), the fields it sorts on
 (S), and one field it bounds with a range or `$in` (R), counting only
-top-level fields of one known JSON type (the hinted fields, whose
+top-level fields of one known JSON type or the id (the hinted fields, whose
 conditions compile to plain `json_extract(...) <op> ?`, which an
 expression index can answer). When no index starts with those columns in
 the order E, S, R (MongoDB's "equality, sort, range" rule: SQLite seeks
@@ -78,15 +78,18 @@ def shape_of(node: Node, sort: list[tuple[Path, int]] | None, hints: dict[str, s
     ranges: list[str] = []
     for cond in _conjuncts(node):
         name = cond.path[0] if len(cond.path) == 1 else None
-        if name is None or hints.get(name, "id") == "id":
+        if name is None or name not in hints:
             continue
+        if hints[name] == "id" and cond.op == "eq":
+            return None  # one row by its primary key
         if cond.op == "eq":
             equal.add(name)
         elif cond.op in RANGE_OPS:
             ranges.append(name)
     order: list[str] = []
     if sort:
-        names = [p[0] for p, _ in sort if len(p) == 1 and hints.get(p[0], "id") != "id"]
+        # `_id` too (the newest items by id): the id column can follow `_state` in an index
+        names = [p[0] for p, _ in sort if len(p) == 1 and p[0] in hints]
         if len(names) == len(sort):  # a sort key computed in Python is not served by any index
             order = [n for n in names if n not in equal]
     for name in ranges:
