@@ -96,6 +96,32 @@ def test_pages_of_a_filtered_list_keep_the_filter(store: SqliteStore, docs: Any,
     _check(store, docs, [("a", -1)], size, HINTS, {"c": {"$ne": True}})
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(docs=st.lists(hinted_documents, min_size=1, max_size=9),
+       sort=st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from([1, -1])), max_size=2,
+                     unique_by=lambda t: t[0]),
+       start=st.integers(0, 8), skip=st.integers(0, 5), size=st.integers(1, 3))
+def test_skip_after_a_position_counts_off_from_there(store: SqliteStore, docs: Any, sort: Any, start: int,
+                                                     skip: int, size: int) -> None:
+    """What deep `skip` pages are read with: rows counted off after a
+    position, across the ranges of a descending sort with nulls too."""
+    name = f"c{next(counter)}"
+    try:
+        coll = store.collection(name, HINTS)
+        for doc in docs:
+            coll.insert(doc)
+        parsed = [((path,), d) for path, d in sort]
+        whole = coll.find_raw(None, parsed)
+        if start >= len(whole) - 1:
+            return
+        _, position = coll.find_page(None, parsed, 1, None, start)  # the position of row `start`
+        assert position is not None
+        rows, _ = coll.find_page(None, parsed, size, position, skip)
+        assert rows == whole[start + 1 + skip:start + 1 + skip + size]
+    finally:
+        store.drop_collection(name)
+
+
 def test_a_position_of_another_sort_is_refused(store: SqliteStore) -> None:
     coll = store.collection("refused", HINTS)
     for n in range(3):

@@ -27,10 +27,22 @@ from quire.content.populate import populate
 from quire.errors import BadRequest, NotFound
 from quire.ids import is_id
 from quire.store import match as reference
-from quire.store.query import And, Cond, Node, Projection, parse_fields, parse_filter, parse_sort
-from quire.store.sqlite import Collection
+from quire.store.query import (
+    And,
+    Cond,
+    Node,
+    Path,
+    Projection,
+    parse_fields,
+    parse_filter,
+    parse_sort,
+)
+from quire.store.sqlite import Collection, Position
 
 PUBLISHED = Cond(("_state",), "eq", 1)
+# a deep `skip` is read from the position of the nearest multiple of this
+SKIP_STRIDE = 1000
+SKIP_MARKS_KEPT = 4096
 # populated rows kept per app for the store's generation, by their bytes
 POPULATED_KEPT = 16 * 1024 * 1024
 _ROW_HEAD = 40  # `{"_id":"<24 hex>"` and a little more: tells rows apart (as in fill.py)
@@ -175,13 +187,34 @@ class ContentReader:
             # a page by keyset: with the position of its last row, for `after`
             digest = self._digest(name, opts)
             after = cursor.decode(opts.after, digest) if opts.after else None
-            rows, position = coll.find_page(node, sort, opts.limit, after, opts.skip)
+            if after is None and opts.skip and opts.skip >= SKIP_STRIDE:
+                rows, position = self._deep_page(coll, node, sort, opts.limit, opts.skip)
+            else:
+                rows, position = coll.find_page(node, sort, opts.limit, after, opts.skip)
             cursor_next = cursor.encode(position, digest) if position is not None else None
         else:
             rows = coll.find_raw(node, sort, None, opts.skip)
         total = self.cache.count(coll, node) if opts.limit is not None and opts.skip is not None else None
         # a whole list (limit=0) is not kept, like a streamed one
         return Page(self.render(model, rows, opts, projection, identity, keep=bool(opts.limit)), total, cursor_next)
+
+    def _deep_page(self, coll: Collection, node: Node, sort: list[tuple[Path, int]], limit: int,
+                   skip: int) -> tuple[list[bytes], Position | None]:
+        """A page far down a list by `skip`: counting rows off costs O(skip),
+        so the position of every `SKIP_STRIDE`-th row is kept for the store's
+        generation and the page is read from the nearest one before it, as a
+        cursor would (`skip=5050` counts off 50 rows after row 5,000). The
+        first read of a mark counts off once to find it."""
+        mark = skip // SKIP_STRIDE * SKIP_STRIDE
+        region = self.cache.region("content.skip_marks", SKIP_MARKS_KEPT)
+        key = (coll.page_key(node, sort), mark)
+        start = region.get(key)
+        if start is None:
+            _, start = coll.find_page(node, sort, 1, None, mark - 1)
+            if start is None:  # the list ends before row `mark`: the page is empty
+                return [], None
+            region.put(key, start)
+        return coll.find_page(node, sort, limit, start, skip - mark)
 
     @staticmethod
     def _digest(name: str, opts: ReadOptions) -> str:

@@ -683,6 +683,12 @@ class Collection:
     def exists(self) -> bool:
         return self.store.table_exists(self.name)
 
+    def page_key(self, node: Node | dict[str, Any] | None, sort: list[tuple[Path, int]] | None) -> Hashable:
+        """What names the list of `node` in the order of `sort` (its SQL and
+        parameters), for caches of positions in it."""
+        where, params = self._where(node)
+        return (self.name, where, tuple(params), tuple(sort or ()))
+
     def find_raw(
         self,
         node: Node | dict[str, Any] | None = None,
@@ -712,9 +718,10 @@ class Collection:
         Keyset paging: the rows after a position are found by comparing with
         it in SQL, never by counting rows off (as `skip` does), so when an
         index serves the sort any page costs what the first one does.
-        `skip` (counted off, O(skip)) only for a page without `after`."""
-        if limit < 1 or (skip and after is not None):
-            raise ValueError("a page has at least one row, and skip goes without a position")
+        `skip` rows are counted off (O(skip)) from the first row or from
+        just after `after`."""
+        if limit < 1:
+            raise ValueError("a page has at least one row")
         if not self.exists():
             return [], None
         sort = sort or []
@@ -733,6 +740,8 @@ class Collection:
             after_sql, after_params = compile_after(terms, after.keys, after.rowid)
             if terms:
                 ranges = after_ranges(terms[0], after.keys[0])
+            if skip and len(ranges) > 1:  # rows are counted off across the ranges: one query
+                ranges = [("(" + " OR ".join(r[0] for r in ranges) + ")", [p for r in ranges for p in r[1]])]
         rows: list[Any] = []
         for range_sql, range_params in ranges:
             sql = (f"SELECT {columns} FROM {self.table} WHERE {where} AND {range_sql} AND {after_sql} "
