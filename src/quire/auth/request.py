@@ -13,16 +13,28 @@ if TYPE_CHECKING:
 
 
 def request_key(request: Request) -> str | None:
-    """The key from `api_key` (query), else `api-key` (header), else Bearer."""
-    key = request.query_params.get("api_key")
-    if key:
-        return key
-    key = request.headers.get("api-key")
-    if key:
-        return key
-    auth = request.headers.get("authorization", "")
-    if auth[:7].lower() == "bearer ":
-        return auth[7:].strip() or None
+    """The key from `api_key` (query), else `api-key` (header), else Bearer.
+    Every request passes here: the query is parsed only when it may name
+    `api_key` (spelt out, or percent-encoded), and the headers are read as
+    sent, the first of a repeated name counting (as `Headers.get`)."""
+    query = request.scope["query_string"]
+    if b"api_key" in query or b"%" in query:
+        key = request.query_params.get("api_key")
+        if key:
+            return key
+    header: bytes | None = None
+    auth: bytes | None = None
+    for name, value in request.scope["headers"]:
+        if name == b"api-key":
+            if header is None:
+                header = value
+        elif name == b"authorization" and auth is None:
+            auth = value
+    if header:
+        return header.decode("latin-1")
+    text = "" if auth is None else auth.decode("latin-1")
+    if text[:7].lower() == "bearer ":
+        return text[7:].strip() or None
     return None
 
 

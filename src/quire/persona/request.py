@@ -35,6 +35,9 @@ class Persona:
     audience: list[str] | None
     tzoffset: int | None
     variables: dict[str, Any] | None
+    # set by `apply_rows` when a row it resolved has a schedule: the minute
+    # its answer holds for
+    timed_minute: int | None = None
 
     def apply(self, data: Any) -> Any:
         return resolve(data, self.audience, tzoffset=self.tzoffset, variables=self.variables)
@@ -71,6 +74,8 @@ class Persona:
         generation = cache.generation
         page = pages.get(page_key)
         if page is not None and (page[0] < 0 or page[0] == minute):
+            if page[0] >= 0:
+                self.timed_minute = minute
             return [page[1]]  # the page's rows, joined once: one block to copy, not 20 scattered rows
         resolved = cache.memo("persona.rows", ROWS_KEPT)
         kept: dict[bytes, _Kept] | None = resolved.get(persona)
@@ -99,6 +104,8 @@ class Persona:
             kept[head] = _Kept(row, done, minute if scheduled else -1)
             out.append(done)
         pages.put(page_key, (minute if timed else -1, b",".join(out)), generation)
+        if timed:
+            self.timed_minute = minute
         return out
 
 
