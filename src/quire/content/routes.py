@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 
 def read_options(request: Request, *, listing: bool = False) -> ReadOptions:
+    if not request.scope["query_string"]:
+        return ReadOptions()  # reads by id mostly come without parameters
     opts = ReadOptions(
         filter=json_param(request, "filter"),
         sort=json_param(request, "sort"),
