@@ -114,10 +114,11 @@ def test_persona_headers_are_part_of_the_answer(blog: Api) -> None:
 
     stored = hero({})
     assert [v["data"] for v in stored["persona:variants"]] == [v["data"] for v in variants["persona:variants"]]
-    assert hero({"X-Persona-Audience": "member"}) == {"t": "Welcome "}
+    assert hero({"X-Persona-Audience": "member"}) == {"t": "Welcome {{ name }}"}  # no variables: kept
     assert hero({"X-Persona-Audience": "member", "X-Persona-Vars": '{"name": "Ann"}'}) == {"t": "Welcome Ann"}
     assert hero({"X-Persona-Audience": "member", "X-Persona-Vars": '{"name": "Bo"}'}) == {"t": "Welcome Bo"}
-    assert hero({"X-Persona-Audience": "guest"}) == {"t": "Hello guest"}
+    assert hero({"X-Persona-Audience": "guest"}) == {"t": "Hello {{ name:guest }}"}
+    assert hero({"X-Persona-Audience": "guest", "X-Persona-Vars": "{}"}) == {"t": "Hello guest"}
     assert hero({}, persona="member", **{"persona_vars[name]": "Cy"}) == {"t": "Welcome Cy"}
     assert hero({}) == stored
 
