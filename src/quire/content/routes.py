@@ -168,7 +168,7 @@ async def list_items(request: Request) -> Response:
 
 
 # Answers of list pages kept per app for the store's generation, by bytes.
-ANSWERS_KEPT = 64 * 1024 * 1024
+ANSWERS_KEPT = 96 * 1024 * 1024
 _ANSWER_ENTRY = 300  # what an entry costs besides its body (key, tuple, dict slot)
 
 
