@@ -104,10 +104,10 @@ def persona_of(request: Request) -> Persona | None:
     raw_query = request.scope.get("query_string", b"")
     # Every content read passes here: the raw query and header names are
     # looked at first, and only what is there is parsed.
-    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in request.scope["headers"]
-               if name.startswith(b"x-persona")}
-    if b"persona" not in raw_query and b"tz_offset" not in raw_query and not headers:
+    raw_headers = [(name, value) for name, value in request.scope["headers"] if name.startswith(b"x-persona")]
+    if b"persona" not in raw_query and b"tz_offset" not in raw_query and not raw_headers:
         return None
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw_headers}
     query = request.query_params
     raw_audience = query.get("persona")
     if raw_audience is None:
