@@ -86,7 +86,7 @@ class AuthService:
         hashed = hash_key(key) if key else None  # kept by the hash: no key text is kept in memory
         kept = self._identities.get(hashed)
         if kept is not None:
-            return kept  # type: ignore[no-any-return]
+            return kept
         generation = self.cache.generation
         if hashed is None:
             identity = Identity("public", self._role_index.get().get("public", frozenset()))
