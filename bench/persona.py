@@ -17,8 +17,8 @@ three scenarios, alternated over four rounds (A, B, C, A, B, C, ...):
 Target (from the issue): resolution on an items page of 20 with variants
 adds ≤ 15% to its median latency, i.e. p50(B) / p50(A) - 1 ≤ 15%, taken per
 round against that round's A, and the median over the rounds is taken (one
-round disturbed by the shared 2-core machine does not decide; C is reported
-against the same bound). When the target is missed (or with --profile) a
+round disturbed by the shared 2-core machine does not decide); C, which
+also replaces variables, ≤ 10% the same way. When the target is missed (or with --profile) a
 worker is sampled with py-spy during an extra run of B and the functions
 taking the time are listed. Results go to stdout and, for a standard-size
 run, to the "Personalization" section of docs/benchmarks.md.
@@ -88,6 +88,7 @@ STANDARD_POSTS = 10_000
 PAGE = 20
 MAX_SKIP = 2_000
 TARGET = 0.15  # p50 overhead of resolution, at most
+TARGET_VARS = 0.10  # p50 overhead of resolution with variables replaced (C), at most
 KEY_NAME = "bench persona"
 OTHER_BENCHMARKS = ("bench/search.py", "bench/run.py")
 
@@ -355,10 +356,10 @@ def render_table(runs: list[Run], sizes: dict[str, int]) -> tuple[str, bool]:
             ov = overheads(runs, sc.letter)
             middle = statistics.median(ov)
             over = " / ".join(f"{o:+.1%}" for o in ov) + f" → **{middle:+.1%}**"
-            ok = middle <= TARGET and not non2xx
-            if sc.letter == "B":  # the issue's target is resolution; C adds variables and is shown beside it
-                met_all = met_all and ok
-            target, met = f"≤ {TARGET:.0%}", "yes" if ok else "**no**"
+            bound = TARGET if sc.letter == "B" else TARGET_VARS
+            ok = middle <= bound and not non2xx
+            met_all = met_all and ok
+            target, met = f"≤ {bound:.0%}", "yes" if ok else "**no**"
         lines.append(f"| {sc.letter}: {sc.name}{note} | {rps} | {p50} | {p99} | "
                      f"{sizes.get(sc.letter, 0) / 1e3:.1f} KB | {over} | {target} | {met} |")
     return "\n".join(lines), met_all
@@ -379,8 +380,11 @@ def section(args: argparse.Namespace, dataset: Dataset, table: str, waited: str,
         f"admin key; the scenarios alternate A, B, C over {args.rounds} rounds ({waited}). The overhead is "
         "p50 of B (or C) over p50 of A in the same round, minus one; the median over the rounds. Target (from the "
         f"issue): resolution on an items page of {PAGE} with variants adds ≤ {TARGET:.0%} to its median latency "
-        f"(scenario B) — **{'met' if met else 'missed'}**; C, which also replaces variables, is shown against the "
-        f"same bound.\n\n{table}\n"
+        f"(scenario B), and ≤ {TARGET_VARS:.0%} with variables replaced too (scenario C) — "
+        f"**{'both met' if met else 'missed'}**. A page asked again is the list route's kept answer (until the "
+        "next write, or the next minute for a page with a schedule), so after the warm-up most requests of "
+        "every scenario are answered from it, personalized or not; what resolution costs shows in the first "
+        "request of each page.\n\n{table}\n"
     )
     if prof:
         text += f"\n**Where the time goes in B:** {prof}\n"
@@ -445,7 +449,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
     print("\n" + table)
-    print(f"\nTarget: resolution adds ≤ {TARGET:.0%} to p50 — {'met' if met else 'MISSED'}")
+    print(f"\nTargets: resolution adds ≤ {TARGET:.0%} (B) and ≤ {TARGET_VARS:.0%} with variables (C) to p50 — "
+          f"{'met' if met else 'MISSED'}")
     if prof:
         print("\n" + prof)
     problems = server_log_problems(work / "server.log")

@@ -11,6 +11,7 @@ docs/benchmarks.md. See bench/README.md.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import datetime as dt
 import json
@@ -55,6 +56,7 @@ PAGE = 20
 SAMPLE_SECONDS = 0.02
 KEY_NAME = "bench"
 MB = 1024 * 1024
+CEILING_TARGET = 0.70  # Quire's req/s over the ceiling's, at least
 
 # -- the data -----------------------------------------------------------------
 
@@ -360,10 +362,15 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
         self.base = f"http://127.0.0.1:{port}"
 
-    def start(self) -> None:
+    health_path = "/api/system/healthcheck"
+
+    def command(self) -> list[str]:
         quire_bin = Path(sys.executable).parent / "quire"
-        command = [str(quire_bin) if quire_bin.exists() else "quire", "serve", "--data", str(self.data_dir),
-                   "--host", "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers), "--quiet"]
+        return [str(quire_bin) if quire_bin.exists() else "quire", "serve", "--data", str(self.data_dir),
+                "--host", "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers), "--quiet"]
+
+    def start(self) -> None:
+        command = self.command()
         env = {k: v for k, v in os.environ.items() if not k.startswith("QUIRE_")} | self.env
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -387,7 +394,7 @@ class Server:
             workers = self.worker_pids()
             if len(workers) >= self.workers:
                 with contextlib.suppress(OSError):
-                    status, _ = http_get(self.base + "/api/system/healthcheck", None, timeout=2)
+                    status, _ = http_get(self.base + self.health_path, None, timeout=2)
                     if status == 200:
                         return workers
             time.sleep(0.1)
@@ -412,6 +419,39 @@ class Server:
             os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
+
+
+class CeilingServer(Server):
+    """bench/ceiling.py: granian as `quire serve` runs it, sending answers
+    recorded from Quire (`record_answers`) and doing nothing else."""
+
+    def __init__(self, answers: Path, port: int, workers: int, log_path: Path, health_path: str) -> None:
+        super().__init__(answers, port, workers, log_path)
+        self.health_path = health_path
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(BENCH / "ceiling.py"), "--answers", str(self.data_dir),
+                "--host", "127.0.0.1", "--port", str(self.port), "--workers", str(self.workers), "--quiet"]
+
+
+# granian adds these itself (date, server) or they describe the connection
+_OWN_HEADERS = {"date", "server", "connection", "keep-alive", "transfer-encoding"}
+
+
+def record_answers(base: str, key: str, paths: dict[str, str], out: Path) -> dict[str, int]:
+    """Quire's answer to one request per path prefix (`{prefix: path}`):
+    status, headers and body, written for bench/ceiling.py; the body sizes."""
+    entries, sizes = [], {}
+    for prefix, path in paths.items():
+        request = urllib.request.Request(base + path, headers={"api-key": key})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+            headers = [[k, v] for k, v in response.getheaders() if k.lower() not in _OWN_HEADERS]
+            entries.append({"prefix": prefix, "status": int(response.status), "headers": headers,
+                            "body": base64.b64encode(body).decode()})
+        sizes[prefix] = len(body)
+    out.write_bytes(orjson.dumps(entries))
+    return sizes
 
 
 def free_port() -> int:
@@ -524,6 +564,9 @@ class Scenario:
     script: Path | None = None
     script_args: list[str] = field(default_factory=list)
     target: Target | None = None
+    # the path prefix under which bench/ceiling.py answers this scenario's
+    # recorded answer: measured there too, right after Quire
+    ceiling: str | None = None
 
 
 @dataclass
@@ -531,6 +574,26 @@ class Outcome:
     scenario: Scenario
     result: WrkResult | None = None
     error: str | None = None
+    # (Quire, ceiling) per round: the same requests with the same wrk settings
+    ceiling_rounds: list[tuple[WrkResult, WrkResult]] = field(default_factory=list)
+    ceiling_error: str | None = None
+    answer_bytes: int = 0  # of the check request's answer
+
+    @property
+    def ratios(self) -> list[float]:
+        return [q.rps / c.rps for q, c in self.ceiling_rounds if c.rps]
+
+    @property
+    def ratio(self) -> float | None:
+        """Quire's req/s over the ceiling's: the median of the rounds."""
+        return statistics.median(self.ratios) if self.ratios else None
+
+    @property
+    def ratio_met(self) -> bool | None:
+        if self.scenario.ceiling is None:
+            return None
+        return self.ratio is not None and self.ratio >= CEILING_TARGET and not any(
+            q.non2xx or c.non2xx for q, c in self.ceiling_rounds)
 
     @property
     def met(self) -> bool | None:
@@ -581,15 +644,43 @@ def scenarios(posts: int, ids_file: Path, sample_id: str) -> list[Scenario]:
     rps = Target("rps", 7_000)
     return [
         Scenario(f"items page (`limit={PAGE}&skip=0..{MAX_SKIP}`)", page_prefix + str(mid), check_page,
-                 BENCH / "skip.lua", [page_prefix, str(MAX_SKIP)], rps),
+                 BENCH / "skip.lua", [page_prefix, str(MAX_SKIP)], rps, ceiling="/api/content/items/"),
         Scenario("item by id (random of all posts)", f"/api/content/item/posts/{sample_id}", check_item,
-                 BENCH / "ids.lua", ["/api/content/item/posts/", str(ids_file)], rps),
+                 BENCH / "ids.lua", ["/api/content/item/posts/", str(ids_file)], rps, ceiling="/api/content/item/"),
         Scenario(f"indexed filter + sort (`category=guides`, `published` desc, limit {PAGE})",
                  f"/api/content/items/posts?filter={_q({'category': 'guides'})}"
                  f"&sort={_q({'published': -1})}&limit={PAGE}", check_filter, target=Target("p50", 5)),
         Scenario(f"populate author (`limit={PAGE}&skip=0..{MAX_SKIP}&populate=1`)", populate_prefix + str(mid),
                  check_populate, BENCH / "skip.lua", [populate_prefix, str(MAX_SKIP)]),
     ]
+
+
+def run_ceiling(args: argparse.Namespace, work: Path, quire_base: str, base: str, key: str, outcome: Outcome,
+                n: int) -> None:
+    """The scenario's requests, with the same wrk settings, against the
+    ceiling server (which answers each with Quire's recorded answer), in
+    rounds alternating with Quire: other processes on a shared machine come
+    and go, so each round's ratio is taken from two runs seconds apart, and
+    the median of the rounds counts."""
+    sc = outcome.scenario
+    print(f"    ceiling: {args.ceiling_rounds} rounds of {args.ceiling_seconds:g} s, Quire then granian answering "
+          "Quire's recorded bytes", flush=True)
+    path = "/" if sc.script else sc.path
+    try:
+        if args.warmup > 0:
+            run_wrk(args, key, base + path, sc.script, sc.script_args, args.warmup)
+        for r in range(1, args.ceiling_rounds + 1):
+            texts = [run_wrk(args, key, b + path, sc.script, sc.script_args, args.ceiling_seconds)
+                     for b in (quire_base, base)]
+            (work / f"wrk-{n}-ceiling-{r}.txt").write_text("\n".join(texts))
+            pair = (parse_wrk(texts[0]), parse_wrk(texts[1]))
+            outcome.ceiling_rounds.append(pair)
+            print(f"    round {r}: Quire {pair[0].rps:,.0f} req/s, ceiling {pair[1].rps:,.0f} req/s "
+                  f"(p50 {pair[1].p50:.2f} ms, non-2xx {pair[1].non2xx}): {pair[0].rps / pair[1].rps:.2f}", flush=True)
+    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
+        outcome.ceiling_error = str(exc)
+        return
+    print(f"    Quire / ceiling = {outcome.ratio or 0:.2f} (median of the rounds)", flush=True)
 
 
 def run_scenario(args: argparse.Namespace, work: Path, base: str, key: str, sc: Scenario, n: int) -> Outcome:
@@ -603,6 +694,7 @@ def run_scenario(args: argparse.Namespace, work: Path, base: str, key: str, sc: 
         problem = f"check request answered invalid JSON: {exc}"
     if problem:
         return Outcome(sc, error=problem)
+    answer_bytes = len(raw)
     url = base + ("/" if sc.script else sc.path)
     if args.warmup > 0:
         run_wrk(args, key, url, sc.script, sc.script_args, args.warmup)
@@ -613,7 +705,7 @@ def run_scenario(args: argparse.Namespace, work: Path, base: str, key: str, sc: 
     print(f"    {result.rps:,.0f} req/s  p50 {result.p50:.2f} ms  p99 {result.p99:.2f} ms  "
           f"({result.requests:,} requests, {result.transferred} read, non-2xx {result.non2xx}, "
           f"socket errors {errors})", flush=True)
-    return Outcome(sc, result)
+    return Outcome(sc, result, answer_bytes=answer_bytes)
 
 
 # -- streaming ----------------------------------------------------------------
@@ -755,6 +847,39 @@ def render_table(outcomes: list[Outcome], stream: StreamResult | None, posts: in
             lines.append(f"| {name} | — | — | — | RSS growth < 50 MB | "
                          f"{_met(stream.met, f'+{stream.max_growth_mb:.1f} MB')} |")
     return "\n".join(lines)
+
+
+def render_ceiling(outcomes: list[Outcome], loads: list[float], args: argparse.Namespace) -> str:
+    """Quire against the ceiling of its own stack (see bench/ceiling.py)."""
+    rows = [o for o in outcomes if o.scenario.ceiling is not None and (o.ceiling_rounds or o.ceiling_error)]
+    if not rows:
+        return ""
+    lines = ["Ceiling: the same requests with the same wrk settings to granian started as `quire serve` starts "
+             "it (bench/ceiling.py: same interface, loop, workers and options) with an ASGI app that only sends "
+             "the answer Quire gave to one of them (status, headers, body); after the scenario's run, "
+             f"{args.ceiling_rounds} rounds of {args.ceiling_seconds:g} s on Quire then {args.ceiling_seconds:g} s "
+             "on the ceiling, the ratio being the median of the rounds' ratios. 1-minute load average "
+             + " → ".join(f"{x:.2f}" for x in loads) + " over the wrk runs, on "
+             f"{os.cpu_count()} CPUs shared by wrk, the servers and other processes.", "",
+             "| scenario | answer | Quire req/s (rounds) | ceiling req/s (rounds) | ceiling p50 | "
+             "Quire ÷ ceiling (rounds → median) | target | met? |",
+             "|---|---:|---:|---:|---:|---:|---|---|"]
+    for o in rows:
+        target = f"≥ {CEILING_TARGET:.2f}"
+        if not o.ceiling_rounds:
+            lines.append(f"| {o.scenario.name} | — | — | — | — | — | {target} | **error**: {o.ceiling_error} |")
+            continue
+        quire = " / ".join(f"{q.rps:,.0f}" for q, _ in o.ceiling_rounds)
+        ceiling = " / ".join(f"{c.rps:,.0f}" for _, c in o.ceiling_rounds)
+        p50 = statistics.median(c.p50 for _, c in o.ceiling_rounds)
+        ratios = " / ".join(f"{r:.2f}" for r in o.ratios) + f" → **{o.ratio or 0:.2f}**"
+        lines.append(f"| {o.scenario.name} | {_answer_kb(o)} | {quire} | {ceiling} | {_ms(p50)} | {ratios} | "
+                     f"{target} | {_met(o.ratio_met)} |")
+    return "\n".join(lines)
+
+
+def _answer_kb(o: Outcome) -> str:
+    return f"{o.answer_bytes / 1024:.1f} KB" if o.answer_bytes else "—"
 
 
 def render_details(outcomes: list[Outcome], stream: StreamResult | None) -> str:
@@ -938,15 +1063,42 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--authors", type=int, default=STANDARD_AUTHORS, help="authors to generate (default 1000)")
     add_load_options(parser, DEFAULT_WORK, "Content")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--no-ceiling", action="store_true",
+                        help="skip the ceiling runs (granian answering Quire's recorded bytes)")
+    parser.add_argument("--ceiling-rounds", type=int, default=3,
+                        help="rounds of Quire then ceiling for the ratio (default 3)")
+    parser.add_argument("--ceiling-seconds", type=float, default=5,
+                        help="seconds of each run of a ceiling round (default 5)")
     args = parser.parse_args(argv)
     if args.posts < 1 or args.authors < 1:
         parser.error("--posts and --authors must be at least 1")
+    if args.ceiling_rounds < 1 or args.ceiling_seconds <= 0:
+        parser.error("--ceiling-rounds and --ceiling-seconds must be positive")
     check_load_options(parser, args)
     return args
 
 
 def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _ceiling(args: argparse.Namespace, work: Path, base: str, key: str, plan: list[Scenario]) -> Iterator[Server]:
+    """The ceiling server, up beside Quire's (idle while Quire is measured),
+    answering the scenarios' recorded answers."""
+    paths = {sc.ceiling: sc.path for sc in plan if sc.ceiling is not None}
+    answers = work / "ceiling-answers.json"
+    sizes = record_answers(base, key, paths, answers)
+    server = CeilingServer(answers, free_port(), args.workers, work / "ceiling.log",
+                           health_path=next(iter(paths)))
+    try:
+        server.start()
+        server.wait_ready()
+        print(f"Ceiling on {server.base}: recorded answers of " +
+              ", ".join(f"{size:,} bytes under {prefix}" for prefix, size in sizes.items()), flush=True)
+        yield server
+    finally:
+        server.stop()
 
 
 @contextlib.contextmanager
@@ -969,17 +1121,24 @@ def main(argv: list[str] | None = None) -> int:
         work = work / "pictures"  # its own data set, kept beside the plain one
     outcomes: list[Outcome] = []
     stream: StreamResult | None = None
+    loads: list[float] = []  # 1-minute load average before and after the wrk runs
     try:
         dataset = ensure_data(work, args.posts, args.authors, args.fresh, args.pictures)
         key = rotate_key(dataset.data_dir)
         ids = dataset.ids_file.read_text().split()
-        with _server(dataset, args, work) as server:
+        with _server(dataset, args, work) as server, contextlib.ExitStack() as stack:
             pids = server.wait_ready()
             print(f"Serving on {server.base}: main pid {server.proc.pid if server.proc else '?'}, "
                   f"worker pids {pids}", flush=True)
             plan = scenarios(args.posts, dataset.ids_file, ids[len(ids) // 2])
+            ceiling = None if args.no_ceiling else stack.enter_context(_ceiling(args, work, server.base, key, plan))
+            loads.append(os.getloadavg()[0])
             for n, sc in enumerate(plan, 1):
-                outcomes.append(run_scenario(args, work, server.base, key, sc, n))
+                outcome = run_scenario(args, work, server.base, key, sc, n)
+                outcomes.append(outcome)
+                if ceiling is not None and sc.ceiling is not None and outcome.result is not None:
+                    run_ceiling(args, work, server.base, ceiling.base, key, outcome, n)
+            loads.append(os.getloadavg()[0])
             stream = run_stream(server.base, key, server.worker_pids(), args.posts, len(plan) + 1)
     except KeyboardInterrupt:
         print("\nInterrupted; the server was stopped.", file=sys.stderr)
@@ -987,7 +1146,10 @@ def main(argv: list[str] | None = None) -> int:
 
     problems = server_log_problems(work / "server.log")
     table = render_table(outcomes, stream, args.posts)
+    ceiling_table = render_ceiling(outcomes, loads, args)
     details = render_details(outcomes, stream)
+    if ceiling_table:
+        details = ceiling_table + "\n\n" + details
     print("\n" + table + "\n\n" + details)
     if problems:
         print(f"\nThe server logged {len(problems)} problem line(s) (see {work / 'server.log'}):")
@@ -1003,7 +1165,7 @@ def main(argv: list[str] | None = None) -> int:
 
     failed = any(o.error for o in outcomes) or (stream is not None and stream.error is not None)
     failed = failed or any(o.result is not None and o.result.non2xx for o in outcomes)
-    missed = any(o.met is False for o in outcomes) or (stream is not None and not stream.met)
+    missed = any(o.met is False or o.ratio_met is False for o in outcomes) or (stream is not None and not stream.met)
     if failed:
         return 1
     return 1 if args.strict and missed else 0

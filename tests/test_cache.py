@@ -138,7 +138,7 @@ def test_two_apps_in_one_process_share_no_cached_entries(two_apps: list[Any]) ->
     assert second.get("/api/content/items/posts", params=params).json()[0]["hero"] == {"title": "second"}
     caches = [app.state.quire.cache for app in two_apps]
     assert caches[0] is not caches[1]
-    assert caches[0].region("persona.pages", 1) is not caches[1].region("persona.pages", 1)
+    assert caches[0].region("content.answers", 1) is not caches[1].region("content.answers", 1)
 
 
 def test_a_change_made_by_another_process_shows_in_the_next_request(tmp_path: Path) -> None:

@@ -76,6 +76,7 @@ class App:
         self.state = State()
         self._static = {r.path: r for r in routes if "{" not in r.path}
         self._dynamic = [r for r in routes if "{" in r.path]
+        self._by_area = _areas(self._dynamic)
         self._any_origin = "*" in cors_origins
         self._origins = set(cors_origins)
         self._any_header = "*" in cors_headers
@@ -135,7 +136,7 @@ class App:
         found = self._static.get(path)
         if found is not None:
             return found, {}
-        for r in self._dynamic:
+        for r in self._by_area.get(_area(path), self._by_area[""]):
             m = r.regex.match(path)
             if m:
                 return r, m.groupdict()
@@ -154,7 +155,7 @@ class App:
         response = await self._respond(scope, receive, target, params, bad_path)
         # Browsers must not read any answer as another type than it says
         # (a JSON error shown as HTML, an upload as script).
-        response.headers.setdefault("x-content-type-options", "nosniff")
+        _nosniff(response)
         if cors is not None:
             response.headers["access-control-allow-origin"] = cors
             vary = response.headers.get("vary")
@@ -219,8 +220,39 @@ class App:
                 "access-control-max-age": "600",
                 "vary": vary,
             })
-        response.headers.setdefault("x-content-type-options", "nosniff")
+        _nosniff(response)
         await response(scope, receive, send)
+
+
+def _nosniff(response: Response) -> None:
+    """`X-Content-Type-Options: nosniff` unless the answer has that header:
+    on the raw list the answer sends (what `headers.setdefault` does,
+    without making a MutableHeaders for every answer)."""
+    raw = response.raw_headers
+    for name, _ in raw:
+        if name == b"x-content-type-options":
+            return
+    raw.append((b"x-content-type-options", b"nosniff"))
+
+
+def _area(path: str) -> str:
+    """The first two segments of a path with their slashes (`/api/content/`),
+    or "" when it has fewer."""
+    end = path.find("/", path.find("/", 1) + 1)
+    return path[:end + 1] if end > 0 else ""
+
+
+def _areas(dynamic: list[Route]) -> dict[str, list[Route]]:
+    """The routes with parameters a path can match, by its area (`_area`),
+    in their order: only a route whose fixed start covers two whole
+    segments is left out of other areas. "" holds those that can match any."""
+    anywhere = [r for r in dynamic if not _area(r.path[:r.path.index("{")])]
+    areas: dict[str, list[Route]] = {"": anywhere}
+    for r in dynamic:
+        area = _area(r.path[:r.path.index("{")])
+        if area and area not in areas:
+            areas[area] = [x for x in dynamic if x in anywhere or _area(x.path[:x.path.index("{")]) == area]
+    return areas
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

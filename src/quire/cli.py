@@ -35,8 +35,6 @@ RESPAWN_SECONDS = 1.0  # pause before a dead worker is started again
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from granian import Granian
-
     overrides: dict[str, dict[str, Any]] = {"server": {}}
     for key in ("host", "port", "workers"):
         if getattr(args, key) is not None:
@@ -53,22 +51,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for key, value in overrides["server"].items():
         os.environ[f"QUIRE_SERVER_{key.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
     print(f"Quire serving {settings.data_dir} on http://{server.host}:{server.port}", flush=True)
-    Granian(
-        "quire.app:app_from_env",
-        address=server.host,
-        port=server.port,
+    granian_server("quire.app:app_from_env", server.host, server.port, server.workers, server.quiet).serve()
+    return 0
+
+
+def granian_server(target: str, host: str, port: int, workers: int, quiet: bool) -> Any:
+    """The server `quire serve` runs: granian's ASGI interface, with the app
+    made in each worker by the factory `target` ("module:function"). The
+    content benchmark serves its ceiling app with it too, so both run with
+    the very same options."""
+    from granian import Granian
+
+    return Granian(
+        target,
+        address=host,
+        port=port,
         interface="asgi",  # type: ignore[arg-type]
-        workers=server.workers,
+        workers=workers,
         factory=True,
         loop=_event_loop(),  # type: ignore[arg-type]
-        log_enabled=not server.quiet,
+        log_enabled=not quiet,
         log_access=False,
         # A worker killed by the kernel (out of memory) or by a crash in a
         # native library is started again; the others keep serving meanwhile.
         respawn_failed_workers=True,
         respawn_interval=RESPAWN_SECONDS,
-    ).serve()
-    return 0
+    )
 
 
 def _event_loop() -> str:

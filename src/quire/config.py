@@ -62,6 +62,7 @@ class ApiSettings(Section):
     cors_headers: tuple[str, ...] = tuple(CORS_HEADERS)
     cors_methods: tuple[str, ...] = tuple(CORS_METHODS)
     max_populate_depth: int = setting(5, between=(0, 5))
+    kept_answers_mb: int = setting(96, between=(0, 65536))
 
     def check(self) -> None:
         for key, names in (("cors_headers", self.cors_headers), ("cors_methods", self.cors_methods)):

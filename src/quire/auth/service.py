@@ -20,6 +20,7 @@ KEYS = "system/keys"
 ROLES = "system/roles"
 USERS = "system/users"
 KEY_PREFIX = "qk_"
+IDENTITIES_KEPT = 1024  # identities of keys kept per app for the store's generation
 
 
 def hash_key(key: str) -> str:
@@ -74,18 +75,29 @@ class AuthService:
         self.roles = store.collection(ROLES)
         self._key_index: SystemValue[dict[str, dict[str, Any]]] = cache.system(self._load_keys)
         self._role_index: SystemValue[dict[str, frozenset[str]]] = cache.system(self._load_roles)
+        self._identities = cache.region("auth.identities", IDENTITIES_KEPT)
 
     # -- identity ---------------------------------------------------------
 
     def identify(self, key: str | None) -> Identity:
-        """The Identity of a request's key; 401 for a key that is not known."""
-        if key is None or key == "":
-            return Identity("public", self._role_index.get().get("public", frozenset()))
-        record = self._key_index.get().get(hash_key(key))
-        if record is None:
-            raise Unauthorized("Authentication failed")
-        role = record["role"]
-        return Identity(role, self._role_index.get().get(role, frozenset()), record["_id"], record["name"])
+        """The Identity of a request's key; 401 for a key that is not known.
+        Every request asks: a known key's Identity (immutable) is kept for
+        the store's generation, which any change of keys or roles moves."""
+        hashed = hash_key(key) if key else None  # kept by the hash: no key text is kept in memory
+        kept = self._identities.get(hashed)
+        if kept is not None:
+            return kept
+        generation = self.cache.generation
+        if hashed is None:
+            identity = Identity("public", self._role_index.get().get("public", frozenset()))
+        else:
+            record = self._key_index.get().get(hashed)
+            if record is None:
+                raise Unauthorized("Authentication failed")  # not kept: a flood of wrong keys keeps nothing
+            role = record["role"]
+            identity = Identity(role, self._role_index.get().get(role, frozenset()), record["_id"], record["name"])
+        self._identities.put(hashed, identity, generation)
+        return identity
 
     def role_identity(self, role: str, actor_id: str, actor_name: str) -> Identity:
         """The Identity of a logged-in admin user: the permissions of its role."""

@@ -123,4 +123,5 @@ def _splice(row: bytes, keys: list[bytes]) -> bytes:
             else:
                 doc.setdefault(key[1:-2].decode(), None)
         return orjson.dumps(doc)
-    return b"".join([row[:-1], *[b"," + (key if key == _REV_FILL else key + b"null") for key in keys], b"}"])
+    # two concatenations copy less than a join of the row's slice
+    return row[:-1] + b"".join([b"," + (key if key == _REV_FILL else key + b"null") for key in keys]) + b"}"

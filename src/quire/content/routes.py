@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncGenerator, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 
 def read_options(request: Request, *, listing: bool = False) -> ReadOptions:
+    if not request.scope["query_string"]:
+        return ReadOptions()  # reads by id mostly come without parameters
     opts = ReadOptions(
         filter=json_param(request, "filter"),
         sort=json_param(request, "sort"),
@@ -121,6 +124,15 @@ async def delete_item(request: Request) -> Response:
 async def list_items(request: Request) -> Response:
     identity = identify(request)
     quire = quire_of(request)
+    scope = request.scope
+    # A page's answer is kept for the store's generation (see `_answer_key`):
+    # asked again, it is sent as it is, before any parameter is parsed.
+    answers = quire.cache.region("content.answers", quire.settings.api.kept_answers_mb * 1024 * 1024)
+    key = _answer_key(scope, identity)
+    kept = answers.get(key) if answers.size else None
+    if kept is not None and (kept[0] < 0 or kept[0] == int(time.time()) // 60):
+        return raw_json_response(kept[1], headers=kept[2])
+    generation = quire.cache.generation  # before the work: an answer of an older generation is not kept
     content = service(request, ContentService)
     model = request.path_params["model"]
     opts = read_options(request, listing=True)
@@ -140,14 +152,33 @@ async def list_items(request: Request) -> Response:
         return _ListStream(_stream_array(first, chunks, stream, total), media_type=JSON_TYPE)
     page = content.list_page(model, opts, identity)
     body = b"[" + b",".join(_personalized(page.rows, persona, quire, view)) + b"]"
+    headers = None
     if page.total is not None:
         # the cursor only ever holds [A-Za-z0-9_-.]: no escaping needed
         more = b"" if page.next is None else b',"next":"' + page.next.encode() + b'"'
-        return raw_json_response(b'{"data":' + body + b',"meta":{"total":' + str(page.total).encode() + more + b"}}")
-    if page.next is None:
-        return raw_json_response(body)
-    # a bare array (Cockpit's shape) keeps its body; the next page is a header
-    return raw_json_response(body, headers={"Link": _next_link(request, page.next)})
+        body = b'{"data":' + body + b',"meta":{"total":' + str(page.total).encode() + more + b"}}"
+    elif page.next is not None:
+        # a bare array (Cockpit's shape) keeps its body; the next page is a header
+        headers = {"Link": _next_link(request, page.next)}
+    if answers.size and not quire.cache.store.in_transaction():
+        # resolved for a persona with a schedule: good for this minute only
+        minute = -1 if persona is None or persona.timed_minute is None else persona.timed_minute
+        answers.put(key, (minute, body, headers), generation, _ANSWER_ENTRY + len(body))
+    return raw_json_response(body, headers=headers)
+
+
+_ANSWER_ENTRY = 300  # what an entry costs besides its body (key, tuple, dict slot)
+
+
+def _answer_key(scope: Any, identity: Identity) -> Any:
+    """Everything a list page's answer depends on besides the stored data
+    (which the generation stands for) and, with a persona schedule, the
+    minute: the path (the model), the query as sent (every option, the
+    persona's parameters), the persona headers, and what the caller may
+    read (role and permissions, as for populated rows: two keys share an
+    answer only when they have the same)."""
+    persona = tuple((k, v) for k, v in scope["headers"] if k.startswith(b"x-persona"))
+    return (scope["path"], scope["query_string"], persona, identity.role, identity.permissions)
 
 
 def _next_link(request: Request, cursor: str) -> str:

@@ -18,7 +18,7 @@ from quire.http import json_param, parse_json_text
 from quire.persona.resolve import resolve
 from quire.persona.schedule import parse_offset
 
-ROWS_KEPT = 4096  # resolved rows kept per app (and as many whole pages)
+ROWS_KEPT = 4096  # resolved rows kept per app
 
 
 
@@ -35,6 +35,9 @@ class Persona:
     audience: list[str] | None
     tzoffset: int | None
     variables: dict[str, Any] | None
+    # set by `apply_rows` when a row it resolved has a schedule: the minute
+    # its answer holds for
+    timed_minute: int | None = None
 
     def apply(self, data: Any) -> Any:
         return resolve(data, self.audience, tzoffset=self.tzoffset, variables=self.variables)
@@ -48,30 +51,22 @@ class Persona:
         """Stored list rows resolved: rows without a container (or, with
         variables, a placeholder) go out as stored; the others are resolved
         once per persona (and minute, when they have a schedule) and then
-        served from the app's cache. The answer is to be joined with commas:
-        a page seen before comes back as one element, its rows already
-        joined. `view` is everything else the stored bytes of a row depend
-        on (model, locale, projection, population and who reads); called
-        right after the rows were read, so the cache's generation is theirs.
+        served from the app's cache. `view` is everything else the stored
+        bytes of a row depend on (model, locale, projection, population and
+        who reads).
 
-        Two caches: whole pages by the ids of their rows (`persona.pages`),
-        kept for the store's generation (and minute, when one of the rows
-        has a schedule), so a page read again costs no look per row; and
-        resolved rows per persona and row id (`persona.rows`), each checked
-        against the stored bytes it was resolved from, which no write can
-        make stale, so they outlive the generation: visitors of one
-        audience ask for the same items over and over."""
+        Resolved rows are kept per persona and row id (`persona.rows`), each
+        checked against the stored bytes it was resolved from, which no
+        write can make stale, so they outlive the generation: visitors of
+        one audience ask for the same items over and over. (A whole page
+        asked again is the list route's kept answer, `content.answers`.)
+        When a row has a schedule, `timed_minute` says the minute the
+        answer holds for."""
         if not rows:
             return rows
         placeholders = self.variables is not None
         minute = int(time.time()) // 60
         persona = (self.key(), view)
-        page_key = (persona, b"".join([row[:40] for row in rows]))
-        pages = cache.region("persona.pages", ROWS_KEPT)
-        generation = cache.generation
-        page = pages.get(page_key)
-        if page is not None and (page[0] < 0 or page[0] == minute):
-            return [page[1]]  # the page's rows, joined once: one block to copy, not 20 scattered rows
         resolved = cache.memo("persona.rows", ROWS_KEPT)
         kept: dict[bytes, _Kept] | None = resolved.get(persona)
         if kept is None:
@@ -98,7 +93,8 @@ class Persona:
             timed = timed or scheduled
             kept[head] = _Kept(row, done, minute if scheduled else -1)
             out.append(done)
-        pages.put(page_key, (minute if timed else -1, b",".join(out)), generation)
+        if timed:
+            self.timed_minute = minute
         return out
 
 
@@ -108,10 +104,10 @@ def persona_of(request: Request) -> Persona | None:
     raw_query = request.scope.get("query_string", b"")
     # Every content read passes here: the raw query and header names are
     # looked at first, and only what is there is parsed.
-    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in request.scope["headers"]
-               if name.startswith(b"x-persona")}
-    if b"persona" not in raw_query and b"tz_offset" not in raw_query and not headers:
+    raw_headers = [(name, value) for name, value in request.scope["headers"] if name.startswith(b"x-persona")]
+    if b"persona" not in raw_query and b"tz_offset" not in raw_query and not raw_headers:
         return None
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in raw_headers}
     query = request.query_params
     raw_audience = query.get("persona")
     if raw_audience is None:

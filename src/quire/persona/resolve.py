@@ -16,6 +16,7 @@ becomes empty text. Nothing here changes the data it is given.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Iterable
@@ -106,17 +107,42 @@ def _eligible(variant: dict[str, Any], tzoffset: int | None, now: datetime) -> b
 
 
 def substitute(text: str, variables: dict[str, Any]) -> str:
-    def replace(match: re.Match[str]) -> str:
-        value = _lookup(variables, match.group(1))
-        if value is _MISSING or value is None:
-            return match.group(2).strip() if match.group(2) is not None else ""
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        elif isinstance(value, dict | list):
-            return (match.group(2) or "").strip()
-        return html.escape(str(value))
+    literals, slots = _template(text)
+    if not slots:
+        return text
+    parts = [literals[0]]
+    for (path, default), literal in zip(slots, literals[1:], strict=True):
+        parts.append(_value(_lookup(variables, path), default))
+        parts.append(literal)
+    return "".join(parts)
 
-    return _PLACEHOLDER.sub(replace, text)
+
+@functools.lru_cache(maxsize=4096)
+def _template(text: str) -> tuple[tuple[str, ...], tuple[tuple[str, str | None], ...]]:
+    """`text` split at its placeholders once: the literal parts around them
+    and each placeholder's (name, default). Variant texts are few and read
+    over and over (every row of a list page holds the same ones), so each
+    is parsed once per process: a pure function of the text."""
+    literals: list[str] = []
+    slots: list[tuple[str, str | None]] = []
+    last = 0
+    for match in _PLACEHOLDER.finditer(text):
+        literals.append(text[last:match.start()])
+        slots.append((match.group(1), match.group(2)))
+        last = match.end()
+    literals.append(text[last:])
+    return tuple(literals), tuple(slots)
+
+
+def _value(value: Any, default: str | None) -> str:
+    """What a placeholder becomes: the variable's value, HTML-escaped;
+    the default (or empty text) when it is unknown, null, a list or an
+    object."""
+    if value is _MISSING or value is None or isinstance(value, dict | list):
+        return default.strip() if default is not None else ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return html.escape(str(value))
 
 
 def _lookup(variables: dict[str, Any], path: str) -> Any:
