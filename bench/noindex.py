@@ -66,6 +66,9 @@ KEY_NAME = "bench noindex"
 TABLE = "content/posts"
 ITEMS = "/api/content/items/posts"
 AUTO_OFF = {"QUIRE_STORE_AUTO_INDEXES": "0"}
+# every request reads the store: kept list answers (`[api] kept_answers_mb`)
+# would answer a repeated page from memory and hide what the store costs
+NO_KEPT = {"QUIRE_API_KEPT_ANSWERS_MB": "0"}
 P50_BOUND_MS = 3.0
 GROWTH_BOUND = 2.0  # p50 at the largest size over p50 at the smallest, at most
 POPULATE_SHARE = 0.7  # (g) req/s over (a) req/s at the same size, at least
@@ -860,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
     def serve(stack: contextlib.ExitStack, data_dir: Path, name: str, env: dict[str, str] | None = None) -> run.Server:
         log = work / f"server-{name}.log"
         logs.append(log)
-        server = run.Server(data_dir, run.free_port(), args.workers, log, env)
+        server = run.Server(data_dir, run.free_port(), args.workers, log, NO_KEPT | (env or {}))
         stack.callback(server.stop)
         server.start()
         server.wait_ready()
