@@ -18,11 +18,11 @@ MAX_TERMS = 32
 
 
 def fold(text: str) -> str:
-    """Lower case, accents removed (as FTS5's unicode61 remove_diacritics),
-    ligatures unfolded (as the engine indexes them); `ß` stays `ß`."""
+    """Lower case, accents removed, ligatures unfolded, `ß` as `ss`: the
+    index holds words folded so, and queries are folded the same way."""
     if text.isascii():  # most text: nothing to decompose
         return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text.lower())
+    decomposed = unicodedata.normalize("NFKD", text.lower().replace("ß", "ss"))
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
@@ -58,8 +58,3 @@ def _keep_phrase(query: Query, inner: str) -> str:
         query.phrases.append(words[:MAX_TERMS])
         return " "
     return f" {' '.join(words)} "  # a one-word phrase is a word
-
-
-def quoted(term: str) -> str:
-    """An FTS5 string: the term can never be read as syntax."""
-    return '"' + term.replace('"', '""') + '"'
