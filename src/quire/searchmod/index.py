@@ -2,10 +2,13 @@
 Python binding), one directory per generation of an index:
 `<data>/search/<name>/<generation>`.
 
-Per document (an item in a locale): `id` (stored, for the hit), `lc` (its
-locale), and per field `f<i>`, its words stemmed (English Snowball) with
-positions (for phrases), and `p<i>`, the same words unstemmed, for the
-prefix of the last word typed and as the vocabulary for typo correction.
+Per document (an item in a locale): `id` and `data` (the values a hit
+answers, JSON by field position; stored, compressed), `lc` (its locale),
+and per field `f<i>`, its words stemmed (English Snowball) with positions
+(for phrases), `p<i>`, the same words unstemmed (the vocabulary for typo
+correction, and long prefixes), and `x<i>`, the first 2 to 6 letters of
+each word: the last word typed, when it is that short, is one term
+(scored by BM25 like a word) instead of an expansion over the vocabulary.
 Fields go by position, so a field renamed changes nothing here. The text
 arrives folded (case, accents, ligatures, `ß` -> `ss`) by
 `query.tokens`, the same code that folds the queries.
@@ -22,7 +25,9 @@ import shutil
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
+import orjson
 import tantivy
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
@@ -36,6 +41,7 @@ STEM, RAW = "quire_stem", "quire_raw"
 WRITER_HEAP = 64 * 1024 * 1024
 LONGEST = 64  # longer "words" (hashes, base64) are left out, as a search never types them
 MAX_VARIANTS = 8
+EDGES = range(2, 7)  # prefix lengths indexed as terms of their own
 
 
 def _analyzer(stemmed: bool) -> tantivy.TextAnalyzer:
@@ -60,7 +66,13 @@ def schema(fields: int) -> tantivy.Schema:
     for i in range(fields):
         builder.add_text_field(f"f{i}", tokenizer_name=STEM, index_option="position")
         builder.add_text_field(f"p{i}", tokenizer_name=RAW, index_option="freq")
+        builder.add_text_field(f"x{i}", tokenizer_name=RAW, index_option="freq")
+    builder.add_bytes_field("data", stored=True)
     return builder.build()
+
+
+def edges(words: list[str]) -> str:
+    return " ".join(w[:n] for w in words for n in EDGES if n <= len(w))
 
 
 def _opened(index: tantivy.Index) -> tantivy.Index:
@@ -79,6 +91,7 @@ class _Reader:
     stamp: tuple[int, int, int]
     searcher: tantivy.Searcher
     vocabulary: dict[str, dict[int, list[str]]] = field(default_factory=dict)  # first letter -> length -> words
+    candidates: dict[tuple[str, int, int], list[str]] = field(default_factory=dict)  # (letter, length, edits)
 
 
 class _Writer:
@@ -88,9 +101,11 @@ class _Writer:
 
     def add(self, docs: list[Doc]) -> None:
         for doc in docs:
-            values: dict[str, str] = {"id": doc.id, "lc": doc.locale}
+            values: dict[str, Any] = {"id": doc.id, "lc": doc.locale, "data": orjson.dumps(doc.values, option=orjson.OPT_NON_STR_KEYS)}
             for i, text in enumerate(doc.texts[:self.fields]):
-                values[f"f{i}"] = values[f"p{i}"] = " ".join(tokens(text))
+                words = tokens(text)
+                values[f"f{i}"] = values[f"p{i}"] = " ".join(words)
+                values[f"x{i}"] = edges(words)
             self.writer.add_document(tantivy.Document(**values))
 
     def replace(self, item_id: str, docs: list[Doc]) -> None:
@@ -153,7 +168,7 @@ class TantivyEngine:
             found.index.reload()
             found.searcher = found.index.searcher()
             found.stamp = stamp
-            found.vocabulary = {}
+            found.vocabulary, found.candidates = {}, {}
         return found
 
     def count(self, name: str, generation: int, locale: str) -> int:
@@ -177,7 +192,11 @@ class TantivyEngine:
             by_length = reader.vocabulary[word[0]] = {}
             for t in words:
                 by_length.setdefault(len(t), []).append(t)
-        candidates = [t for n in range(len(word) - edits, len(word) + edits + 1) for t in by_length.get(n, ())]
+        key = (len(word), edits)
+        candidates = reader.candidates.get((word[0], *key))
+        if candidates is None:
+            candidates = reader.candidates[(word[0], *key)] = [
+                t for n in range(len(word) - edits, len(word) + edits + 1) for t in by_length.get(n, ())]
         found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=MAX_VARIANTS)
         return [t for t, _, _ in found if t != word]
 
@@ -213,7 +232,12 @@ class TantivyEngine:
                 elif exact_total:
                     floor = searcher.search(exact, 1, count=False, offset=exact_total - 1).hits[0][0]
                 page += [(floor * s / (s + 1), a) for s, a in more.hits[:wanted]]
-        return [Hit(str(searcher.doc(a).get_first("id")), float(s)) for s, a in page], total
+        hits = []
+        for score, address in page:
+            doc = searcher.doc(address)
+            values = orjson.loads(doc.get_first("data"))
+            hits.append(Hit(str(doc.get_first("id")), float(score), {int(k): v for k, v in values.items()}))
+        return hits, total
 
     def _fuzzy(self, reader: _Reader, plan: _Plan, query: Parsed, scope: list[Query],
                phrases: list[Query]) -> Query | None:
@@ -251,6 +275,8 @@ class _Plan:
         return self._any(lambda i: Query.phrase_query(self.schema, f"f{i}", stems))
 
     def prefix(self, prefix: str) -> Query:
+        if len(prefix) in EDGES:
+            return self._any(lambda i: Query.term_query(self.schema, f"x{i}", prefix))
         if len(prefix) >= LONGEST:
             return Query.empty_query()  # no word that long is indexed
         # the prefix is word characters only (`tokens`): nothing in it is regex syntax
