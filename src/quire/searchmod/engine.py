@@ -2,9 +2,9 @@
 the embedded one; another engine (PostgreSQL full text, an external
 server) implements these methods and nothing else changes.
 
-A document stores the item's values of the index's fields (by position:
-a renamed field changes nothing in the engine), so a hit is answered from
-the index alone. Each built index is a *generation* (a number that grows with every build):
+An engine keeps no copy of the content: a hit is an item id and a score,
+and the service reads the hit's values from the content store (by
+primary key, the page's items in one query). Each built index is a *generation* (a number that grows with every build):
 a build writes a new generation beside the live one, so searches keep
 answering from the old one until the new one is switched in.
 """
@@ -12,7 +12,7 @@ answering from the old one until the new one is switched in.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from quire.searchmod.query import Query
 
@@ -21,18 +21,16 @@ from quire.searchmod.query import Query
 class Hit:
     id: str
     score: float
-    values: dict[int, Any]  # the stored values by field position (a field the item lacks is missing)
 
 
 @dataclass
 class Doc:
     """One item in one locale: the searchable text of each of the index's
-    fields, in order, and the values to store (by position)."""
+    fields, in order."""
 
     id: str
     locale: str
     texts: list[str]
-    values: dict[int, Any]
 
 
 class Writer(Protocol):

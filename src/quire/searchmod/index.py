@@ -2,8 +2,7 @@
 Python binding), one directory per generation of an index:
 `<data>/search/<name>/<generation>`.
 
-Per document (an item in a locale): `id` and `data` (the values a hit
-answers, JSON by field position; stored, compressed), `lc` (its locale),
+Per document (an item in a locale): `id` (stored, for the hit), `lc` (its locale),
 and per field `f<i>`, its words stemmed (English Snowball) with positions
 (for phrases), `p<i>`, the same words unstemmed (the vocabulary for typo
 correction, and long prefixes), and `x<i>`, the first 2 to 6 letters of
@@ -27,7 +26,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import orjson
 import tantivy
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
@@ -38,7 +36,8 @@ from quire.searchmod.query import Query as Parsed
 from quire.searchmod.query import tokens
 
 STEM, RAW = "quire_stem", "quire_raw"
-WRITER_HEAP = 64 * 1024 * 1024
+WRITER_HEAP = 32 * 1024 * 1024  # catching up: a few items at a time
+BUILD_HEAP = 1024 * 1024 * 1024  # a build: few segments (a query visits each), at most 1 GB while it runs
 LONGEST = 64  # longer "words" (hashes, base64) are left out, as a search never types them
 MAX_VARIANTS = 8
 EDGES = range(2, 7)  # prefix lengths indexed as terms of their own
@@ -67,12 +66,18 @@ def schema(fields: int) -> tantivy.Schema:
         builder.add_text_field(f"f{i}", tokenizer_name=STEM, index_option="position")
         builder.add_text_field(f"p{i}", tokenizer_name=RAW, index_option="freq")
         builder.add_text_field(f"x{i}", tokenizer_name=RAW, index_option="freq")
-    builder.add_bytes_field("data", stored=True)
     return builder.build()
 
 
+@lru_cache(maxsize=262_144)
+def _edges(word: str) -> str:
+    return " ".join(word[:n] for n in EDGES if n <= len(word))
+
+
 def edges(words: list[str]) -> str:
-    return " ".join(w[:n] for w in words for n in EDGES if n <= len(w))
+    """The prefix terms of the words (each word's once per occurrence, so
+    BM25 counts them as it counts words)."""
+    return " ".join(map(_edges, words))
 
 
 def _opened(index: tantivy.Index) -> tantivy.Index:
@@ -95,13 +100,13 @@ class _Reader:
 
 
 class _Writer:
-    def __init__(self, index: tantivy.Index, fields: int) -> None:
+    def __init__(self, index: tantivy.Index, fields: int, heap: int) -> None:
         self.fields = fields
-        self.writer = index.writer(WRITER_HEAP, 1)
+        self.writer = index.writer(heap, 1)
 
     def add(self, docs: list[Doc]) -> None:
         for doc in docs:
-            values: dict[str, Any] = {"id": doc.id, "lc": doc.locale, "data": orjson.dumps(doc.values, option=orjson.OPT_NON_STR_KEYS)}
+            values: dict[str, Any] = {"id": doc.id, "lc": doc.locale}
             for i, text in enumerate(doc.texts[:self.fields]):
                 words = tokens(text)
                 values[f"f{i}"] = values[f"p{i}"] = " ".join(words)
@@ -136,9 +141,8 @@ class TantivyEngine:
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
             index = _opened(tantivy.Index(schema(fields), str(path), reuse=False))
-        else:
-            index = _opened(tantivy.Index.open(str(path)))
-        return _Writer(index, fields)
+            return _Writer(index, fields, BUILD_HEAP)
+        return _Writer(_opened(tantivy.Index.open(str(path))), fields, WRITER_HEAP)
 
     def drop(self, name: str, keep: int | None = None) -> None:
         for key in [k for k in self._readers if k[0] == name and k[1] != keep]:
@@ -232,12 +236,7 @@ class TantivyEngine:
                 elif exact_total:
                     floor = searcher.search(exact, 1, count=False, offset=exact_total - 1).hits[0][0]
                 page += [(floor * s / (s + 1), a) for s, a in more.hits[:wanted]]
-        hits = []
-        for score, address in page:
-            doc = searcher.doc(address)
-            values = orjson.loads(doc.get_first("data"))
-            hits.append(Hit(str(doc.get_first("id")), float(score), {int(k): v for k, v in values.items()}))
-        return hits, total
+        return [Hit(str(searcher.doc(a).get_first("id")), float(s)) for s, a in page], total
 
     def _fuzzy(self, reader: _Reader, plan: _Plan, query: Parsed, scope: list[Query],
                phrases: list[Query]) -> Query | None:

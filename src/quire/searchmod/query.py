@@ -27,7 +27,8 @@ def fold(text: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(fold(text)) if t.strip("_")]
+    found = _TOKEN.findall(fold(text))
+    return [t for t in found if t.strip("_")] if "_" in text else found
 
 
 @dataclass

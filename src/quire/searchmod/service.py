@@ -240,10 +240,9 @@ class SearchService:
         rich = {f for f in fields if model.by_name.get(f, {}).get("type") in RICH_TEXT}
         docs = []
         for locale in [DEFAULT, *index["locales"]]:
-            # fields the item lacks stay missing (as in the item: `$exists` agrees with content)
-            values = {i: _localized(item, f, locale, model) for i, f in enumerate(fields) if f in item}
-            texts = [searchable(values.get(i), html=f in rich) for i, f in enumerate(fields)]
-            docs.append(Doc(item["_id"], locale, texts, values))
+            texts = [searchable(_localized(item, f, locale, model), html=f in rich) if f in item else ""
+                     for f in fields]
+            docs.append(Doc(item["_id"], locale, texts))
         return docs
 
     def _docs(self, index: dict[str, Any], ids: list[str]) -> dict[str, list[Doc] | None]:
@@ -286,7 +285,7 @@ class SearchService:
         """Indexes of the model follow renamed fields, in the rename's
         transaction: their fields, weights and filter (`keys`: every stored
         key that moved, per-locale ones included). Nothing is indexed
-        again (the engine knows fields and stored values by position)."""
+        again (the engine knows fields by position; hits read the items)."""
         for index in self._following(model):
             moved = {old: new for old, new in renames.items() if old in index["fields"]}
             spec = _renamed_filter(index["filter"], keys)
@@ -362,33 +361,42 @@ class SearchService:
         model = self.models.find(index["model"])
         found: list[tuple[Hit, dict[str, Any]]] = []
         total = 0
-        if live is not None:
+        if live is not None and model is not None:
             args = (name, live["generation"], query, locale if index["locales"] else None,
                     self._weights(index, live))
             if node is None:
                 hits, total = self.engine.search(*args, limit, offset)
-                found = self._stored(live, hits)
+                found = self._stored(model, index, locale, hits)
             else:
-                found, total = self._filtered(args, live, node, limit, offset)
+                found, total = self._filtered(args, model, index, locale, node, limit, offset)
         answers = [_answer(hit, stored, shown) for hit, stored in found]
         if params.get("highlight") and found:
             self._highlight(index, live or {}, model, query, shown, found, answers)
         return {"hits": answers, "total": total, "query": text, "limit": limit, "offset": offset}
 
-    @staticmethod
-    def _stored(live: dict[str, Any], hits: list[Hit]) -> list[tuple[Hit, dict[str, Any]]]:
-        """Each hit with its stored values by field name."""
-        fields = live["fields"]
-        return [(hit, {fields[i]: v for i, v in hit.values.items() if i < len(fields)}) for hit in hits]
+    def _stored(self, model: Model, index: dict[str, Any], locale: str,
+                hits: list[Hit]) -> list[tuple[Hit, dict[str, Any]]]:
+        """Each hit with its item's values of the index's fields in the
+        locale (fields the item lacks stay missing, as in the item). An
+        item written since the index last caught up is left out."""
+        items = self.content.collection(model).get_many([h.id for h in hits])
+        out = []
+        for hit in hits:
+            item = items.get(hit.id)
+            if item is not None and item.get("_state") == 1:
+                out.append((hit, {f: _localized(item, f, locale, model) for f in index["fields"] if f in item}))
+        return out
 
-    def _filtered(self, args: tuple[Any, ...], live: dict[str, Any], node: Node, limit: int,
-                  offset: int) -> tuple[list[tuple[Hit, dict[str, Any]]], int]:
-        """A filter over the stored values: every hit is read and tested,
-        best first (the cost grows with the matches, not with the page)."""
+    def _filtered(self, args: tuple[Any, ...], model: Model, index: dict[str, Any], locale: str, node: Node,
+                  limit: int, offset: int) -> tuple[list[tuple[Hit, dict[str, Any]]], int]:
+        """A filter over the values: every hit is read and tested, best
+        first (the cost grows with the matches, not with the page)."""
         _, every = self.engine.search(*args, 1, 0)
-        hits, _ = self.engine.search(*args, every, 0) if every else ([], 0)
-        kept = [(hit, stored) for hit, stored in self._stored(live, hits)
-                if reference.matches(node, {"_id": hit.id, **stored})]
+        hits, _ = self.engine.search(*args, max(every, 1), 0) if every else ([], 0)
+        kept = []
+        for start in range(0, len(hits), CHUNK):
+            kept += [(hit, stored) for hit, stored in self._stored(model, index, locale, hits[start:start + CHUNK])
+                     if reference.matches(node, {"_id": hit.id, **stored})]
         return kept[offset:offset + limit], len(kept)
 
     def _highlight(self, index: dict[str, Any], live: dict[str, Any], model: Model | None, query: Query,
