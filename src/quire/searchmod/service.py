@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from quire.auth.service import Identity
+from quire.cache import Cache
 from quire.content.fields import is_empty
 from quire.content.models import Model, ModelService
 from quire.content.service import PUBLISHED, ContentService
@@ -53,8 +54,10 @@ RICH_TEXT = {"wysiwyg", "markdown", "object", "set", "table"}
 
 
 class SearchService:
-    def __init__(self, store: SqliteStore, content: ContentService, models: ModelService, events: Events) -> None:
+    def __init__(self, store: SqliteStore, content: ContentService, models: ModelService, events: Events,
+                 cache: Cache) -> None:
         self.store = store
+        self._kept = cache.region("searchmod.indexes", 256)  # definitions and live marks, per generation
         self.content = content
         self.models = models
         self.events = events
@@ -319,7 +322,7 @@ class SearchService:
         query = parse(text)
         if not text.strip() or query.empty:
             return [], 0
-        index = self._definition(name)
+        index = self._read_definition(name)
         live = self._live(name)
         if live is None:
             return [], 0
@@ -332,7 +335,11 @@ class SearchService:
         queued (when anything was written since it last looked)."""
         if self.follower.pending():
             self.follower.catch_up()
-        return Marks(self.store, name).live()
+        return self._kept.fetch(("live", name), Marks(self.store, name).live)
+
+    def _read_definition(self, name: str) -> dict[str, Any]:
+        """`_definition` for searches, kept while nothing is written (not to be changed)."""
+        return self._kept.fetch(("index", name), lambda: self._definition(name))
 
     @staticmethod
     def _weights(index: dict[str, Any], live: dict[str, Any]) -> list[float]:
@@ -340,7 +347,7 @@ class SearchService:
 
     def search(self, name: str, params: dict[str, Any], identity: Identity) -> dict[str, Any]:
         identity.require(READ)
-        index = self._definition(name)
+        index = self._read_definition(name)
         text = params.get("q")
         query = parse(text or "")
         if not text or not text.strip() or query.empty:
