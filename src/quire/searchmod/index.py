@@ -177,7 +177,7 @@ class TantivyEngine:
 
     def count(self, name: str, generation: int, locale: str) -> int:
         reader = self._reader(name, generation)
-        return int(reader.searcher.search(Query.term_query(reader.schema, "lc", locale), 1, count=True).count)
+        return _count(reader.searcher.search(Query.term_query(reader.schema, "lc", locale), 1, count=True))
 
     def variants(self, name: str, generation: int, fields: int, word: str) -> list[str]:
         return self._variants(self._reader(name, generation), fields, word)
@@ -220,7 +220,7 @@ class TantivyEngine:
             prefixed = _all([*scope, *words[:-1], *phrases, plan.prefix(query.prefix)])
             exact = Query.boolean_query([(Occur.Should, exact), (Occur.Should, prefixed)])
         found = searcher.search(exact, max(limit, 1), count=True, offset=offset)
-        exact_total = int(found.count)
+        exact_total = _count(found)
         page = [(score, address) for score, address in found.hits][:limit]
         total = exact_total
         fuzzy = self._fuzzy(reader, plan, query, scope, phrases) if typos else None
@@ -228,7 +228,7 @@ class TantivyEngine:
             only = Query.boolean_query([(Occur.Must, fuzzy), (Occur.MustNot, exact)])
             wanted = limit - len(page)
             more = searcher.search(only, max(wanted, 1), count=True, offset=max(0, offset - exact_total))
-            total += int(more.count)
+            total += _count(more)
             if wanted > 0 and more.hits:
                 floor = 1.0
                 if page:
@@ -270,7 +270,7 @@ class _Plan:
         return self._any(lambda i: Query.term_query(self.schema, f"p{i}", word))
 
     def phrase(self, words: list[str]) -> Query:
-        stems = [stem(w) for w in words]
+        stems: list[str | tuple[int, str]] = [stem(w) for w in words]
         return self._any(lambda i: Query.phrase_query(self.schema, f"f{i}", stems))
 
     def prefix(self, prefix: str) -> Query:
@@ -285,3 +285,8 @@ class _Plan:
 def _all(queries: list[Query]) -> Query:
     return queries[0] if len(queries) == 1 else Query.boolean_query([(Occur.Must, q) for q in queries])
 
+
+def _count(result: tantivy.SearchResult) -> int:
+    """The exact number of matches (asked with `count=True`; the binding's
+    type stubs do not declare the attribute)."""
+    return int(result.count)  # type: ignore[attr-defined]

@@ -48,6 +48,8 @@ CHUNK = 500
 log = logging.getLogger("quire.search")
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000
+# what `Engine.search` takes before the page: index, generation, query, locale, weights
+Searched = tuple[str, int, Query, str | None, list[float]]
 KEYS = ("label", "model", "fields", "filter", "locales", "weights")
 # values of these field types are HTML (or may hold it): searched without markup
 RICH_TEXT = {"wysiwyg", "markdown", "object", "set", "table"}
@@ -369,8 +371,8 @@ class SearchService:
         found: list[tuple[Hit, dict[str, Any]]] = []
         total = 0
         if live is not None and model is not None:
-            args = (name, live["generation"], query, locale if index["locales"] else None,
-                    self._weights(index, live))
+            args: Searched = (name, live["generation"], query, locale if index["locales"] else None,
+                              self._weights(index, live))
             if node is None:
                 hits, total = self.engine.search(*args, limit, offset)
                 found = self._stored(model, index, locale, hits)
@@ -394,7 +396,7 @@ class SearchService:
                 out.append((hit, {f: _localized(item, f, locale, model) for f in index["fields"] if f in item}))
         return out
 
-    def _filtered(self, args: tuple[Any, ...], model: Model, index: dict[str, Any], locale: str, node: Node,
+    def _filtered(self, args: Searched, model: Model, index: dict[str, Any], locale: str, node: Node,
                   limit: int, offset: int) -> tuple[list[tuple[Hit, dict[str, Any]]], int]:
         """A filter over the values: every hit is read and tested, best
         first (the cost grows with the matches, not with the page)."""
