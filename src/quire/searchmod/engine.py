@@ -45,6 +45,9 @@ class Writer(Protocol):
     def commit(self) -> None:
         """Make the writes visible, durably, at once or not at all."""
 
+    def abort(self) -> None:
+        """Give up the writes not committed (after a failure), freeing the writer."""
+
 
 class Engine(Protocol):
     def writer(self, name: str, generation: int, fields: int, fresh: bool = False) -> Writer:

@@ -181,10 +181,14 @@ class Follower:
 
     def _write(self, index: dict[str, Any], live: dict[str, Any], rows: list[tuple[int, str | None]]) -> None:
         writer = self.engine.writer(index["name"], live["generation"], len(live["fields"]))
-        if any(item is None for _, item in rows):
-            writer.clear()
-        ids = list(dict.fromkeys(item for _, item in rows if item is not None))
-        current = self.docs(index, ids)
-        for item_id in ids:
-            writer.replace(item_id, current.get(item_id) or [])
-        writer.commit()
+        try:
+            if any(item is None for _, item in rows):
+                writer.clear()
+            ids = list(dict.fromkeys(item for _, item in rows if item is not None))
+            current = self.docs(index, ids)
+            for item_id in ids:
+                writer.replace(item_id, current.get(item_id) or [])
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise

@@ -19,6 +19,7 @@ when it matches most documents.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -123,6 +124,13 @@ class _Writer:
     def commit(self) -> None:
         self.writer.commit()
         self.writer.wait_merging_threads()  # ends the writer: its lock is free again
+
+    def abort(self) -> None:
+        """Drop what was not committed and free the engine's lock."""
+        with contextlib.suppress(Exception):  # a writer that already failed may refuse either
+            self.writer.rollback()
+        with contextlib.suppress(Exception):
+            self.writer.wait_merging_threads()
 
 
 class TantivyEngine:

@@ -29,7 +29,7 @@ from quire.content.models import Model, ModelService
 from quire.content.service import PUBLISHED, ContentService
 from quire.errors import BadRequest, NotFound, ValidationError
 from quire.events import Events
-from quire.searchmod.engine import Doc, Engine, Hit
+from quire.searchmod.engine import Doc, Engine, Hit, Writer
 from quire.searchmod.follow import POLL, Follower, Marks, ensure_queue, push, queue_end, writer_lock
 from quire.searchmod.highlight import Marker
 from quire.searchmod.index import TantivyEngine
@@ -208,24 +208,13 @@ class SearchService:
             generation, fields = index["build"], index["fields"]
             began = queue_end(self.store)
             marks.set_number("building", began)
-        model = self.models.get(index["model"])
-        wanted = And([PUBLISHED, parse_filter(index["filter"])])
         writer = self.engine.writer(name, generation, len(fields), fresh=True)
-        written, after = 0, ""
-        while True:
-            # The chunk walks the primary key alone (a `_state` condition
-            # would make SQLite scan its index over every item and sort,
-            # once per chunk); which items belong is decided here.
-            rows = self.content.collection(model).find(Cond(("_id",), "gt", after), [(("_id",), 1)], CHUNK)
-            items = [item for item in rows if reference.matches(wanted, item)]
-            for item in items:
-                writer.add(self._item_docs(index, model, item))
-            written += len(items)
-            if len(rows) < CHUNK:
-                break
-            after = rows[-1]["_id"]
-            await asyncio.sleep(0)
-        writer.commit()
+        try:
+            written = await self._fill(writer, index)
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
         with writer_lock(self.root, name):
             async with self.store.atomic():
                 live = marks.live()
@@ -239,6 +228,25 @@ class SearchService:
             self.engine.drop(name, keep=(marks.live() or {}).get("generation"))
         self.follower.catch_up(name)
         return written
+
+    async def _fill(self, writer: Writer, index: dict[str, Any]) -> int:
+        """Every item that belongs in the index, into a fresh generation."""
+        model = self.models.get(index["model"])
+        wanted = And([PUBLISHED, parse_filter(index["filter"])])
+        written, after = 0, ""
+        while True:
+            # The chunk walks the primary key alone (a `_state` condition
+            # would make SQLite scan its index over every item and sort,
+            # once per chunk); which items belong is decided here.
+            rows = self.content.collection(model).find(Cond(("_id",), "gt", after), [(("_id",), 1)], CHUNK)
+            items = [item for item in rows if reference.matches(wanted, item)]
+            for item in items:
+                writer.add(self._item_docs(index, model, item))
+            written += len(items)
+            if len(rows) < CHUNK:
+                return written
+            after = rows[-1]["_id"]
+            await asyncio.sleep(0)
 
     def _item_docs(self, index: dict[str, Any], model: Model, item: dict[str, Any]) -> list[Doc]:
         fields = index["fields"]
@@ -275,7 +283,10 @@ class SearchService:
 
     def _after_commit(self) -> None:
         if self.follower.pending():  # a second callback of the same commit finds nothing to do
-            self.follower.catch_up()
+            try:
+                self.follower.catch_up()
+            except Exception:  # noqa: BLE001 (the write has committed; its rows wait for the next round)
+                log.exception("search: catching up after a commit failed")
 
     async def item_saved(self, model: str, item: dict[str, Any], **_: Any) -> None:
         self._queue(model, item["_id"])
