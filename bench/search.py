@@ -437,6 +437,17 @@ def _loadavg() -> float:
         return 0.0
 
 
+def _cpu_of(pids: list[int]) -> float:
+    """CPU seconds (user + system) the processes have used."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def _busy_seconds() -> float:
     """CPU seconds spent busy by all cores since boot (/proc/stat)."""
     try:
@@ -746,6 +757,16 @@ def wrk_table(outcome: Outcome) -> str:
     return "\n".join(lines)
 
 
+def cpu_text(figures: dict[str, Any]) -> str:
+    """The workers' CPU per request: what the machine's load does not change."""
+    cpu = figures.get("server_cpu")
+    if not cpu:
+        return ""
+    return (f"The two workers used **{cpu:.2f} ms of CPU per request** over the timed run (their /proc "
+            f"counters): with both cores to themselves (wrk elsewhere) they would serve at most about "
+            f"{2_000 / cpu:,.0f} req/s.\n\n")
+
+
 def machine_notes(marker: dict[str, Any], fresh_build: bool, rebuild: Busy | None, latencies: list[Latency],
                   wrk_load: list[float] | None) -> tuple[str, str]:
     """A list of what the rest of the machine did during each timed part,
@@ -793,7 +814,7 @@ def search_section(args: argparse.Namespace, dataset: Dataset, latencies: list[L
                "(`searchmod/read`); `bench/seq.lua` walks a file of distinct queries made from the posts like the "
                "in-process ones (the four kinds in equal shares, shuffled), each thread its share, so no query is "
                "asked twice in the timed run (the warm-up asks 2,000 others); nothing caches search answers.\n\n"
-               f"{wrk_table(outcome)}\n\n{render_details([outcome], None)}\n\n")
+               f"{wrk_table(outcome)}\n\n{render_details([outcome], None)}\n\n{cpu_text(figures)}")
     return (
         f"## {SECTION_TITLE}\n\n"
         f"`.venv/bin/python bench/search.py` at {_git_revision()}; src/quire/searchmod digest "
@@ -846,6 +867,7 @@ def main(argv: list[str] | None = None) -> int:
     work: Path = args.work.resolve()
     outcome: Outcome | None = None
     wrk_load: list[float] | None = None
+    server_cpu: float | None = None  # CPU ms the workers spent per request
     try:
         digest = source_digest()
         dataset = ensure_data(work, args.posts, args.queries, args.fresh, args.wait_idle, digest)
@@ -862,8 +884,11 @@ def main(argv: list[str] | None = None) -> int:
                     run_wrk(args, site_key, server.base + "/", scenario.script, [ENDPOINT, str(warm_file),
                                                                                  str(args.threads)], args.warmup)
                 load = _loadavg()
+                cpu_before = _cpu_of(pids)
                 outcome = run_scenario(argparse.Namespace(**{**vars(args), "warmup": 0}), work, server.base,
                                        site_key, scenario, 1)
+                if outcome.result is not None and outcome.result.requests:
+                    server_cpu = (_cpu_of(pids) - cpu_before) * 1000 / outcome.result.requests
                 if outcome.error:
                     print(f"    ERROR: {outcome.error}", flush=True)
                 wrk_load = [load, _loadavg()]
@@ -874,6 +899,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
     rebuild: Busy | None = figures.get("rebuild")
+    figures["server_cpu"] = server_cpu
     m = dataset.marker
     changed = source_digest() != digest
     if changed:
@@ -882,7 +908,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_notes(m, dataset.built, rebuild, latencies, wrk_load)
     print("\n" + build_table(m, rebuild) + "\n\n" + size_text(m, figures) + "\n\n" + latency_table(latencies))
     if outcome is not None:
-        print("\n" + wrk_table(outcome) + "\n\n" + render_details([outcome], None))
+        print("\n" + wrk_table(outcome) + "\n\n" + render_details([outcome], None) + "\n\n" + cpu_text(figures))
     print("\n" + machine[0] + "\n\n" + machine[1])
     problems = server_log_problems(work / "server.log") if outcome is not None else []
     if problems:
