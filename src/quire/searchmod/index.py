@@ -36,7 +36,7 @@ from quire.searchmod.engine import Doc, Hit
 from quire.searchmod.query import Query as Parsed
 from quire.searchmod.query import tokens
 
-STEM, RAW = "quire_stem", "quire_raw"
+STEM, RAW, EDGE = "quire_stem", "quire_raw", "quire_edge"
 WRITER_HEAP = 32 * 1024 * 1024  # catching up: a few items at a time
 BUILD_HEAP = 1024 * 1024 * 1024  # a build: few segments (a query visits each), at most 1 GB while it runs
 LONGEST = 64  # longer "words" (hashes, base64) are left out, as a search never types them
@@ -66,24 +66,16 @@ def schema(fields: int) -> tantivy.Schema:
     for i in range(fields):
         builder.add_text_field(f"f{i}", tokenizer_name=STEM, index_option="position")
         builder.add_text_field(f"p{i}", tokenizer_name=RAW, index_option="freq")
-        builder.add_text_field(f"x{i}", tokenizer_name=RAW, index_option="freq")
+        builder.add_text_field(f"x{i}", tokenizer_name=EDGE, index_option="freq")
     return builder.build()
-
-
-@lru_cache(maxsize=262_144)
-def _edges(word: str) -> str:
-    return " ".join(word[:n] for n in EDGES if n <= len(word))
-
-
-def edges(words: list[str]) -> str:
-    """The prefix terms of the words (each word's once per occurrence, so
-    BM25 counts them as it counts words)."""
-    return " ".join(map(_edges, words))
 
 
 def _opened(index: tantivy.Index) -> tantivy.Index:
     index.register_tokenizer(STEM, _analyzer(True))
     index.register_tokenizer(RAW, _analyzer(False))
+    # `x<i>` gets each word as a value of its own: its first 2 to 6 letters are its terms
+    index.register_tokenizer(EDGE, tantivy.TextAnalyzerBuilder(
+        tantivy.Tokenizer.ngram(EDGES.start, EDGES.stop - 1, True)).build())
     return index
 
 
@@ -94,6 +86,7 @@ class _Reader:
 
     index: tantivy.Index
     schema: tantivy.Schema
+    meta: str
     stamp: tuple[int, int, int]
     searcher: tantivy.Searcher
     vocabulary: dict[str, dict[int, list[str]]] = field(default_factory=dict)  # first letter -> length -> words
@@ -111,7 +104,7 @@ class _Writer:
             for i, text in enumerate(doc.texts[:self.fields]):
                 words = tokens(text)
                 values[f"f{i}"] = values[f"p{i}"] = " ".join(words)
-                values[f"x{i}"] = edges(words)
+                values[f"x{i}"] = words
             self.writer.add_document(tantivy.Document(**values))
 
     def replace(self, item_id: str, docs: list[Doc]) -> None:
@@ -167,15 +160,16 @@ class TantivyEngine:
     # -- reading ----------------------------------------------------------
 
     def _reader(self, name: str, generation: int) -> _Reader:
-        path = self.path(name, generation)
-        meta = os.stat(path / "meta.json")  # tantivy replaces it (a rename) on every commit
-        stamp = (meta.st_ino, meta.st_mtime_ns, meta.st_size)
         found = self._readers.get((name, generation))
+        meta = os.stat(found.meta if found else self.path(name, generation) / "meta.json")
+        stamp = (meta.st_ino, meta.st_mtime_ns, meta.st_size)  # tantivy replaces the file on every commit
         if found is None:
+            path = self.path(name, generation)
             index = _opened(tantivy.Index.open(str(path)))
             index.config_reader("Manual")
             index.reload()
-            found = self._readers[(name, generation)] = _Reader(index, index.schema, stamp, index.searcher())
+            found = self._readers[(name, generation)] = _Reader(index, index.schema, str(path / "meta.json"), stamp,
+                                                                index.searcher())
         elif found.stamp != stamp:
             found.index.reload()
             found.searcher = found.index.searcher()

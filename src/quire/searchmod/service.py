@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from quire.auth.service import Identity
 from quire.cache import Cache
 from quire.content.fields import is_empty
@@ -395,16 +397,26 @@ class SearchService:
         return {"hits": answers, "total": total, "query": text, "limit": limit, "offset": offset}
 
     def _stored(self, model: Model, index: dict[str, Any], locale: str,
-                hits: list[Hit]) -> list[tuple[Hit, dict[str, Any]]]:
+                hits: list[Hit]) -> list[tuple[Hit, dict[str, str]]]:
         """Each hit with its item's values of the index's fields in the
-        locale (fields the item lacks stay missing, as in the item). An
-        item written since the index last caught up is left out."""
-        items = self.content.collection(model).get_many([h.id for h in hits])
+        locale, as JSON text (answered as they are, without decoding the
+        item); fields the item lacks stay missing, as in the item. An item
+        written since the index last caught up is left out."""
+        fields = index["fields"]
+        localized = [f for f in fields if locale != DEFAULT and model.by_name.get(f, {}).get("i18n")]
+        names = ["_state", *fields, *(f"{f}_{locale}" for f in localized)]
+        rows = self.content.collection(model).json_values([h.id for h in hits], names)
         out = []
         for hit in hits:
-            item = items.get(hit.id)
-            if item is not None and item.get("_state") == 1:
-                out.append((hit, {f: _localized(item, f, locale, model) for f in index["fields"] if f in item}))
+            row = rows.get(hit.id)
+            if row is None or row[0] != "1":
+                continue
+            values = dict(zip(names[1:], row[1:], strict=True))
+            for f in localized:
+                own = values.pop(f"{f}_{locale}")
+                if own is not None and not is_empty(orjson.loads(own)):
+                    values[f] = own
+            out.append((hit, {f: v for f, v in values.items() if v is not None}))
         return out
 
     def _filtered(self, args: Searched, model: Model, index: dict[str, Any], locale: str, node: Node,
@@ -416,7 +428,7 @@ class SearchService:
         kept = []
         for start in range(0, len(hits), CHUNK):
             kept += [(hit, stored) for hit, stored in self._stored(model, index, locale, hits[start:start + CHUNK])
-                     if reference.matches(node, {"_id": hit.id, **stored})]
+                     if reference.matches(node, {"_id": hit.id, **_decoded(stored)})]
         return kept[offset:offset + limit], len(kept)
 
     def _highlight(self, index: dict[str, Any], live: dict[str, Any], model: Model | None, query: Query,
@@ -427,7 +439,8 @@ class SearchService:
         marker = Marker(query, variants)
         rich = {f for f in shown if model is not None and model.by_name.get(f, {}).get("type") in RICH_TEXT}
         for (_, stored), answer in zip(found, answers, strict=True):
-            answer["_formatted"] = {f: marker.format(searchable(stored.get(f), html=f in rich)) for f in shown}
+            values = _decoded(stored)
+            answer["_formatted"] = {f: marker.format(searchable(values.get(f), html=f in rich)) for f in shown}
 
     @staticmethod
     def _filter(spec: Any) -> Node | None:
@@ -456,9 +469,14 @@ def _localized(item: dict[str, Any], field: str, locale: str, model: Model) -> A
     return item.get(field)
 
 
+def _decoded(stored: dict[str, str]) -> dict[str, Any]:
+    return {f: orjson.loads(v) for f, v in stored.items()}
+
+
 def _answer(hit: Hit, stored: dict[str, Any], shown: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"_id": hit.id, "_score": float(f"{hit.score:.6g}")}
-    out.update((f, stored.get(f)) for f in shown)
+    # JSON text as read from the item (a field the item lacks is null)
+    out.update((f, orjson.Fragment(stored[f]) if f in stored else None) for f in shown)
     return out
 
 
