@@ -4,10 +4,13 @@ commit (nothing is lost, nothing is written twice into the results)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,16 @@ from quire.app import Quire
 from quire.config import load_settings
 from quire.searchmod.follow import QUEUE, Marks
 from tests.conftest import Api, create_item
-from tests.searchmod.helpers import ADMIN, filler, ids, posts_model, put_index, search
+from tests.searchmod.helpers import (
+    ADMIN,
+    error_of,
+    filler,
+    ids,
+    posts_model,
+    put_index,
+    search,
+    search_response,
+)
 
 
 @pytest.fixture
@@ -126,8 +138,6 @@ def test_rows_queued_during_a_build_reach_the_new_generation(posts: Api, quire: 
             wrote.append("x")
             other = Quire(load_settings(quire.settings.data_dir, env={}))
             try:
-                import asyncio
-                import threading
                 thread = threading.Thread(target=lambda: asyncio.run(
                     other.content.save("posts", {"title": "midbuild osprey", "_state": 1}, ADMIN)))
                 thread.start()
@@ -147,7 +157,7 @@ def test_a_lost_index_directory_is_rebuilt_from_content(posts: Api, quire: Quire
     create_item(posts, "posts", {"title": "sturdy tortoise"})
     live = Marks(quire.store, "ix").live()
     assert live is not None
-    import shutil
     shutil.rmtree(quire.search.engine.path("ix", live["generation"]))
+    assert error_of(search_response(posts, "ix", "tortoise"), 503) == "Index 'ix' has lost its files: rebuild it"
     assert posts.post("/api/searchmod/indexes/ix/rebuild").status_code == 200
     assert [h["title"] for h in search(posts, "ix", "tortoise")["hits"]] == ["sturdy tortoise"]
