@@ -32,6 +32,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 from tantivy import Occur, Query
 
+from quire.errors import Unavailable
 from quire.searchmod.engine import Doc, Hit
 from quire.searchmod.query import Query as Parsed
 from quire.searchmod.query import tokens
@@ -89,8 +90,8 @@ class _Reader:
     meta: str
     stamp: tuple[int, int, int]
     searcher: tantivy.Searcher
-    vocabulary: dict[str, dict[int, list[str]]] = field(default_factory=dict)  # first letter -> length -> words
-    candidates: dict[tuple[str, int, int], list[str]] = field(default_factory=dict)  # (letter, length, edits)
+    vocabulary: dict[str, list[str]] = field(default_factory=dict)  # first letter -> words
+    deletions: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # letter -> key -> words
 
 
 class _Writer:
@@ -161,7 +162,11 @@ class TantivyEngine:
 
     def _reader(self, name: str, generation: int) -> _Reader:
         found = self._readers.get((name, generation))
-        meta = os.stat(found.meta if found else self.path(name, generation) / "meta.json")
+        try:
+            meta = os.stat(found.meta if found else self.path(name, generation) / "meta.json")
+        except FileNotFoundError:
+            self._readers.pop((name, generation), None)
+            raise Unavailable(f"Index '{name}' has lost its files: rebuild it") from None
         stamp = (meta.st_ino, meta.st_mtime_ns, meta.st_size)  # tantivy replaces the file on every commit
         if found is None:
             path = self.path(name, generation)
@@ -174,7 +179,7 @@ class TantivyEngine:
             found.index.reload()
             found.searcher = found.index.searcher()
             found.stamp = stamp
-            found.vocabulary, found.candidates = {}, {}
+            found.vocabulary, found.deletions = {}, {}
         return found
 
     def count(self, name: str, generation: int, locale: str) -> int:
@@ -188,23 +193,30 @@ class TantivyEngine:
         """Words one edit away from a word of 5+ letters, two from 9+ (an
         edit: a letter added, removed, replaced, or two neighbours swapped).
         The first letter is taken as typed, so the candidates are the
-        words of one letter (read from the index once per commit)."""
+        words of one letter (read from the index once per commit). For one
+        edit they come from a table of the words with one letter (not the
+        first) left out: two words one edit apart share such a key, so only
+        those few are measured."""
         if len(word) < 5 or not word.isalpha():
             return []
-        edits = 2 if len(word) >= 9 else 1
-        by_length = reader.vocabulary.get(word[0])
-        if by_length is None:
-            words = {t for n in range(fields) for t, _ in reader.searcher.terms_with_prefix(f"p{n}", word[0])}
-            by_length = reader.vocabulary[word[0]] = {}
+        letter = word[0]
+        words = reader.vocabulary.get(letter)
+        if words is None:
+            words = reader.vocabulary[letter] = sorted(
+                {t for n in range(fields) for t, _ in reader.searcher.terms_with_prefix(f"p{n}", letter)})
+        if len(word) >= 9:
+            candidates = [t for t in words if abs(len(t) - len(word)) <= 2]
+            found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=2, limit=MAX_VARIANTS)
+            return [t for t, _, _ in found if t != word]
+        table = reader.deletions.get(letter)
+        if table is None:
+            table = reader.deletions[letter] = {}
             for t in words:
-                by_length.setdefault(len(t), []).append(t)
-        key = (len(word), edits)
-        candidates = reader.candidates.get((word[0], *key))
-        if candidates is None:
-            candidates = reader.candidates[(word[0], *key)] = [
-                t for n in range(len(word) - edits, len(word) + edits + 1) for t in by_length.get(n, ())]
-        found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=MAX_VARIANTS)
-        return [t for t, _, _ in found if t != word]
+                for key in _deletions(t):
+                    table.setdefault(key, []).append(t)
+        near = {t for key in _deletions(word) for t in table.get(key, ()) if t != word}
+        scored = sorted((OSA.distance(word, t), t) for t in near)
+        return [t for distance, t in scored if distance <= 1][:MAX_VARIANTS]
 
     def search(self, name: str, generation: int, query: Parsed, locale: str | None, weights: list[float],
                limit: int, offset: int, typos: bool = True) -> tuple[list[Hit], int]:
@@ -282,6 +294,11 @@ class _Plan:
             return Query.empty_query()  # no word that long is indexed
         # the prefix is word characters only (`tokens`): nothing in it is regex syntax
         return self._any(lambda i: Query.regex_query(self.schema, f"p{i}", prefix + ".*"))
+
+
+def _deletions(word: str) -> set[str]:
+    """The word, and the word with one letter but the first left out."""
+    return {word, *(word[:i] + word[i + 1:] for i in range(1, len(word)))}
 
 
 def _all(queries: list[Query]) -> Query:
