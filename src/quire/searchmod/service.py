@@ -75,7 +75,10 @@ class SearchService:
     def start(self) -> None:
         """On server start: catch up with what was queued while no server
         ran, then poll for rows other processes could not write."""
-        self.follower.catch_up()
+        try:
+            self.follower.catch_up()
+        except Exception:  # noqa: BLE001 (a broken index must not stop the server; the poller tries again)
+            log.exception("search: catching up at start failed")
         self._poller = asyncio.get_running_loop().create_task(self._poll())
 
     def close(self) -> None:
