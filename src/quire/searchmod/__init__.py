@@ -12,7 +12,10 @@ from quire.searchmod.service import SearchService
 
 def build(services: Services) -> None:
     content, models = services.get(ContentService), services.get(ModelService)
-    services.add("search", SearchService(services.store, content, models, services.events))
+    search = SearchService(services.store, content, models, services.events, services.cache)
+    services.add("search", search)
+    services.on_start(search.start)
+    services.on_close(search.close)
 
 
 def subscribe(services: Services) -> None:

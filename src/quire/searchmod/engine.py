@@ -1,46 +1,69 @@
-"""What the search service needs of an engine. `fts.FtsEngine` (SQLite
-FTS5) is the embedded default; another engine (PostgreSQL full text, an
-external server) implements these methods and nothing else changes.
+"""What the search service needs of an engine. `index.TantivyEngine` is
+the embedded one; another engine (PostgreSQL full text, an external
+server) implements these methods and nothing else changes.
 
-Writes are called inside the store's open transaction, so an engine that
-keeps its data elsewhere must make them atomic with the content write
-itself (or accept and document a window)."""
+An engine keeps no copy of the content: a hit is an item id and a score,
+and the service reads the hit's values from the content store (by
+primary key, the page's items in one query). Each built index is a *generation* (a number that grows with every build):
+a build writes a new generation beside the live one, so searches keep
+answering from the old one until the new one is switched in.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
-from quire.searchmod.fts import Doc, Hit
 from quire.searchmod.query import Query
-from quire.store.query import Node
+
+
+@dataclass
+class Hit:
+    id: str
+    score: float
+
+
+@dataclass
+class Doc:
+    """One item in one locale: the searchable text of each of the index's
+    fields, in order."""
+
+    id: str
+    locale: str
+    texts: list[str]
+
+
+class Writer(Protocol):
+    def add(self, docs: list[Doc]) -> None:
+        """Documents of items not in the index yet (a fresh build)."""
+
+    def replace(self, item_id: str, docs: list[Doc]) -> None:
+        """The item's documents (every locale) become `docs` (none: it leaves)."""
+
+    def clear(self) -> None: ...
+
+    def commit(self) -> None:
+        """Make the writes visible, durably, at once or not at all."""
+
+    def abort(self) -> None:
+        """Give up the writes not committed (after a failure), freeing the writer."""
 
 
 class Engine(Protocol):
-    def create(self, name: str, fields: list[str]) -> None:
-        """(Re)create an empty index over these fields."""
+    def writer(self, name: str, generation: int, fields: int, fresh: bool = False) -> Writer:
+        """A writer for one generation of an index (`fresh`: a new, empty
+        one); only one process may hold it at a time (the caller's lock)."""
 
-    def drop(self, name: str) -> None: ...
+    def drop(self, name: str, keep: int | None = None) -> None:
+        """Remove the index's generations but `keep` (all when None)."""
 
-    def upsert(self, name: str, fields: list[str], docs: list[Doc], build: int,
-               known: set[str] | None = None) -> None:
-        """Store documents (an item in a locale each): stored values and searchable texts."""
+    def count(self, name: str, generation: int, locale: str) -> int:
+        """Items in the index (their documents in `locale`)."""
 
-    def delete(self, name: str, doc_id: str) -> None: ...
+    def search(self, name: str, generation: int, query: Query, locale: str | None, weights: list[float],
+               limit: int, offset: int, typos: bool = True) -> tuple[list[Hit], int]:
+        """A page of hits, best first, and the exact total; `locale` None:
+        the index has one locale, every document is searched."""
 
-    def clear(self, name: str) -> int: ...
-
-    def rename_fields(self, name: str, renames: dict[str, str]) -> None:
-        """Stored values of the documents move to the fields' new names
-        (old -> new); the searchable texts stay as they are."""
-
-    def delete_stale(self, name: str, build: int) -> int:
-        """Remove documents not written by build number `build`."""
-
-    def count(self, name: str) -> int: ...
-
-    def search(self, name: str, query: Query, locale: str, locales: int, node: Node | None,
-               weights: list[float], limit: int, offset: int, typos: bool = True) -> tuple[list[Hit], int]:
-        """A page of hits, best first, and the exact total."""
-
-    def highlight(self, name: str, columns: list[str], hits: list[Hit], query: Query, fields: list[str]) -> None:
-        """Add `_formatted` to each hit's data."""
+    def variants(self, name: str, generation: int, fields: int, word: str) -> list[str]:
+        """Words of the index a typo away from `word` (for highlighting)."""

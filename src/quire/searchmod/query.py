@@ -18,16 +18,17 @@ MAX_TERMS = 32
 
 
 def fold(text: str) -> str:
-    """Lower case, accents removed (as FTS5's unicode61 remove_diacritics),
-    ligatures unfolded (as the engine indexes them); `ß` stays `ß`."""
+    """Lower case, accents removed, ligatures unfolded, `ß` as `ss`: the
+    index holds words folded so, and queries are folded the same way."""
     if text.isascii():  # most text: nothing to decompose
         return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text.lower())
+    decomposed = unicodedata.normalize("NFKD", text.lower().replace("ß", "ss"))
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def tokens(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(fold(text)) if t.strip("_")]
+    found = _TOKEN.findall(fold(text))
+    return [t for t in found if t.strip("_")] if "_" in text else found
 
 
 @dataclass
@@ -58,8 +59,3 @@ def _keep_phrase(query: Query, inner: str) -> str:
         query.phrases.append(words[:MAX_TERMS])
         return " "
     return f" {' '.join(words)} "  # a one-word phrase is a word
-
-
-def quoted(term: str) -> str:
-    """An FTS5 string: the term can never be read as syntax."""
-    return '"' + term.replace('"', '""') + '"'

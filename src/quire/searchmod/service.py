@@ -2,33 +2,40 @@
 queries against them.
 
 An index names a content model, the fields to search, a filter items must
-match, extra locales and per-field weights. It follows content inside the
-content write's transaction (`content.item.saved`, `content.item.remove`),
-so after a commit search and content agree: an item that stops being
-published or stops matching the filter leaves the index at once.
+match, extra locales and per-field weights. It follows content through
+the queue of `follow.py`: a content write queues its item in its own
+transaction and the index catches up right after the commit (in the
+writing process at once, from any other within `follow.POLL` seconds).
 
-A rebuild writes every item again in chunks, each chunk reading its items
-and writing their documents in one transaction, and stamps the rows with
-the rebuild's number; rows with another stamp (items that left the index)
-go at the end. Content writes during a rebuild go through the follower with
-the same stamp, so nothing is lost or left stale.
+A build (creating or changing an index, a rebuild) writes every item into
+a new generation of the index while searches keep answering from the live
+one, then switches it in; queue rows written meanwhile are written into
+the new generation after the switch, so nothing is lost or left stale.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 import time
+from pathlib import Path
 from typing import Any
 
+import orjson
+
 from quire.auth.service import Identity
+from quire.cache import Cache
 from quire.content.fields import is_empty
 from quire.content.models import Model, ModelService
 from quire.content.service import PUBLISHED, ContentService
 from quire.errors import BadRequest, NotFound, ValidationError
 from quire.events import Events
-from quire.searchmod.engine import Engine
-from quire.searchmod.fts import Doc, FtsEngine, Hit
-from quire.searchmod.query import parse
+from quire.searchmod.engine import Doc, Engine, Hit, Writer
+from quire.searchmod.follow import POLL, Follower, Marks, ensure_queue, push, queue_end, writer_lock
+from quire.searchmod.highlight import Marker
+from quire.searchmod.index import TantivyEngine
+from quire.searchmod.query import Query, parse
 from quire.searchmod.text import searchable
 from quire.store import SqliteStore
 from quire.store import match as reference
@@ -40,21 +47,57 @@ MANAGE = "searchmod/manage"
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 DEFAULT = "default"
 CHUNK = 500
+log = logging.getLogger("quire.search")
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000
+# what `Engine.search` takes before the page: index, generation, query, locale, weights
+Searched = tuple[str, int, Query, str | None, list[float]]
 KEYS = ("label", "model", "fields", "filter", "locales", "weights")
 # values of these field types are HTML (or may hold it): searched without markup
 RICH_TEXT = {"wysiwyg", "markdown", "object", "set", "table"}
 
 
 class SearchService:
-    def __init__(self, store: SqliteStore, content: ContentService, models: ModelService, events: Events) -> None:
+    def __init__(self, store: SqliteStore, content: ContentService, models: ModelService, events: Events,
+                 cache: Cache) -> None:
         self.store = store
+        self._kept = cache.region("searchmod.indexes", 256)  # definitions and live marks, per generation
         self.content = content
         self.models = models
         self.events = events
-        self.engine: Engine = FtsEngine(store)
+        self.root = Path(store.path).parent / "search"
+        self.engine: Engine = TantivyEngine(self.root)
         self.indexes = store.collection(INDEXES)
+        ensure_queue(store)
+        self.follower = Follower(store, self.engine, self.root, self._all_definitions, self._docs)
+        self._poller: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """On server start: catch up with what was queued while no server
+        ran, then poll for rows other processes could not write."""
+        try:
+            self.follower.catch_up()
+        except Exception:  # noqa: BLE001 (a broken index must not stop the server; the poller tries again)
+            log.exception("search: catching up at start failed")
+        self._poller = asyncio.get_running_loop().create_task(self._poll())
+
+    def close(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            self._poller = None
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(POLL)
+            self.store.mark_stale()  # another process's commit moves the store's generation
+            if self.follower.pending():
+                try:
+                    self.follower.catch_up()
+                except Exception:  # noqa: BLE001 (logged; the next round tries again)
+                    log.exception("search: catching up failed")
+
+    def _all_definitions(self) -> list[dict[str, Any]]:
+        return self.indexes.find() if self.indexes.exists() else []
 
     # -- definitions ------------------------------------------------------
 
@@ -73,7 +116,9 @@ class SearchService:
         return found
 
     def _described(self, index: dict[str, Any]) -> dict[str, Any]:
-        return {**index, "documents": self.engine.count(index["name"])}
+        live = Marks(self.store, index["name"]).live()
+        count = self.engine.count(index["name"], live["generation"], DEFAULT) if live else 0
+        return {**index, "documents": count}
 
     async def put(self, name: str, body: Any, identity: Identity) -> dict[str, Any]:
         """Create or change an index, then build it."""
@@ -89,8 +134,6 @@ class SearchService:
                 raise BadRequest(f"Index {clash[0]} exists: index names are not case-sensitive", fields=["name"])
             index.update(_created=current["_created"] if current else now, _modified=now,
                          build=(current or {}).get("build", 0) + 1, built_at=None)
-            if current is None or current["fields"] != index["fields"]:
-                self.engine.create(name, index["fields"])  # new columns: a fresh index
             self.indexes.replace(index)
         await self.build(name)
         return self._described(self._definition(name))
@@ -145,6 +188,8 @@ class SearchService:
         async with self.store.atomic():
             self._definition(name)
             self.indexes.delete(name)
+            Marks(self.store, name).forget()
+        with writer_lock(self.root, name):
             self.engine.drop(name)
 
     # -- building and following -------------------------------------------
@@ -158,68 +203,110 @@ class SearchService:
         return self._described(self._definition(name))
 
     async def build(self, name: str) -> int:
-        """Write every published item that matches the filter, chunk by
-        chunk (other writers run between chunks), then drop the rows the
-        build did not write. Answers the number of items indexed."""
-        written = 0
-        after = ""
-        known: set[str] = set()  # words already in the vocabulary
-        while True:
+        """Write every published item that matches the filter into a new
+        generation, chunk by chunk (other requests run between chunks),
+        then switch it in and write what was queued since the build
+        began. Answers the number of items indexed."""
+        marks = Marks(self.store, name)
+        async with self.store.atomic():
+            index = self._definition(name)
+            generation, fields = index["build"], index["fields"]
+            began = queue_end(self.store)
+            marks.set_number("building", began)
+        writer = self.engine.writer(name, generation, len(fields), fresh=True)
+        try:
+            written = await self._fill(writer, index)
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+        with writer_lock(self.root, name):
             async with self.store.atomic():
-                index = self._definition(name)
-                model = self.models.get(index["model"])
-                # The chunk walks the primary key alone (a `_state` condition
-                # would make SQLite scan its index over every item and sort,
-                # once per chunk); which items belong is decided here.
-                rows = self.content.collection(model).find(Cond(("_id",), "gt", after), [(("_id",), 1)], CHUNK)
-                wanted = And([PUBLISHED, parse_filter(index["filter"])])
-                items = [item for item in rows if reference.matches(wanted, item)]
-                self._write(index, model, items, known)
-                written += len(items)
-                if len(rows) < CHUNK:
-                    self.engine.delete_stale(name, index["build"])
+                live = marks.live()
+                current = self.indexes.get(name)
+                if current is not None and current["build"] == generation and (
+                        live is None or live["generation"] < generation):
+                    marks.set_live(generation, fields)
+                    marks.set_number("applied", began)
+                    marks.set_number("building", None)
                     self.indexes.update(name, {"built_at": int(time.time())})
-                    return written
-                after = rows[-1]["_id"]
+            self.engine.drop(name, keep=(marks.live() or {}).get("generation"))
+        self.follower.catch_up(name)
+        return written
 
-    def _write(self, index: dict[str, Any], model: Model, items: list[dict[str, Any]],
-               known: set[str] | None = None) -> None:
+    async def _fill(self, writer: Writer, index: dict[str, Any]) -> int:
+        """Every item that belongs in the index, into a fresh generation."""
+        model = self.models.get(index["model"])
+        wanted = And([PUBLISHED, parse_filter(index["filter"])])
+        written, after = 0, ""
+        while True:
+            # The chunk walks the primary key alone (a `_state` condition
+            # would make SQLite scan its index over every item and sort,
+            # once per chunk); which items belong is decided here.
+            rows = self.content.collection(model).find(Cond(("_id",), "gt", after), [(("_id",), 1)], CHUNK)
+            items = [item for item in rows if reference.matches(wanted, item)]
+            for item in items:
+                writer.add(self._item_docs(index, model, item))
+            written += len(items)
+            if len(rows) < CHUNK:
+                return written
+            after = rows[-1]["_id"]
+            await asyncio.sleep(0)
+
+    def _item_docs(self, index: dict[str, Any], model: Model, item: dict[str, Any]) -> list[Doc]:
         fields = index["fields"]
-        docs = []
         rich = {f for f in fields if model.by_name.get(f, {}).get("type") in RICH_TEXT}
-        for item in items:
-            for locale in [DEFAULT, *index["locales"]]:
-                # fields the item lacks stay missing (as in the item: `$exists` agrees with content)
-                stored = {f: _localized(item, f, locale, model) for f in fields if f in item}
-                texts = [searchable(stored.get(f), html=f in rich) for f in fields]
-                docs.append(Doc(item["_id"], locale, stored, texts))
-        self.engine.upsert(index["name"], fields, docs, index["build"], known)
+        docs = []
+        for locale in [DEFAULT, *index["locales"]]:
+            texts = [searchable(_localized(item, f, locale, model), html=f in rich) if f in item else ""
+                     for f in fields]
+            docs.append(Doc(item["_id"], locale, texts))
+        return docs
+
+    def _docs(self, index: dict[str, Any], ids: list[str]) -> dict[str, list[Doc] | None]:
+        """Each item's documents as it is now: None when it is not in the
+        index (deleted, not published, not matching the filter)."""
+        model = self.models.find(index["model"])
+        if model is None:
+            return dict.fromkeys(ids)
+        items = self.content.collection(model).get_many(ids)
+        wanted = And([PUBLISHED, parse_filter(index["filter"])])
+        return {i: self._item_docs(index, model, items[i]) if i in items and reference.matches(wanted, items[i])
+                else None for i in ids}
 
     def _following(self, model: str) -> list[dict[str, Any]]:
         return self.indexes.find({"model": model}) if self.indexes.exists() else []
 
+    def _queue(self, model: str, item_id: str | None) -> None:
+        """Queue the item for every index of its model, in the write's
+        transaction; catch up once that commits."""
+        indexes = self._following(model)
+        for index in indexes:
+            push(self.store, index["name"], item_id)
+        if indexes:
+            self.store.after_commit(self._after_commit)
+
+    def _after_commit(self) -> None:
+        if self.follower.pending():  # a second callback of the same commit finds nothing to do
+            try:
+                self.follower.catch_up()
+            except Exception:  # noqa: BLE001 (the write has committed; its rows wait for the next round)
+                log.exception("search: catching up after a commit failed")
+
     async def item_saved(self, model: str, item: dict[str, Any], **_: Any) -> None:
-        for index in self._following(model):
-            definition = self.models.find(model)
-            keep = item.get("_state") == 1 and reference.matches(parse_filter(index["filter"]), item)
-            if keep and definition is not None:
-                self._write(index, definition, [item])
-            else:
-                self.engine.delete(index["name"], item["_id"])
+        self._queue(model, item["_id"])
 
     async def item_removed(self, model: str, item: dict[str, Any], **_: Any) -> None:
-        for index in self._following(model):
-            self.engine.delete(index["name"], item["_id"])
+        self._queue(model, item["_id"])
 
     def model_removed(self, model: str, **_: Any) -> None:
-        for index in self._following(model):
-            self.engine.clear(index["name"])  # the model's items are gone
+        self._queue(model, None)  # the model's items are gone
 
     def model_renamed(self, model: str, renames: dict[str, str], keys: dict[str, str], **_: Any) -> None:
         """Indexes of the model follow renamed fields, in the rename's
         transaction: their fields, weights and filter (`keys`: every stored
-        key that moved, per-locale ones included), and the values stored
-        with their documents. Nothing is indexed again."""
+        key that moved, per-locale ones included). Nothing is indexed
+        again (the engine knows fields by position; hits read the items)."""
         for index in self._following(model):
             moved = {old: new for old, new in renames.items() if old in index["fields"]}
             spec = _renamed_filter(index["filter"], keys)
@@ -230,8 +317,10 @@ class SearchService:
                 "weights": {renames.get(f, f): w for f, w in index["weights"].items()},
                 "filter": spec,
             })
-            if moved:
-                self.engine.rename_fields(index["name"], moved)
+            marks = Marks(self.store, index["name"])
+            live = marks.live()
+            if moved and live is not None:
+                marks.set_live(live["generation"], [renames.get(f, f) for f in live["fields"]])
 
     # -- queries ----------------------------------------------------------
 
@@ -251,16 +340,32 @@ class SearchService:
         query = parse(text)
         if not text.strip() or query.empty:
             return [], 0
-        index = self._definition(name)
-        weights = [float(index["weights"].get(f, 1)) for f in index["fields"]]
-        hits, total = self.engine.search(name, query, DEFAULT, 1 + len(index["locales"]), None, weights,
-                                         min(limit, MAX_LIMIT), 0)
+        index = self._read_definition(name)
+        live = self._live(name)
+        if live is None:
+            return [], 0
+        hits, total = self.engine.search(name, live["generation"], query, DEFAULT if index["locales"] else None,
+                                         self._weights(index, live), min(limit, MAX_LIMIT), 0)
         return list(dict.fromkeys(h.id for h in hits)), total
 
+    def _live(self, name: str) -> dict[str, Any] | None:
+        """The live generation, once this process has written what is
+        queued (when anything was written since it last looked)."""
+        if self.follower.pending():
+            self.follower.catch_up()
+        return self._kept.fetch(("live", name), Marks(self.store, name).live)
+
+    def _read_definition(self, name: str) -> dict[str, Any]:
+        """`_definition` for searches, kept while nothing is written (not to be changed)."""
+        return self._kept.fetch(("index", name), lambda: self._definition(name))
+
+    @staticmethod
+    def _weights(index: dict[str, Any], live: dict[str, Any]) -> list[float]:
+        return [float(index["weights"].get(f, 1)) for f in live["fields"]]
 
     def search(self, name: str, params: dict[str, Any], identity: Identity) -> dict[str, Any]:
         identity.require(READ)
-        index = self._definition(name)
+        index = self._read_definition(name)
         text = params.get("q")
         query = parse(text or "")
         if not text or not text.strip() or query.empty:
@@ -276,14 +381,69 @@ class SearchService:
         if locale not in index["locales"]:
             locale = DEFAULT  # as content reads: an unknown locale answers the default values
         node = self._filter(params.get("filter"))
-        weights = [float(index["weights"].get(f, 1)) for f in index["fields"]]
-        locales = 1 + len(index["locales"])
-        hits, total = self.engine.search(name, query, locale, locales, node, weights, limit, offset)
         shown = self._shown_fields(index, params.get("fields"))
-        if params.get("highlight"):
-            self.engine.highlight(name, index["fields"], hits, query, shown)
-        return {"hits": [_answer(h, shown) for h in hits], "total": total, "query": text,
-                "limit": limit, "offset": offset}
+        live = self._live(name)
+        model = self.models.find(index["model"])
+        found: list[tuple[Hit, dict[str, Any]]] = []
+        total = 0
+        if live is not None and model is not None:
+            args: Searched = (name, live["generation"], query, locale if index["locales"] else None,
+                              self._weights(index, live))
+            if node is None:
+                hits, total = self.engine.search(*args, limit, offset)
+                found = self._stored(model, index, locale, hits)
+            else:
+                found, total = self._filtered(args, model, index, locale, node, limit, offset)
+        answers = [_answer(hit, stored, shown) for hit, stored in found]
+        if params.get("highlight") and found:
+            self._highlight(index, live or {}, model, query, shown, found, answers)
+        return {"hits": answers, "total": total, "query": text, "limit": limit, "offset": offset}
+
+    def _stored(self, model: Model, index: dict[str, Any], locale: str,
+                hits: list[Hit]) -> list[tuple[Hit, dict[str, str]]]:
+        """Each hit with its item's values of the index's fields in the
+        locale, as JSON text (answered as they are, without decoding the
+        item); fields the item lacks stay missing, as in the item. An item
+        written since the index last caught up is left out."""
+        fields = index["fields"]
+        localized = [f for f in fields if locale != DEFAULT and model.by_name.get(f, {}).get("i18n")]
+        names = ["_state", *fields, *(f"{f}_{locale}" for f in localized)]
+        rows = self.content.collection(model).json_values([h.id for h in hits], names)
+        out = []
+        for hit in hits:
+            row = rows.get(hit.id)
+            if row is None or row[0] != "1":
+                continue
+            values = dict(zip(names[1:], row[1:], strict=True))
+            for f in localized:
+                own = values.pop(f"{f}_{locale}")
+                if own is not None and not is_empty(orjson.loads(own)):
+                    values[f] = own
+            out.append((hit, {f: v for f, v in values.items() if v is not None}))
+        return out
+
+    def _filtered(self, args: Searched, model: Model, index: dict[str, Any], locale: str, node: Node,
+                  limit: int, offset: int) -> tuple[list[tuple[Hit, dict[str, Any]]], int]:
+        """A filter over the values: every hit is read and tested, best
+        first (the cost grows with the matches, not with the page)."""
+        _, every = self.engine.search(*args, 1, 0)
+        hits, _ = self.engine.search(*args, max(every, 1), 0) if every else ([], 0)
+        kept = []
+        for start in range(0, len(hits), CHUNK):
+            kept += [(hit, stored) for hit, stored in self._stored(model, index, locale, hits[start:start + CHUNK])
+                     if reference.matches(node, {"_id": hit.id, **_decoded(stored)})]
+        return kept[offset:offset + limit], len(kept)
+
+    def _highlight(self, index: dict[str, Any], live: dict[str, Any], model: Model | None, query: Query,
+                   shown: list[str], found: list[tuple[Hit, dict[str, Any]]], answers: list[dict[str, Any]]) -> None:
+        """`_formatted`: each shown field's searchable text with the matches marked."""
+        variants = {v for w in query.words
+                    for v in self.engine.variants(index["name"], live["generation"], len(live["fields"]), w)}
+        marker = Marker(query, variants)
+        rich = {f for f in shown if model is not None and model.by_name.get(f, {}).get("type") in RICH_TEXT}
+        for (_, stored), answer in zip(found, answers, strict=True):
+            values = _decoded(stored)
+            answer["_formatted"] = {f: marker.format(searchable(values.get(f), html=f in rich)) for f in shown}
 
     @staticmethod
     def _filter(spec: Any) -> Node | None:
@@ -312,11 +472,14 @@ def _localized(item: dict[str, Any], field: str, locale: str, model: Model) -> A
     return item.get(field)
 
 
-def _answer(hit: Hit, shown: list[str]) -> dict[str, Any]:
+def _decoded(stored: dict[str, str]) -> dict[str, Any]:
+    return {f: orjson.loads(v) for f, v in stored.items()}
+
+
+def _answer(hit: Hit, stored: dict[str, Any], shown: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"_id": hit.id, "_score": float(f"{hit.score:.6g}")}
-    out.update((f, hit.data.get(f)) for f in shown)
-    if "_formatted" in hit.data:
-        out["_formatted"] = hit.data["_formatted"]
+    # JSON text as read from the item (a field the item lacks is null)
+    out.update((f, orjson.Fragment(stored[f]) if f in stored else None) for f in shown)
     return out
 
 

@@ -791,6 +791,20 @@ class Collection:
             out.append(doc)
         return out
 
+    def json_values(self, ids: list[str], names: list[str]) -> dict[str, list[str | None]]:
+        """Per document id, the JSON text of each named top-level field
+        (None when the document lacks it), read in SQL without decoding
+        the documents: an answer can carry the values as they are."""
+        if not ids or not self.exists():
+            return {}
+        unique = list(dict.fromkeys(ids))[:5000]
+        columns = ", ".join("data -> ?" for _ in names)
+        marks = ", ".join("?" * len(unique))
+        paths = ['$."' + name.replace('"', "") + '"' for name in names]
+        rows = self.store.execute_read(f"SELECT id, {columns} FROM {self.table} WHERE id IN ({marks})",
+                                       [*paths, *unique])
+        return {row[0]: list(row[1:]) for row in rows}
+
     def subtree(self, root: dict[str, Any]) -> list[dict[str, Any]]:
         """`root` and every document below it by `_pid`, parents first (one
         query per level)."""
