@@ -41,7 +41,7 @@ def posts(admin: Api) -> Api:
 
 
 def queued(quire: Quire) -> int:
-    return int(quire.store.execute_read(f"SELECT count(*) FROM {QUEUE}").fetchone()[0])
+    return int(quire.store.execute_read(f"SELECT count(*) FROM \"{QUEUE}\"").fetchone()[0])
 
 
 def other_process(data_dir: Path, body: str) -> subprocess.CompletedProcess[str]:

@@ -40,18 +40,16 @@ import orjson
 from quire.errors import StoreBusy
 from quire.searchmod.engine import Doc, Engine
 from quire.store import SqliteStore
+from quire.store.queue import Queue
 
-QUEUE = '"sx:queue"'
+QUEUE = "sx:queue"
 BATCH = 1000
 POLL = 0.3  # seconds between looks of the poller
 log = logging.getLogger("quire.search")
 
 
 def ensure_queue(store: SqliteStore) -> None:
-    if not store.table_exists("sx:queue"):
-        store.write(f"CREATE TABLE IF NOT EXISTS {QUEUE} (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-                    "idx TEXT NOT NULL, item TEXT)")
-        store.write(f'CREATE INDEX IF NOT EXISTS "sx:queue:idx" ON {QUEUE} (idx, seq)')
+    Queue(store, QUEUE).ensure()
 
 
 class Marks:
@@ -76,23 +74,22 @@ class Marks:
     def set_number(self, kind: str, value: int | None) -> None:
         key = f"searchmod/{kind}/{self.name}"
         if value is None:
-            self.store.write("DELETE FROM _quire_meta WHERE key = ?", (key,))
+            self.store.delete_meta(key)
         else:
             self.store.set_meta(key, str(value))
 
     def forget(self) -> None:
-        self.store.write("DELETE FROM _quire_meta WHERE key IN (?, ?, ?)",
-                         tuple(f"searchmod/{k}/{self.name}" for k in ("live", "applied", "building")))
-        self.store.write(f"DELETE FROM {QUEUE} WHERE idx = ?", (self.name,))
+        self.store.delete_meta(*(f"searchmod/{k}/{self.name}" for k in ("live", "applied", "building")))
+        Queue(self.store, QUEUE).trim(self.name)
 
 
 def push(store: SqliteStore, name: str, item_id: str | None) -> None:
     """Queue an item (None: every document of the index goes) in the open transaction."""
-    store.write(f"INSERT INTO {QUEUE} (idx, item) VALUES (?, ?)", (name, item_id))
+    Queue(store, QUEUE).push(name, item_id)
 
 
 def queue_end(store: SqliteStore) -> int:
-    return int(store.execute_read(f"SELECT coalesce(max(seq), 0) FROM {QUEUE}").fetchone()[0])
+    return Queue(store, QUEUE).end()
 
 
 @contextlib.contextmanager
@@ -142,7 +139,7 @@ class Follower:
         generation = self.store.generation
         done = True
         try:
-            if not self.store.table_exists("sx:queue"):
+            if not Queue(self.store, QUEUE).exists():
                 self._looked_at = generation
                 return
             for index in self.definitions():
@@ -161,8 +158,7 @@ class Follower:
             applied = marks.number("applied") or 0
             if live is None:
                 return True  # not built yet: the build takes the queue's rows
-            rows = self.store.execute_read(f"SELECT seq, item FROM {QUEUE} WHERE idx = ? AND seq > ? "
-                                           f"ORDER BY seq LIMIT {BATCH}", (index["name"], applied)).fetchall()
+            rows = Queue(self.store, QUEUE).after(index["name"], applied, BATCH)
             if not rows:
                 return True
             with writer_lock(self.root, index["name"]) as mine:
@@ -177,7 +173,7 @@ class Follower:
                         marks.set_number("applied", last)
                         building = marks.number("building")
                         keep_after = last if building is None else min(last, building)
-                        self.store.write(f"DELETE FROM {QUEUE} WHERE idx = ? AND seq <= ?", (index["name"], keep_after))
+                        Queue(self.store, QUEUE).trim(index["name"], keep_after)
 
     def _write(self, index: dict[str, Any], live: dict[str, Any], rows: list[tuple[int, str | None]]) -> None:
         writer = self.engine.writer(index["name"], live["generation"], len(live["fields"]))

@@ -505,6 +505,9 @@ class SqliteStore:
         row = self.execute_read("SELECT value FROM _quire_meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    def delete_meta(self, *keys: str) -> None:
+        self._write(f"DELETE FROM _quire_meta WHERE key IN ({', '.join('?' for _ in keys)})", keys)
+
     def set_meta(self, key: str, value: str) -> None:
         self._write(
             "INSERT INTO _quire_meta (key, value) VALUES (?, ?) "
