@@ -743,15 +743,25 @@ class Collection:
             after_sql, after_params = compile_after(terms, after.keys, after.rowid)
             if terms:
                 ranges = after_ranges(terms[0], after.keys[0])
-            if skip and len(ranges) > 1:  # rows are counted off across the ranges: one query
-                ranges = [("(" + " OR ".join(r[0] for r in ranges) + ")", [p for r in ranges for p in r[1]])]
         rows: list[Any] = []
-        for range_sql, range_params in ranges:
+        left = skip or 0
+        for n, (range_sql, range_params) in enumerate(ranges):
+            if left and n < len(ranges) - 1:
+                # rows are counted off across the ranges: a range holding
+                # no more than are left to skip is skipped whole
+                held = self.store.execute_read(
+                    f"SELECT COUNT(*) FROM (SELECT 1 FROM {self.table} WHERE {where} AND {range_sql} "
+                    f"AND {after_sql} LIMIT ?)", [*where_params, *range_params, *after_params, left]
+                ).fetchone()[0]
+                if held < left:
+                    left -= held
+                    continue
             sql = (f"SELECT {columns} FROM {self.table} WHERE {where} AND {range_sql} AND {after_sql} "
                    f"ORDER BY {order} LIMIT ? OFFSET ?")
             params = [*column_params, *where_params, *range_params, *after_params, *order_params,
                       # one more than asked: whether a next page exists (SQLite's integers end at 2^63-1)
-                      min(limit + 1 - len(rows), 2**63 - 1), skip or 0]
+                      min(limit + 1 - len(rows), 2**63 - 1), left]
+            left = 0
             rows += self.store.execute_read(sql, params).fetchall()
             if len(rows) > limit:
                 break
