@@ -129,23 +129,6 @@ def _q(value: Any) -> str:
 # -- the machine --------------------------------------------------------------
 
 
-def _process_cpu() -> dict[int, tuple[str, float]]:
-    """CPU seconds (user + system) of every process, with its command line."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[int, tuple[str, float]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        fields = stat.rpartition(")")[2].split()
-        out[int(entry.name)] = (command or stat[stat.find("(") + 1:stat.rfind(")")], (int(fields[11]) + int(fields[12])) / tick)
-    return out
-
-
 def _busy_seconds() -> float:
     """CPU seconds all cores spent busy since boot (/proc/stat)."""
     try:
@@ -162,7 +145,7 @@ class Machine:
 
     def __init__(self) -> None:
         self.started = time.monotonic()
-        self.cpu = _process_cpu()
+        self.cpu = run.process_cpu()
         self.busy = _busy_seconds()
         self.times = os.times()
         self.ours: set[int] = {os.getpid()}
@@ -183,7 +166,7 @@ class Machine:
     def text(self) -> str:
         seconds = time.monotonic() - self.started
         used: dict[str, float] = {}
-        for pid, (name, cpu) in _process_cpu().items():
+        for pid, (name, cpu) in run.process_cpu().items():
             if pid in self.ours or name.startswith("wrk "):
                 continue
             short = name if len(name) <= 70 else name[:67] + "..."

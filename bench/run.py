@@ -277,6 +277,24 @@ def rotate_key(data_dir: Path, name: str = KEY_NAME) -> str:
 # -- processes and memory -----------------------------------------------------
 
 
+def process_cpu() -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) of every process, with its command line."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, tuple[str, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        name = command or stat[stat.find("(") + 1:stat.rfind(")")]
+        out[int(entry.name)] = (name, (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
 def _ppid(pid: int) -> int | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -64,6 +64,7 @@ from run import (  # noqa: E402  (a sibling script, not a package)
     check_load_options,
     free_port,
     machine_paragraph,
+    process_cpu,
     render_details,
     run_scenario,
     run_wrk,
@@ -458,24 +459,6 @@ def _busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def _process_cpu() -> dict[int, tuple[str, float]]:
-    """CPU seconds (user + system) of every process, with its command line."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[int, tuple[str, float]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        fields = stat.rpartition(")")[2].split()
-        name = command or stat[stat.find("(") + 1:stat.rfind(")")]
-        out[int(entry.name)] = (name, (int(fields[11]) + int(fields[12])) / tick)
-    return out
-
-
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -487,7 +470,7 @@ class Busy:
 
     def __enter__(self) -> Busy:
         self.load_before = _loadavg()
-        self._procs = _process_cpu()
+        self._procs = process_cpu()
         self._busy = _busy_seconds()
         self._own = sum(os.times()[:2])
         self._wall = time.perf_counter()
@@ -500,7 +483,7 @@ class Busy:
         self.others = max(0.0, (busy - own) / max(self.seconds, 1e-9) / _cores())
         self.load = [self.load_before, _loadavg()]
         used: dict[str, float] = {}
-        for pid, (name, cpu) in _process_cpu().items():
+        for pid, (name, cpu) in process_cpu().items():
             if pid != os.getpid():
                 used[name[:60]] = used.get(name[:60], 0.0) + cpu - self._procs.get(pid, (name, 0.0))[1]
         self.top = [(name, round(cpu, 1)) for name, cpu in sorted(used.items(), key=lambda kv: -kv[1])[:2] if cpu >= 0.5]
