@@ -129,16 +129,6 @@ def _q(value: Any) -> str:
 # -- the machine --------------------------------------------------------------
 
 
-def _busy_seconds() -> float:
-    """CPU seconds all cores spent busy since boot (/proc/stat)."""
-    try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    except OSError:
-        return 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
 class Machine:
     """The load average at the start and end of each part, and the CPU time
     other processes (not this one, its servers or wrk) used during the run."""
@@ -146,7 +136,7 @@ class Machine:
     def __init__(self) -> None:
         self.started = time.monotonic()
         self.cpu = run.process_cpu()
-        self.busy = _busy_seconds()
+        self.busy = run.busy_seconds()
         self.times = os.times()
         self.ours: set[int] = {os.getpid()}
         self.loads: list[tuple[str, float, float]] = []
@@ -177,7 +167,7 @@ class Machine:
         # workers they wait for, and wrk): also counts processes gone meanwhile
         now = os.times()
         own = sum(now[:4]) - sum(self.times[:4])
-        others = max(0.0, _busy_seconds() - self.busy - own) / max(seconds, 1e-9) / cores
+        others = max(0.0, run.busy_seconds() - self.busy - own) / max(seconds, 1e-9) / cores
         loads = "; ".join(f"{name} {a:.2f} → {b:.2f}" for name, a, b in self.loads)
         busiest = ", ".join(f"`{n}` {c:.0f} s" for n, c in top) or "none over 1 s"
         return (f"1-minute load average per part: {loads}. Over the {seconds / 60:.1f} minutes of the run, other "

@@ -277,6 +277,16 @@ def rotate_key(data_dir: Path, name: str = KEY_NAME) -> str:
 # -- processes and memory -----------------------------------------------------
 
 
+def busy_seconds() -> float:
+    """CPU seconds spent busy by all cores since boot (/proc/stat)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def process_cpu() -> dict[int, tuple[str, float]]:
     """CPU seconds (user + system) of every process, with its command line."""
     tick = os.sysconf("SC_CLK_TCK")

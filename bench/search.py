@@ -61,6 +61,7 @@ from run import (  # noqa: E402  (a sibling script, not a package)
     _open_quire,
     _terminate,
     add_load_options,
+    busy_seconds,
     check_load_options,
     free_port,
     machine_paragraph,
@@ -449,16 +450,6 @@ def _cpu_of(pids: list[int]) -> float:
     return total
 
 
-def _busy_seconds() -> float:
-    """CPU seconds spent busy by all cores since boot (/proc/stat)."""
-    try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    except OSError:
-        return 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -471,7 +462,7 @@ class Busy:
     def __enter__(self) -> Busy:
         self.load_before = _loadavg()
         self._procs = process_cpu()
-        self._busy = _busy_seconds()
+        self._busy = busy_seconds()
         self._own = sum(os.times()[:2])
         self._wall = time.perf_counter()
         return self
@@ -479,7 +470,7 @@ class Busy:
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self._wall
         own = sum(os.times()[:2]) - self._own
-        busy = _busy_seconds() - self._busy
+        busy = busy_seconds() - self._busy
         self.others = max(0.0, (busy - own) / max(self.seconds, 1e-9) / _cores())
         self.load = [self.load_before, _loadavg()]
         used: dict[str, float] = {}
@@ -501,9 +492,9 @@ def wait_idle(limit: float, what: str) -> None:
     deadline = time.monotonic() + limit
     waited = False
     while True:
-        before = _busy_seconds()
+        before = busy_seconds()
         time.sleep(1.0)
-        share = (_busy_seconds() - before) / _cores()
+        share = (busy_seconds() - before) / _cores()
         if share < 0.15:
             if waited:
                 print(f"    (the machine is idle again: {share:.0%} busy)", flush=True)
