@@ -5,6 +5,8 @@ and shown."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -270,3 +272,43 @@ def test_answers_are_the_same_with_and_without_the_index(tmp_path: Path, spec: d
     store.refresh()
     assert _auto_indexes(store)
     assert (coll.find_raw(node, sort), coll.count(node)) == before
+
+
+_KILLED_BUILD = """
+import os, sys, threading, time
+from quire.store import SqliteStore, parse_filter
+store = SqliteStore(sys.argv[1])
+store.auto_indexes(min_rows=1000)
+coll = store.collection("content/posts", {"_state": "number", "views": "number", "title": "text"})
+real = store.auto._build
+def build(conn, *args):
+    threading.Timer(0.05, lambda: os._exit(9)).start()  # killed while the index is being written
+    real(conn, *args)
+    os._exit(0)  # the build finished first: the parent sees the index whole
+store.auto._build = build
+for _ in range(3):
+    coll.find_raw(parse_filter({"title": {"$gte": "t1"}}), limit=1)
+time.sleep(30)
+"""
+
+
+def test_a_worker_killed_while_building_leaves_the_database_whole(tmp_path: Path) -> None:
+    store, coll = _store(tmp_path, rows=30_000)
+    before = coll.count()
+    store.close()
+    done = subprocess.run([sys.executable, "-c", _KILLED_BUILD, str(tmp_path / "q.db")], timeout=60)
+    assert done.returncode in (0, 9)
+    again = SqliteStore(tmp_path / "q.db")
+    again.auto_indexes(min_rows=1000)
+    coll = again.collection("content/posts", HINTS)
+    assert again.execute_read("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert coll.count() == before
+    built = _auto_indexes(again)
+    assert built in ([], ["ax:content/posts:title"])  # never half an index
+    for _ in range(3):  # the next worker to see the shape builds it
+        coll.find_raw(parse_filter({"title": {"$gte": "t1"}}), limit=1)
+    assert again.auto is not None
+    again.auto.wait()
+    assert _auto_indexes(again) == ["ax:content/posts:title"]
+    assert coll.count(parse_filter({"title": {"$gte": "t1"}})) == sum(
+        1 for d in coll.find(None) if d["title"] >= "t1")
