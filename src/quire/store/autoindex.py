@@ -45,7 +45,8 @@ RANGE_OPS = frozenset(("gt", "gte", "lt", "lte", "in"))
 SIGHTINGS = 3  # a shape seen this often (per worker) gets its index
 FLUSH_SECONDS = 300.0  # uses are written at most this often
 RECHECK_SIGHTINGS = 1000  # a shape on a small collection is looked at again after this many
-BUILD_BUSY_MS = 30_000  # the build waits this long for other writers
+BUILD_BUSY_MS = 30_000
+MAX_SHAPES = 4096  # shapes counted per worker at most  # the build waits this long for other writers
 
 REGISTRY = (
     "CREATE TABLE IF NOT EXISTS _quire_auto_indexes "
@@ -167,6 +168,8 @@ class AutoIndexer:
     def sighted(self, collection: str, shape: Shape) -> None:
         """A read of `shape` that no index answers: after a few, build one."""
         key = (collection, shape)
+        if len(self._sightings) >= MAX_SHAPES and key not in self._sightings:
+            self._sightings.clear()  # many shapes (a client trying field after field): start counting again
         seen = self._sightings.get(key, 0) + 1
         self._sightings[key] = seen
         if seen == SIGHTINGS or seen % RECHECK_SIGHTINGS == 0:
