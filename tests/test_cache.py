@@ -55,12 +55,29 @@ def test_a_value_computed_before_the_generation_moved_is_not_kept(tmp_path: Path
     assert region.get("k") is None
 
 
-def test_region_is_emptied_when_full(tmp_path: Path) -> None:
+def test_a_full_region_drops_its_oldest_entries_down_to_half(tmp_path: Path) -> None:
     region = Cache(SqliteStore(tmp_path / "x.db")).region("answers", 2)
     region.put("a", 1)
     region.put("b", 2)
     region.put("c", 3)
     assert region.get_many(["a", "b", "c"]) == {"c": 3}
+
+    region = Cache(SqliteStore(tmp_path / "y.db")).region("answers", 100)
+    for n in range(10):
+        region.put(n, f"answer {n}", weight=10)
+    region.put(3, "asked again", weight=10)  # put again: now the newest
+    region.put(10, "answer 10", weight=10)  # 110 > 100: the oldest go until 50 is left
+    assert region.get_many(range(11)) == {7: "answer 7", 8: "answer 8", 9: "answer 9", 3: "asked again",
+                                          10: "answer 10"}
+
+
+def test_an_entry_heavier_than_the_region_is_kept_alone(tmp_path: Path) -> None:
+    region = Cache(SqliteStore(tmp_path / "x.db")).region("answers", 10)
+    region.put("small", 1, weight=5)
+    region.put("big", 2, weight=50)
+    assert region.get_many(["small", "big"]) == {"big": 2}
+    region.put("next", 3, weight=5)
+    assert region.get_many(["small", "big", "next"]) == {"next": 3}
 
 
 def test_counts_are_kept_until_another_process_commits(tmp_path: Path) -> None:

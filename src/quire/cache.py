@@ -43,22 +43,26 @@ _MISSING: Any = object()
 
 class Region:
     """Values computed from the store, kept while its generation stands:
-    all are dropped when it moves, and when their weight reaches `size`
-    (an entry weighs 1 unless `put` says more: answers of any length weigh
-    their bytes; cheaper than tracking age per entry). Keep immutable
-    values (JSON bytes, tuples) or values no caller changes."""
+    all are dropped when it moves. When their weight passes `size` (an
+    entry weighs 1 unless `put` says more: answers of any length weigh
+    their bytes), the oldest are dropped until half the size is left, so
+    that reads spread over more entries than fit (items by id) still find
+    the newer half. Keep immutable values (JSON bytes, tuples) or values no
+    caller changes."""
 
     def __init__(self, store: SqliteStore, size: int) -> None:
         self._store = store
         self.size = size
         self._generation = -1
         self._entries: dict[Hashable, Any] = {}
+        self._weights: dict[Hashable, int] = {}  # of the entries weighing more than 1
         self._weight = 0
 
     def _current(self) -> dict[Hashable, Any]:
         generation = self._store.generation
         if generation != self._generation:
             self._entries = {}
+            self._weights = {}
             self._weight = 0
             self._generation = generation
         return self._entries
@@ -77,11 +81,26 @@ class Region:
         entries = self._current()
         if generation is not None and generation != self._generation:
             return
+        weights = self._weights
+        if key in entries:
+            self._weight -= weights.pop(key, 1)
+            del entries[key]  # put again: it is the newest
+        entries[key] = value
+        if weight != 1:
+            weights[key] = weight
         self._weight += weight
         if self._weight > self.size:
-            entries.clear()
-            self._weight = weight
-        entries[key] = value
+            self._shrink(self.size // 2)
+
+    def _shrink(self, target: int) -> None:
+        """Drop the oldest entries (a dict keeps insertion order) until at
+        most `target` weight is left; the newest entry always stays."""
+        entries, weights = self._entries, self._weights
+        for key in list(entries)[:-1]:
+            if self._weight <= target:
+                break
+            del entries[key]
+            self._weight -= weights.pop(key, 1)
 
     def fetch(self, key: Hashable, compute: Callable[[], T]) -> T:
         """The kept value of `key`, or `compute()` kept."""

@@ -35,6 +35,7 @@ from quire.persona.request import Persona, persona_of
 from quire.slots import LoopSlots
 
 if TYPE_CHECKING:
+    from quire.cache import Region
     from quire.modules import Services
 
 
@@ -58,17 +59,33 @@ def read_options(request: Request, *, listing: bool = False) -> ReadOptions:
 
 async def get_item(request: Request) -> Response:
     identity = identify(request)
-    model = request.path_params["model"]
+    quire = quire_of(request)
     item_id = request.path_params.get("id")
+    # An item's answer by id is kept for the store's generation like a list
+    # page's, in a region of its own: reads by id spread over every item,
+    # and must not push out the pages.
+    answers = quire.cache.region("content.item_answers", quire.settings.api.kept_answers_mb * 1024 * 1024)
+    key = _answer_key(request.scope, identity) if item_id is not None and answers.size else None
+    if key is not None:
+        kept = _kept(answers, key)
+        if kept is not None:
+            return kept
+    generation = quire.cache.generation  # before the work: an answer of an older generation is not kept
+    model = request.path_params["model"]
     opts = read_options(request)
     persona = persona_of(request)
+    content = service(request, ContentService)
     if item_id is not None and not opts.transforms:
-        raw = service(request, ContentService).item_raw(model, item_id, identity)
-        etag = _etag(rev_of(raw))
-        return raw_json_response(raw if persona is None else orjson.dumps(persona.apply(orjson.loads(raw))),
-                                 headers=etag)
-    item, rev = service(request, ContentService).item_with_rev(model, item_id, opts, identity)
-    return json_response(item if persona is None else persona.apply(item), headers=_etag(rev))
+        raw = content.item_raw(model, item_id, identity)
+        headers = _etag(rev_of(raw))
+        body = raw if persona is None else orjson.dumps(persona.apply(orjson.loads(raw)))
+    else:
+        item, rev = content.item_with_rev(model, item_id, opts, identity)
+        headers = _etag(rev)
+        body = orjson.dumps(item if persona is None else persona.apply(item))
+    if key is not None:
+        _keep(quire, answers, key, persona, body, headers, generation)
+    return raw_json_response(body, headers=headers)
 
 
 def _etag(rev: int) -> dict[str, str]:
@@ -129,9 +146,9 @@ async def list_items(request: Request) -> Response:
     # asked again, it is sent as it is, before any parameter is parsed.
     answers = quire.cache.region("content.answers", quire.settings.api.kept_answers_mb * 1024 * 1024)
     key = _answer_key(scope, identity)
-    kept = answers.get(key) if answers.size else None
-    if kept is not None and (kept[0] < 0 or kept[0] == int(time.time()) // 60):
-        return raw_json_response(kept[1], headers=kept[2])
+    kept = _kept(answers, key) if answers.size else None
+    if kept is not None:
+        return kept
     generation = quire.cache.generation  # before the work: an answer of an older generation is not kept
     content = service(request, ContentService)
     model = request.path_params["model"]
@@ -160,14 +177,29 @@ async def list_items(request: Request) -> Response:
     elif page.next is not None:
         # a bare array (Cockpit's shape) keeps its body; the next page is a header
         headers = {"Link": _next_link(request, page.next)}
-    if answers.size and not quire.cache.store.in_transaction():
-        # resolved for a persona with a schedule: good for this minute only
-        minute = -1 if persona is None or persona.timed_minute is None else persona.timed_minute
-        answers.put(key, (minute, body, headers), generation, _ANSWER_ENTRY + len(body))
+    if answers.size:
+        _keep(quire, answers, key, persona, body, headers, generation)
     return raw_json_response(body, headers=headers)
 
 
 _ANSWER_ENTRY = 300  # what an entry costs besides its body (key, tuple, dict slot)
+
+
+def _kept(answers: Region, key: Any) -> Response | None:
+    """The kept answer of `key`, unless it was resolved for a persona
+    schedule's minute that has passed."""
+    kept = answers.get(key)
+    if kept is not None and (kept[0] < 0 or kept[0] == int(time.time()) // 60):
+        return raw_json_response(kept[1], headers=kept[2])
+    return None
+
+
+def _keep(quire: Services, answers: Region, key: Any, persona: Persona | None, body: bytes,
+          headers: dict[str, str] | None, generation: int) -> None:
+    if not quire.cache.store.in_transaction():
+        # resolved for a persona with a schedule: good for this minute only
+        minute = -1 if persona is None or persona.timed_minute is None else persona.timed_minute
+        answers.put(key, (minute, body, headers), generation, _ANSWER_ENTRY + len(body))
 
 
 def _answer_key(scope: Any, identity: Identity) -> Any:
