@@ -1,5 +1,6 @@
 """List pages' answers are kept for the store's generation
-(`content/routes.py`, `content.answers`): asked again, the same answer is
+(`content/routes.py`, `content.answers`; items by id in
+`content.item_answers`): asked again, the same answer is
 sent without any work, and it is never sent to a request it was not made
 for: another query, other persona headers, a caller with other
 permissions, a key revoked since, or after any write, in this process or
@@ -153,5 +154,41 @@ def test_kept_answers_can_be_turned_off(tmp_path: Path) -> None:
         for _ in range(2):
             assert [i["title"] for i in api.get("/api/content/items/notes?limit=5").json()] == ["a"]
         assert len(quire.cache.region("content.answers", 0)._entries) == 0
+        note = api.get("/api/content/items/notes?limit=1").json()[0]
+        for _ in range(2):
+            assert api.get(f"/api/content/item/notes/{note['_id']}").json()["title"] == "a"
+        assert len(quire.cache.region("content.item_answers", 0)._entries) == 0
     finally:
         quire.close()
+
+
+def item(api: Api, item_id: str, **params: Any) -> Any:
+    response = api.get(f"/api/content/item/posts/{item_id}", params=params)
+    assert response.status_code == 200, response.text
+    return response
+
+
+def test_an_item_asked_again_by_id_is_its_kept_answer(blog: Api, quire: Any) -> None:
+    first_id = page(blog)["data"][0]["_id"]
+    first = item(blog, first_id)
+    queries = quire.store.queries
+    again = item(blog, first_id)
+    assert quire.store.queries == queries  # no row read
+    assert again.content == first.content and again.headers["etag"] == first.headers["etag"]
+    assert item(blog, first_id, populate=1).json()["author"]["name"] == "Ann"  # another query: its own answer
+    assert "name" not in item(blog, first_id).json()["author"]
+
+
+def test_an_item_by_id_shows_a_write_and_never_reaches_another_caller(blog: Api, other: Api, anon: Api) -> None:
+    first_id = page(blog)["data"][0]["_id"]
+    assert item(blog, first_id).json()["title"] == "one"
+    assert item(other, first_id).json()["title"] == "one"
+    other.post("/api/content/item/posts", json={"data": {"_id": first_id, "title": "edited"}})
+    edited = item(blog, first_id)
+    assert edited.json()["title"] == "edited" and edited.headers["etag"] == '"2"'
+    assert item(blog, first_id, populate=1).json()["author"]["name"] == "Ann"
+    posts_only = role_key(blog, "posts-only", {"content/posts/read": True})
+    assert item(posts_only, first_id, populate=1).json()["author"] is None  # may not read authors
+    assert anon.get(f"/api/content/item/posts/{first_id}").status_code == 401
+    blog.delete(f"/api/content/item/posts/{first_id}")
+    assert blog.get(f"/api/content/item/posts/{first_id}").status_code == 404

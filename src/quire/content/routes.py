@@ -182,7 +182,7 @@ async def list_items(request: Request) -> Response:
     return raw_json_response(body, headers=headers)
 
 
-_ANSWER_ENTRY = 300  # what an entry costs besides its body (key, tuple, dict slot)
+_ANSWER_ENTRY = 600  # what an entry costs besides its body (key, tuple, headers, dict slot; tracemalloc)
 
 
 def _kept(answers: Region, key: Any) -> Response | None:
