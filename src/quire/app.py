@@ -56,6 +56,7 @@ class Quire(Services):
         self.modules = MODULES if modules is None else modules
         for module in self.modules:
             self.permissions.update(module.permissions)
+        self.nav = sorted((e for m in self.modules for e in m.nav), key=lambda e: e.order)
         try:
             for module in self.modules:
                 if module.build is not None:

@@ -42,6 +42,10 @@ class Services:
         self.modules: Sequence[Module] = ()
         # every permission name the modules declare (auth checks roles against it)
         self.permissions: set[str] = set()
+        # the sidebar's links, of every module (set by the app), and where
+        # its search box sends the words typed (set by the module answering them)
+        self.nav: list[NavEntry] = []
+        self.find_path: str | None = None
         self._by_type: dict[type, object] = {}
         self._by_name: dict[str, object] = {}
         self._on_start: list[Callable[[], None]] = []
@@ -86,6 +90,21 @@ class Services:
             fn()
 
 
+@dataclass(frozen=True)
+class NavEntry:
+    """A link of the admin's sidebar, under the heading `group`, shown to a
+    user whose Identity `allowed` accepts; `badge(services, login)` is a
+    count shown beside it (the unread submissions), hidden when 0.
+    Entries are listed by `order` then by module order."""
+
+    label: str
+    href: str
+    group: str
+    allowed: Callable[[Any], bool]
+    badge: Callable[[Services, Any], int] | None = None
+    order: int = 100
+
+
 # eq=False: a module is one object, compared and hashed by identity
 @dataclass(frozen=True, eq=False)
 class Module:
@@ -99,6 +118,7 @@ class Module:
     - `subscribe(services)`: its event handlers, on `services.events`.
     - `bundle(services)`: its parts of export/import bundles (bundleparts.py),
       in the order they load; bundle.py takes them in module order.
+    - `nav`: its links in the admin's sidebar.
     """
 
     name: str
@@ -108,3 +128,4 @@ class Module:
     permissions: Sequence[str] = ()
     subscribe: Callable[[Services], None] | None = None
     bundle: Callable[[Services], Sequence[BundlePart | BatchedPart]] | None = None
+    nav: Sequence[NavEntry] = ()

@@ -26,7 +26,7 @@ def content(admin: Api, quire: Quire) -> None:
 
 
 def _nav(html: str) -> str:
-    return html[html.index("<nav>"):html.index("</nav>")]
+    return html[html.index("<nav "):html.index("</nav>")]
 
 
 def test_dashboard_lists_models_recent_items_and_the_user(app: Any, content: None) -> None:

@@ -26,10 +26,12 @@ class Links(HTMLParser):
         self.hrefs: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            href = dict(attrs).get("href")
-            if href:
-                self.hrefs.append(href)
+        found = dict(attrs)
+        if tag == "a" and found.get("href"):
+            self.hrefs.append(found["href"] or "")
+        # a form that only reads (the bar's search box) leads to its page too
+        if tag == "form" and (found.get("method") or "get").lower() == "get" and found.get("action"):
+            self.hrefs.append(found["action"] or "")
 
 
 def _crawl(browser: Any, limit: int = 400) -> dict[str, int]:

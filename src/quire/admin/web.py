@@ -19,6 +19,7 @@ from quire.auth.service import AuthService, Identity
 from quire.auth.sessions import SessionService
 from quire.auth.users import UserService
 from quire.http import json_response, quire_of, service
+from quire.modules import Services
 
 SESSION_COOKIE = "quire_session"
 LOGIN_CSRF_COOKIE = "quire_login_csrf"
@@ -67,11 +68,30 @@ def templates_with(folder: Path) -> Environment:
 def render_in(env: Environment, request: Request, template: str, status: int = 200,
               **context: Any) -> HTMLResponse:
     # the sign-on button: from the settings (the sso module sits above this one)
-    sso = quire_of(request).settings.sso
+    quire = quire_of(request)
+    sso = quire.settings.sso
+    login = context.get("login")
+    nav = sidebar(quire, login, request.url.path) if isinstance(login, Login) else []
     html = env.get_template(template).render(
-        request=request, sso_enabled=sso.configured, login_text=sso.login_text, **context,
+        request=request, sso_enabled=sso.configured, login_text=sso.login_text, nav=nav,
+        find_enabled=quire.find_path is not None, **context,
     )
     return HTMLResponse(html, status, headers=SECURITY_HEADERS)
+
+
+def sidebar(quire: Services, login: Login, path: str) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The sidebar's links the user may follow, by group in the order the
+    modules declare them; the link whose address is the longest start of
+    `path` is the current one."""
+    shown = [e for e in quire.nav if e.allowed(login.identity)]
+    current = max((e.href for e in shown if path == e.href or path.startswith(e.href.rstrip("/") + "/")),
+                  key=len, default=None)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in shown:
+        badge = e.badge(quire, login) if e.badge is not None else 0
+        groups.setdefault(e.group, []).append({"label": e.label, "href": e.href, "badge": badge,
+                                                "current": e.href == current})
+    return list(groups.items())
 
 
 def static_response(folder: Path, name: str) -> Response:

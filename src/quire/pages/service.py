@@ -9,6 +9,7 @@ published) before anything is stored, all in one transaction.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -148,6 +149,15 @@ class PagesService:
         docs = coll.find(node, sort, opts.limit or None, opts.skip)  # limit=0: no limit, as for content
         total = self.cache.count(coll, node) if opts.limit is not None and opts.skip is not None else None
         return self.answer(docs, opts, identity, projection), total
+
+    def titled(self, words: str, limit: int, identity: Identity) -> list[dict[str, Any]]:
+        """Pages of every state whose title, in any locale, holds `words`
+        (case-insensitive), newest change first: the studio's search box,
+        for who may manage pages."""
+        identity.require(MANAGE)
+        pattern = {"$regex": re.escape(words), "$options": "i"}
+        spec = {"$or": [{name: pattern} for name in ["title", *(f"title_{c}" for c in self.codes())]]}
+        return self.collection().find(parse_filter(spec), [(("_modified",), -1)], limit)
 
     def by_id(self, page_id: str, opts: PageOptions, identity: Identity) -> dict[str, Any]:
         identity.require(READ)

@@ -5,13 +5,20 @@ every change goes through the same services as the API."""
 
 from __future__ import annotations
 
-from quire.modules import Module, Services
-from quire.studio import editor, home, lists, models_page
+from typing import Any
+
+from quire.modules import Module, NavEntry, Services
+from quire.studio import editor, find, home, lists, models_page
 from quire.studio.prefs import PrefsService
 
 
 def build(services: Services) -> None:
     services.add("studio_prefs", PrefsService(services.store))
+    services.find_path = "/studio/find"
+
+
+def _manager(identity: Any) -> bool:
+    return bool(identity.can("system/manage"))
 
 
 def subscribe(services: Services) -> None:
@@ -19,4 +26,8 @@ def subscribe(services: Services) -> None:
 
 
 module = Module("studio", build=build, subscribe=subscribe,
-                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes])
+                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *find.routes],
+                nav=[
+                    NavEntry("Content", "/studio/content", "Content", lambda identity: True, order=10),
+                    NavEntry("Models", "/studio/models", "Settings", _manager, order=80),
+                ])

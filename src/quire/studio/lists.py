@@ -77,7 +77,7 @@ async def content_list(request: Request, login: Login) -> Response:
     total = 0
     try:
         spec = parse_filter_text(query.filter_text)
-        found = _search(request, model, query.q)
+        found = search_found(request, model, query.q)
         opts = read_options(query, spec, drafts, found.condition)
         if found.ranked is not None and query.sort is None:
             items, total = _by_rank(content, model, opts, found.ranked, query, login)
@@ -122,7 +122,7 @@ class Found:
     note: str | None = None
 
 
-def _search(request: Request, model: Model, q: str) -> Found:
+def search_found(request: Request, model: Model, q: str) -> Found:
     """The search box: the ids the model's search index finds when one
     covers it (it holds published items only: finding drafts too by a
     text filter would read every draft, hundreds of milliseconds on a big
