@@ -100,6 +100,19 @@ class MenuService:
             out.append(answer)
         return out
 
+    def stored_all(self, identity: Identity) -> list[dict[str, Any]]:
+        """Every menu as stored (inactive links too), by name: the studio."""
+        identity.require(MANAGE)
+        return self.menus.find(None, [(("name",), 1)])
+
+    def stored(self, name: str, identity: Identity) -> dict[str, Any]:
+        """One menu as stored: what the studio's editor changes."""
+        identity.require(MANAGE)
+        menu = self.menus.find_one({"name": name}) if isinstance(name, str) else None
+        if menu is None:
+            raise NotFound("Menu not found")
+        return menu
+
     async def save(self, data: Any, identity: Identity) -> dict[str, Any]:
         """Create or replace the menu named `data.name`; with `data._id`,
         change that menu (a rename, for example)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from quire.modules import Module, NavEntry, Services
-from quire.studio import editor, find, home, lists, models_page
+from quire.studio import editor, find, home, lists, menus, models_page, pages
 from quire.studio.prefs import PrefsService
 
 
@@ -21,13 +21,25 @@ def _manager(identity: Any) -> bool:
     return bool(identity.can("system/manage"))
 
 
+def _pages_reader(identity: Any) -> bool:
+    return bool(identity.can("pages/read") or identity.can("pages/manage"))
+
+
+def _pages_manager(identity: Any) -> bool:
+    return bool(identity.can("pages/manage"))
+
+
 def subscribe(services: Services) -> None:
     services.events.on("content.model.rename", services.get(PrefsService).model_renamed)
 
 
 module = Module("studio", build=build, subscribe=subscribe,
-                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *find.routes],
+                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *find.routes,
+                        *pages.routes, *menus.routes],
                 nav=[
                     NavEntry("Content", "/studio/content", "Content", lambda identity: True, order=10),
+                    NavEntry("Pages", "/studio/pages", "Site", _pages_reader, order=50),
+                    NavEntry("Menus", "/studio/menus", "Site", _pages_manager, order=55),
+                    NavEntry("Page settings", "/studio/pages/settings", "Site", _pages_manager, order=58),
                     NavEntry("Models", "/studio/models", "Settings", _manager, order=80),
                 ])
