@@ -317,7 +317,7 @@ def _errors_of(exc: ApiError) -> dict[str, str]:
     """The service's refusal as {field: message} to show next to inputs."""
     if isinstance(exc, ValidationError):
         return {_field_key(k): v for k, v in exc.errors.items()}
-    fields = getattr(exc, "fields", None) or []
+    fields = exc.extra.get("fields") or []
     return {_field_key(f): exc.message for f in fields} or {"": exc.message}
 
 
