@@ -69,6 +69,8 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     author = create_item(admin, "authors", {"name": "Ann"})
     create_item(admin, "posts", {"title": "Hello", "author": {"_model": "authors", "_id": author["_id"]}})
     create_item(admin, "nav", {"label": "Home"})
+    admin.post("/api/pages/page", json={"data": {"title": "About"}})
+    admin.post("/api/pages/menu", json={"data": {"name": "main", "links": [{"url": "/about", "title": "About"}]}})
     ann = logged_in(app)
     seen = _crawl(ann)
     errors = {path: status for path, status in seen.items() if status >= 500}

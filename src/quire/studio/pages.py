@@ -135,7 +135,7 @@ async def move(request: Request, login: Login) -> Response:
                         "changes": changes, "parent_title": _title_in(nodes, parent)}
                 if _htmx(request):
                     return _tree(request, login, plan=plan)
-                return render(request, login, "studio/pages_move_confirm.html", plan=plan)
+                return render(request, login, "studio/pages_move_confirm.html", plan=plan, standalone=True)
         await pages.move(page_id, parent, position, login.identity)
     except (ValidationError, Conflict) as exc:
         if _htmx(request):
