@@ -27,6 +27,10 @@ def _page(studio: Studio, **data: Any) -> dict[str, Any]:
     return studio.call("POST", "/api/pages/page", {"data": data})  # type: ignore[no-any-return]
 
 
+def _node(page: dict[str, Any]) -> str:
+    return '.tree-node[data-id="' + page["_id"] + '"]'
+
+
 def _route(studio: Studio, page_id: str) -> str:
     return str(studio.call("GET", f"/api/pages/page/{page_id}")["_r"])
 
@@ -72,7 +76,7 @@ def test_move_a_page_under_another_and_see_the_routes_change(studio: Studio, new
     assert _route(studio, pages["people"]["_id"]) == "/team/people"  # nothing stored yet
     page.get_by_role("button", name="Move and change routes").click()
     expect(page.locator("#flash")).to_contain_text("Moved “Team”")
-    expect(page.locator('.tree-node[data-id="%s"] .route' % pages["people"]["_id"]).first).to_have_text("/about/team/people")
+    expect(page.locator(_node(pages["people"]) + " .route").first).to_have_text("/about/team/people")
     assert _route(studio, pages["people"]["_id"]) == "/about/team/people"
 
     # by keyboard: outdent Team again (after its parent), confirm from the keyboard
@@ -83,7 +87,7 @@ def test_move_a_page_under_another_and_see_the_routes_change(studio: Studio, new
     expect(confirm).to_be_focused()
     expect(page.locator("#move-plan")).to_contain_text("/about/team/people")
     page.keyboard.press("Enter")
-    expect(page.locator('.tree-node[data-id="%s"] > .tree-row .route' % pages["team"]["_id"])).to_have_text("/team")
+    expect(page.locator(_node(pages["team"]) + " > .tree-row .route")).to_have_text("/team")
     assert _route(studio, pages["people"]["_id"]) == "/team/people"
 
     # cancel leaves everything where it was
@@ -93,8 +97,8 @@ def test_move_a_page_under_another_and_see_the_routes_change(studio: Studio, new
     assert _route(studio, pages["team"]["_id"]) == "/team"
 
     # drag and drop: Blog onto the top of About's (empty) list of children
-    handle = page.locator('.tree-node[data-id="%s"] > .tree-row .tree-handle' % pages["blog"]["_id"])
-    target = page.locator('.tree-node[data-id="%s"] > .tree-row' % pages["about"]["_id"])
+    handle = page.locator(_node(pages["blog"]) + " > .tree-row .tree-handle")
+    target = page.locator(_node(pages["about"]) + " > .tree-row")
     box = handle.bounding_box()
     goal = target.bounding_box()
     assert box and goal
@@ -105,7 +109,7 @@ def test_move_a_page_under_another_and_see_the_routes_change(studio: Studio, new
     page.mouse.up()
     expect(page.locator("#move-plan")).to_contain_text("/about/blog")
     page.get_by_role("button", name="Move and change routes").click()
-    expect(page.locator('.tree-node[data-id="%s"] > .tree-row .route' % pages["blog"]["_id"])).to_have_text("/about/blog")
+    expect(page.locator(_node(pages["blog"]) + " > .tree-row .route")).to_have_text("/about/blog")
     assert _route(studio, pages["blog"]["_id"]) == "/about/blog"
     assert_clean(page)
 
