@@ -224,14 +224,14 @@ def _editor(request: Request, login: Login, menu: dict[str, Any], rows: list[dic
 
 @studio_page
 async def menu_page(request: Request, login: Login) -> Response:
+    form = await checked_form(request, login) if request.method == "POST" else None
     need(login, MANAGE)
     menus = _menus(request)
     menu = menus.stored(request.path_params["name"], login.identity)
     codes = service(request, PagesService).codes()
-    if request.method == "GET":
+    if form is None:
         return _editor(request, login, menu, _rows(menu.get("links") or [], codes),
                        {"name": menu["name"], "label": menu.get("label") or ""})
-    form = await checked_form(request, login)
     rows = _rows_of(form, codes)
     values = {"name": form.get("name").strip()[:200], "label": form.get("label")[:MAX_TEXT]}
     op = form.get("op", "save")
@@ -253,10 +253,10 @@ async def menu_page(request: Request, login: Login) -> Response:
 
 @studio_page
 async def delete_menu(request: Request, login: Login) -> Response:
+    await checked_form(request, login)
     need(login, MANAGE)
     menus = _menus(request)
     menu = menus.stored(request.path_params["name"], login.identity)
-    await checked_form(request, login)
     await menus.delete(menu["name"], login.identity)
     return redirect_flash(request, "/studio/menus", f"Menu {menu['name']} deleted.")
 

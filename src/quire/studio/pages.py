@@ -363,8 +363,7 @@ async def edit_page(request: Request, login: Login) -> Response:
     return _editor(request, login, page, _form_of(page, _pages(request).codes()))
 
 
-async def _save(request: Request, login: Login, page: dict[str, Any] | None) -> Response:
-    form = await checked_form(request, login)
+async def _save(request: Request, login: Login, form: Form, page: dict[str, Any] | None) -> Response:
     need(login, MANAGE)
     pages = _pages(request)
     codes = pages.codes()
@@ -391,24 +390,27 @@ async def _save(request: Request, login: Login, page: dict[str, Any] | None) -> 
 
 @studio_page
 async def create_page(request: Request, login: Login) -> Response:
-    return await _save(request, login, None)
+    form = await checked_form(request, login)
+    return await _save(request, login, form, None)
 
 
 @studio_page
 async def save_page(request: Request, login: Login) -> Response:
+    form = await checked_form(request, login)
     need(login, MANAGE)
     page = _pages(request).stored(request.path_params["id"], login.identity)
-    return await _save(request, login, page)
+    return await _save(request, login, form, page)
 
 
 @studio_page
 async def delete_page(request: Request, login: Login) -> Response:
     """GET: what would go (the page and its subtree); POST: delete them."""
+    if request.method == "POST":
+        await checked_form(request, login)
     need(login, MANAGE)
     pages = _pages(request)
     page = pages.stored(request.path_params["id"], login.identity)
     if request.method == "POST":
-        await checked_form(request, login)
         await pages.delete(page["_id"], login.identity)
         return redirect_flash(request, "/studio/pages", f"Deleted “{page.get('title')}” and the pages under it.")
     spot = trees.find(pages.outline(login.identity), page["_id"])
