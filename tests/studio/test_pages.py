@@ -69,6 +69,12 @@ def test_who_may_see_what(app: Any, admin: Api) -> None:
     assert refused.status_code == 403
     assert _routes(admin)["Team"] == "/about/team"
 
+    admin.put("/api/system/roles/webmaster", json={"permissions": {"pages/manage": True}})
+    will = logged_in(app, "will", "webmaster")
+    assert "Secret plans" in will.get("/studio/pages").text and "tree-moves" in will.get("/studio/pages").text
+    for path in PAGES_GETS:
+        assert will.get(path).status_code == 200, path
+
     admin.put("/api/system/roles/nobody", json={"permissions": {}})
     nina = logged_in(app, "nina", "nobody")
     assert nina.get("/studio/pages").status_code == 403
