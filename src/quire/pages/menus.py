@@ -157,6 +157,12 @@ class MenuService:
         identity.require(READ)
         return self._settings(locale)
 
+    def stored_settings(self, identity: Identity) -> dict[str, Any]:
+        """The settings with every locale's keys, for who may change them
+        (the studio's form), as `settings` answers them without a locale."""
+        identity.require(MANAGE)
+        return self._settings(None)
+
     def _settings(self, locale: str | None) -> dict[str, Any]:
         doc = self.settings_coll.get("settings") or {}
         codes = self.pages.codes()

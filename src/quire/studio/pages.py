@@ -446,7 +446,7 @@ async def settings_page(request: Request, login: Login) -> Response:
     need(login, MANAGE)
     menus = service(request, MenuService)
     if request.method == "GET":
-        settings = menus.settings(None, login.identity)
+        settings = menus.stored_settings(login.identity)
         return render(request, login, "studio/pages_settings.html", form=_settings_form(settings, _pages(request).codes()),
                       locales=other_locales(request), errors={})
     form = await checked_form(request, login)
