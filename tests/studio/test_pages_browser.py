@@ -212,3 +212,22 @@ def test_edit_a_menu_with_a_german_link_title(studio: Studio, new_context: Calla
     screenshot(page, "studio-pages-menus.png")
     assert_clean(page)
     assert pages
+
+
+def test_the_tree_and_the_editor_fit_a_phone(studio: Studio, new_context: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
+    from tests.studio.browsing import NARROW
+
+    pages = _site(studio)
+    page = open_page(new_context(NARROW))
+    login(page, studio)
+    page.goto(studio.base + "/studio/pages")
+    expect(page.get_by_role("button", name="Outdent People")).to_be_visible()
+    for path in ("/studio/pages", f"/studio/pages/{pages['team']['_id']}", "/studio/pages/settings"):
+        page.goto(studio.base + path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= NARROW["width"], (path, width)
+    page.goto(studio.base + "/studio/pages")
+    screenshot(page, "studio-pages-tree-narrow.png")
+    assert_clean(page)
