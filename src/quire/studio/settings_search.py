@@ -1,0 +1,5 @@
+"""Locales (`system/manage`)."""
+
+from __future__ import annotations
+
+routes: list = []
