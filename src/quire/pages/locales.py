@@ -8,7 +8,7 @@ from typing import Any
 
 from quire.content.locales import RenamePart
 from quire.pages.menus import MenuService
-from quire.pages.service import PAGES
+from quire.pages.service import PAGES, PagesService
 from quire.pages.validate import LOCALIZED
 
 UNITS = ("pages", "menus", "settings")
@@ -46,3 +46,8 @@ def _links(links: list[Any], old: str, new: str) -> list[Any]:
                 link["children"] = _links(link["children"], old, new)
         out.append(link)
     return out
+
+
+def pages_in_locale(pages: PagesService, code: str) -> int:
+    counts, _ = pages.store.collection(PAGES).count_non_empty({"held": [f"{n}_{code}" for n in LOCALIZED]})
+    return counts["held"]
