@@ -177,14 +177,22 @@ async def index_page(request: Request, login: Login) -> Response:
         try:
             found = search.search(name, {"q": q, "highlight": True, "limit": 20, "locale": locale or None},
                                   login.identity)
-            hits = [{**h, "marked": {f: marked(v) for f, v in (h.get("_formatted") or {}).items()}}
-                    for h in found["hits"]]
+            hits = [{**h, "marked": {f: marked(v) for f, v in (h.get("_formatted") or {}).items()},
+                     "title": _plain(h.get("_formatted") or {}) or h["_id"]} for h in found["hits"]]
             total = found["total"]
         except BadRequest as exc:
             error = exc.message
     form = form_of(index) if login.can(MANAGE) else None
+    if index.get("built_at"):
+        index["built_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(index["built_at"]))
     return render(request, login, "studio/settings_search_index.html", index=index, form=form, q=q, locale=locale,
                   hits=hits, total=total, error=error, progress=_progress(search, name), **_choices(request))
+
+
+def _plain(formatted: dict[str, Any]) -> str:
+    """The first field's text without its marks (the hit's link text)."""
+    first = next(iter(formatted.values()), "")
+    return html.unescape(_MARK.sub("", str(first or "")))[:200]
 
 
 def marked(text: Any) -> Markup:
