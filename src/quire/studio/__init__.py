@@ -8,7 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from quire.modules import Module, NavEntry, Services
-from quire.studio import editor, find, home, lists, models_page, settings_locales, settings_roles, settings_search
+from quire.studio import (
+    editor,
+    find,
+    home,
+    lists,
+    models_page,
+    settings_locales,
+    settings_roles,
+    settings_search,
+)
 from quire.studio.prefs import PrefsService
 
 
