@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ MAX_QUERY = 500
 MAX_TEXT = 20_000
 _running: set[asyncio.Task[Any]] = set()  # rebuilds of this process (kept referenced while they run)
 _MARK = re.compile(r"(</?mark>)")
+log = logging.getLogger("quire.studio")
 
 
 def _may_read(login: Login) -> None:
@@ -224,12 +226,18 @@ async def rebuild_index(request: Request, login: Login) -> Response:
     search.get(name, login.identity)
     task = asyncio.get_running_loop().create_task(search.rebuild(name, login.identity))
     _running.add(task)
-    task.add_done_callback(_running.discard)
+    task.add_done_callback(_finished)
     if request.headers.get("hx-request"):
         await asyncio.sleep(0)
         return render(request, login, "studio/settings_search_progress.html", name=name,
                       progress=_progress(search, name) or {"done": 0, "total": 0, "percent": 0, "stalled": False})
     return redirect_flash(request, f"{PAGE}/{name}", f"Rebuilding index {name}…")
+
+
+def _finished(task: asyncio.Task[Any]) -> None:
+    _running.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("search: a rebuild started from the studio failed", exc_info=task.exception())
 
 
 @studio_page
