@@ -70,6 +70,9 @@ def test_rename_runs_as_a_job_with_progress(app: Any, admin: Api, quire: Any) ->
     ann = logged_in(app)
     refused = post_form(ann, PAGE + "/rename", {"from": "de", "to": "bad code"})
     assert refused.status_code == 400 and "not a locale code" in refused.text
+    for old, new in (("x" * 5000, "de-DE"), ("de\x00", "de-DE"), ("de", "y" * 5000), ("de", "")):
+        assert post_form(ann, PAGE + "/rename", {"from": old, "to": new}).status_code == 400
+    assert ann.get(PAGE + "/" + "z" * 3000 + "/remove").status_code == 404
     started = post_form(ann, PAGE + "/rename", {"from": "de", "to": "de-DE"}, follow_redirects=False)
     assert started.status_code == 303
     asyncio.run(quire.locales.renamer.run())  # what the server's background task does (done already, or now)
