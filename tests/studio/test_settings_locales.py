@@ -88,6 +88,9 @@ def test_a_stopped_rename_shows_a_resume_button(app: Any, admin: Api, quire: Any
     admin.put("/api/system/locales", json=[{"i18n": "de", "name": "Deutsch"}])
     asyncio.run(quire.locales.renamer.start("de", "de-DE"))  # recorded, never run: a server killed at once
     ann = logged_in(app)
+    waiting = ann.get(PAGE + "/job").text
+    assert 'hx-trigger="every 1s"' in waiting and "Resume" not in waiting  # just started: polled
+    quire.store.collection("system/config").update("locales.rename", {"beat": 0})  # 30 s later, nothing moved
     status = ann.get(PAGE + "/job").text
     assert "0 of" in status and "Resume the rename" in status
     assert post_form(ann, PAGE + "/job/resume", {}, follow_redirects=False).status_code == 303

@@ -116,3 +116,17 @@ def test_refusals(quire: Any, admin: Api) -> None:
         asyncio.run(renamer.start("fr", "fr-FR"))
     refused = admin.put("/api/system/locales", json=[{"i18n": "it", "name": "Italiano"}])
     assert refused.status_code == 400 and "being renamed" in refused.text
+
+
+def test_a_server_start_resumes_a_rename_left_running(quire: Any, admin: Api) -> None:
+    site = _site(admin)
+    renamer: LocaleRenamer = quire.locales.renamer
+    asyncio.run(renamer.start("de", "de-DE"))
+
+    async def start() -> None:
+        renamer.resume()  # what the server's start hook runs
+        assert renamer._task is not None
+        await renamer._task
+
+    asyncio.run(start())
+    _check_renamed(admin, site)

@@ -230,7 +230,7 @@ class LocaleRenamer:
                 raise BadRequest("A locale is being renamed already: wait for it to finish", fields=["to"])
             units = [f"{p.name}:{u}" for p in self.parts for u in p.units(old)]
             job = {"_id": RENAME, "state": "running", "from": old, "to": new, "units": units, "done": {},
-                   "started": int(time.time()), "beat": 0, "runner": None, "error": None}
+                   "started": int(time.time()), "beat": time.time(), "runner": None, "error": None}
             self.config.replace(job)
         return job
 
