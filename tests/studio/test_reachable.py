@@ -17,7 +17,7 @@ from tests.conftest import Api, create_item, put_model
 from tests.studio.conftest import logged_in
 
 # Parts of pages (htmx fragments, files) rather than screens a user opens.
-NOT_SCREENS = re.compile(r"^/studio/(static|pick|assets|fragments)/")
+NOT_SCREENS = re.compile(r"^/studio/((static|pick|assets|fragments)/|.*/(job|progress)$)")
 
 
 class Links(HTMLParser):
@@ -69,6 +69,8 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     author = create_item(admin, "authors", {"name": "Ann"})
     create_item(admin, "posts", {"title": "Hello", "author": {"_model": "authors", "_id": author["_id"]}})
     create_item(admin, "nav", {"label": "Home"})
+    admin.put("/api/system/locales", json=[{"i18n": "de", "name": "Deutsch"}])  # settings: a locale to remove
+    admin.put("/api/searchmod/indexes/posts", json={"model": "posts", "fields": ["title"]})  # an index's page
     admin.post("/api/pages/page", json={"data": {"title": "About"}})
     admin.post("/api/pages/menu", json={"data": {"name": "main", "links": [{"url": "/about", "title": "About"}]}})
     ann = logged_in(app)
