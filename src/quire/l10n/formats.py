@@ -115,8 +115,8 @@ def read_i18next(raw: bytes) -> dict[str, str]:
 def read_json_file(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise FormatError("File is not valid JSON") from None
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(f"File is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
 
 
 def babel_code(locale: str) -> str:
@@ -162,7 +162,10 @@ def read_po(raw: bytes) -> PoFile:
         catalog = _read_catalog(raw)
     except FormatError:
         raise
-    except (pofile.PoFileError, ValueError, LookupError, TypeError, IndexError) as exc:
+    except pofile.PoFileError as exc:  # Babel counts lines from 0
+        reason = str(exc).removesuffix(f" on {exc.lineno}")
+        raise FormatError(f"File is not a valid PO file: line {exc.lineno + 1}: {reason}: {exc.line.strip()[:80]!r}") from None
+    except (ValueError, LookupError, TypeError, IndexError) as exc:
         raise FormatError(f"File is not a valid PO file: {exc}") from None
     entries: dict[str, str | None] = {}
     for message in catalog:

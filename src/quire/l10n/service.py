@@ -65,6 +65,21 @@ class Export:
 
 
 @dataclass
+class GridPage:
+    """One page of a project's keys for the studio's grid: the keys that
+    match (`total`), `rows` from `skip`, and how many keys each locale
+    lacks over the whole project."""
+
+    name: str
+    label: str
+    locales: list[str]
+    rows: list[tuple[str, dict[str, str]]]
+    total: int
+    keys: int
+    missing: dict[str, int]
+
+
+@dataclass
 class Changes:
     """A checked write: what to set. None means "leave as it is"."""
 
@@ -115,6 +130,36 @@ class L10nService:
         out = _values(project, _configured(project, locale))
         return formats.nest(out) if nested else out
 
+    def grid(self, name: str, identity: Identity, *, missing: str | None = None, q: str = "",
+             skip: int = 0, limit: int = 50) -> GridPage:
+        """A page of keys: those lacking a value in locale `missing` (any
+        of the project's locales when `missing` is "*"), whose key or a value
+        holds `q` (case-insensitive), in key order. One document read; the
+        filter is a pass over its keys (about a millisecond for 5,000 keys),
+        not a decoding of each key."""
+        project = self.get(name, identity)
+        locales: list[str] = project["locales"]
+        keys: dict[str, dict[str, str]] = project["keys"]
+        if missing == "*":
+            width = len(locales)
+            found = [(k, v) for k, v in keys.items() if len(v) < width]
+        elif missing:
+            code = _configured(project, missing)
+            found = [(k, v) for k, v in keys.items() if code not in v]
+        else:
+            found = list(keys.items())
+        needle = q.strip().casefold()
+        if needle:
+            found = [(k, v) for k, v in found
+                     if needle in k.casefold() or any(needle in text.casefold() for text in v.values())]
+        counts = dict.fromkeys(locales, len(keys))
+        for values in keys.values():
+            for code in values:
+                counts[code] -= 1
+        start = max(skip, 0)
+        return GridPage(project["name"], project["label"], locales, found[start:start + max(limit, 0)],
+                        len(found), len(keys), counts)
+
     def export(self, name: str, fmt: str, locale: str | None, identity: Identity) -> Export:
         """A file of the project: `json` (the whole project), or `po` /
         `i18next` (one locale)."""
@@ -161,6 +206,50 @@ class L10nService:
         """Change an existing project: label and locales replace, keys merge."""
         identity.require(MANAGE)
         return await self._save(name, _changes(_unwrap(body), replace=False), identity, replace=False)
+
+    async def add_key(self, name: str, key: str, identity: Identity) -> dict[str, Any]:
+        """Add `key` without values; 400 (field `key`) when it exists."""
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            project = self.get(name, identity)
+            if key in project["keys"]:
+                raise BadRequest(f"Key '{key}' exists already", fields=["key"])
+            return await self._save(name, _key_changes({key: {}}), identity, replace=False)
+
+    async def rename_key(self, name: str, old: str, new: str, identity: Identity) -> dict[str, Any]:
+        """Give key `old` the name `new`, with its values, in one write; 400
+        (field `key`) when `new` exists."""
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            project = self.get(name, identity)
+            if old not in project["keys"]:
+                raise NotFound(f"Key '{old}' not found")
+            if new == old:
+                return project
+            if new in project["keys"]:
+                raise BadRequest(f"Key '{new}' exists already", fields=["key"])
+            return await self._save(name, _key_changes({old: None, new: dict(project["keys"][old])}), identity,
+                                    replace=False)
+
+    async def delete_key(self, name: str, key: str, identity: Identity) -> dict[str, Any]:
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            project = self.get(name, identity)
+            if key not in project["keys"]:
+                raise NotFound(f"Key '{key}' not found")
+            return await self._save(name, _key_changes({key: None}), identity, replace=False)
+
+    async def set_value(self, name: str, key: str, locale: str, value: str | None,
+                        identity: Identity) -> dict[str, Any]:
+        """Set (or with None or "" remove) one translation of an existing
+        key; 404 when the key or the locale is not the project's."""
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            project = self.get(name, identity)
+            if key not in project["keys"]:
+                raise NotFound(f"Key '{key}' not found: it was renamed or deleted meanwhile")
+            code = _configured(project, locale)
+            return await self._save(name, _key_changes({key: {code: value or None}}), identity, replace=False)
 
     async def delete(self, name: str, identity: Identity) -> None:
         identity.require(MANAGE)
@@ -298,6 +387,14 @@ def _changes(body: Any, *, replace: bool) -> Changes:
     if errors:
         raise ValidationError("project", errors, limit=10, keep_order=True)
     return changes
+
+
+def _key_changes(keys: dict[str, Any]) -> Changes:
+    """Changes of keys only, checked like a PATCH's; a bad key name is
+    400 with field `key` (the one key a studio form names)."""
+    if any(not key or len(key) > MAX_KEY for key in keys):
+        raise BadRequest(f"A key must be 1 to {MAX_KEY:,} characters long", fields=["key"])
+    return _changes({"keys": keys}, replace=False)
 
 
 def _check_locales(value: Any, errors: dict[str, str]) -> list[str]:
