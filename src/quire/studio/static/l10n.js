@@ -1,10 +1,13 @@
 // Translations: the import form uploads through XMLHttpRequest so that a
 // large file shows its upload progress, then "Reading the file…" while the
 // server checks and stores it (all or nothing); a refusal is shown next to
-// the form with the server's reason (the line or key at fault). A cell
-// whose Save button had the focus gets it back after htmx replaced it.
+// the form with the server's reason (the line or key at fault).
 (function () {
   "use strict";
+  // With this script a cell saves when it is left (htmx, on change): its
+  // Save button, for browsers without JavaScript, is hidden and out of the
+  // tab order, so Tab goes from one translation to the next.
+  document.documentElement.classList.add("l10n-live");
 
   var form = document.getElementById("l10n-import");
   if (form && window.XMLHttpRequest && window.FormData) {
@@ -66,29 +69,12 @@
     };
   }
 
-  var refocus = null;
-  document.body.addEventListener("htmx:beforeRequest", function (e) {
-    var cell = e.detail.elt;
-    if (!cell.classList || !cell.classList.contains("cell-form")) return;
-    var active = document.activeElement;
-    if (active && cell.contains(active)) {
-      var row = cell.closest("tr");
-      refocus = {row: row, locale: cell.querySelector('input[name="locale"]').value,
-                 button: active.tagName === "BUTTON"};
-    } else {
-      refocus = null;
-    }
+  // Forms outside the grid (a new key) return to the grid as now shown,
+  // also after htmx changed its search, filter or page.
+  document.body.addEventListener("htmx:pushedIntoHistory", function () {
+    document.querySelectorAll('input[name="back"]').forEach(function (input) {
+      input.value = window.location.pathname + window.location.search;
+    });
   });
 
-  document.body.addEventListener("htmx:afterSwap", function () {
-    if (!refocus || !refocus.row) return;
-    var cells = refocus.row.querySelectorAll("td.l10n-cell");
-    for (var i = 0; i < cells.length; i++) {
-      if (cells[i].getAttribute("data-locale") === refocus.locale) {
-        var target = cells[i].querySelector(refocus.button ? "button" : "textarea");
-        if (target) target.focus();
-      }
-    }
-    refocus = null;
-  });
 })();
