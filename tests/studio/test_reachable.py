@@ -69,6 +69,7 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     author = create_item(admin, "authors", {"name": "Ann"})
     create_item(admin, "posts", {"title": "Hello", "author": {"_model": "authors", "_id": author["_id"]}})
     create_item(admin, "nav", {"label": "Home"})
+    admin.put("/api/l10n/project/site", json={"locales": ["en", "de"], "keys": {"hi": {"en": "Hi"}}})
     ann = logged_in(app)
     seen = _crawl(ann)
     errors = {path: status for path, status in seen.items() if status >= 500}
