@@ -263,7 +263,7 @@ async def save_cell(request: Request, login: Login) -> Response:
         status, message, stored = exc.status, exc.message, value
     if not _is_htmx(request):
         return redirect_flash(request, _back(posted, name), f"Saved {locale} of {key}.")
-    return render(request, login, "studio/l10n_cell.html", status, name=name, key=key, locale=locale,
+    return render(request, login, "studio/l10n_saved.html", status, name=name, key=key, locale=locale,
                   value=stored, saved=status == 200, message=message, can_manage=True,
                   back=_back(posted, name))
 
