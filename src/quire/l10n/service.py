@@ -175,7 +175,7 @@ class L10nService:
         and sorting out what each locale lacks costs more than a page."""
         kept = self._indexes.get(name) if self._indexes is not None else None
         if kept is not None:
-            return kept  # type: ignore[no-any-return]
+            return kept
         generation = self.store.generation
         project = self.find(name)
         if project is None:
