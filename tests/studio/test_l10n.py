@@ -295,7 +295,8 @@ def test_a_file_that_does_not_parse_is_refused_whole(app: Any, admin: Api, fmt: 
     before = admin.get("/api/l10n/project/site/export?format=json").content
     ann = logged_in(app)
     page = _upload(ann, "site", f"broken.{fmt}", raw, fmt, locale)
-    assert page.status_code == 400 and reason in page.text
+    assert page.status_code == 400 and reason in page.text and "Nothing was imported" in page.text
+    assert 'href="/studio/l10n/site">Back to the project' in page.text
     answer = _upload(ann, "site", f"broken.{fmt}", raw, fmt, locale, accept="application/json")
     assert answer.status_code == 400 and reason.replace("&#39;", "'") in answer.json()["error"]
     assert admin.get("/api/l10n/project/site/export?format=json").content == before  # nothing stored

@@ -361,9 +361,12 @@ async def import_file(request: Request, login: Login) -> Response:
             raise BadRequest("Choose a file to import")
         project = await l10n.import_file(name, fmt, raw, locale, login.identity)
     except ApiError as exc:
-        if not wants_json:
+        if wants_json:
+            return json_response({"error": exc.message}, status=exc.status)
+        if exc.status == 404 or isinstance(exc, Forbidden):
             raise
-        return json_response({"error": exc.message}, status=exc.status)
+        return render(request, login, "message.html", exc.status, title="Nothing was imported",
+                      message=exc.message, back=f"/studio/l10n/{name}", back_text="Back to the project")
     count = len(project["keys"])
     message = (f"Imported {filename or 'the file'} ({fmt}{', ' + locale if locale else ''}): "
                f"the project has {count:,} {'key' if count == 1 else 'keys'} in {', '.join(project['locales'])}.")
