@@ -275,7 +275,11 @@ def test_an_import_is_stored_and_reported(app: Any, admin: Api) -> None:
 
 BROKEN = [
     ("po", "de", b'msgid "hello"\nmsgstr "Servus"\n\nmsgid "menu.file"\nmsgstr "Datei"\ngarbage here\n',
-     "line 6: Unknown or misformatted keyword"),
+     "line 6: not a keyword with a quoted string: &#39;garbage here&#39;"),
+    ("po", "de", b'msgid "hello"\nmsgstr "Servus"\n\nmsgid "menu.file\nmsgstr "Datei"\n',
+     "line 4: not a keyword with a quoted string"),  # an unclosed quote: Babel alone would drop the entry
+    ("po", "de", b'msgid "hello"\nmsgstr "Servus"\n\nmsgid "hello"\nmsgstr "Hallo"\n',
+     "PO entry &#39;hello&#39; appears twice (lines 1 and 4)"),
     ("po", "de", b'msgid "hello"\nmsgstr "Servus"\n\nmsgid "apple"\nmsgid_plural "apples"\nmsgstr[0] "Apfel"\n',
      "PO entry &#39;apple&#39;: plural entries are not supported"),
     ("i18next", "de", b'{"hello": "Servus",\n "menu": {"file": 3}}', "Value of &#39;menu.file&#39; must be a string"),
