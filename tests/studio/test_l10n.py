@@ -151,8 +151,9 @@ def test_hostile_grid_parameters_answer_4xx_or_fall_back(app: Any, admin: Api) -
     _site(admin)
     ann = logged_in(app)
     for params in ({"page": "x"}, {"page": "-4"}, {"page": "²"}, {"limit": "7"}, {"limit": "9" * 40},
-                   {"q": "x" * 5000}, {"q": "a\x00b"}, {"page": "99999999999999999999"}):
+                   {"q": "x" * 5000}, {"q": "a\x00b"}, {"page": "99999999999999999999"}, {"page": "٥"}):
         assert ann.get("/studio/l10n/site", params=params).status_code == 200, params
+    assert "past the end" not in ann.get("/studio/l10n/site", params={"page": "٥"}).text  # ٥ is not page 5
     bad = ann.get("/studio/l10n/site", params={"missing": "xx"})
     assert bad.status_code == 400 and "xx is not a locale of this project" in bad.text
     assert ann.get("/studio/l10n/nope").status_code == 404

@@ -186,17 +186,16 @@ class GridQuery:
         return "?" + urlencode(pairs) if pairs else ""
 
 
+def _number(text: str | None, default: int) -> int:
+    """A page or a page size from a link: ASCII digits (not `²` or `٥`,
+    which int() would take), else the default."""
+    return int(text) if text and len(text) <= 9 and text.isascii() and text.isdigit() else default
+
+
 def _grid_query(params: Any) -> GridQuery:
-    try:
-        page = max(1, min(int(params.get("page") or 1), 1_000_000))
-    except ValueError:
-        page = 1
-    try:
-        limit = int(params.get("limit") or DEFAULT_LIMIT)
-    except ValueError:
-        limit = DEFAULT_LIMIT
-    return GridQuery(q=(params.get("q") or "")[:MAX_Q], missing=(params.get("missing") or "")[:64], page=page,
-                     limit=limit if limit in LIMITS else DEFAULT_LIMIT)
+    limit = _number(params.get("limit"), DEFAULT_LIMIT)
+    return GridQuery(q=(params.get("q") or "")[:MAX_Q], missing=(params.get("missing") or "")[:64],
+                     page=max(1, _number(params.get("page"), 1)), limit=limit if limit in LIMITS else DEFAULT_LIMIT)
 
 
 @studio_page
