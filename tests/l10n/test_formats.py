@@ -156,6 +156,13 @@ def test_a_hand_written_po_skips_fuzzy_and_obsolete_entries() -> None:
     (b'{"a": "b"}', "File is not a valid PO file"),
     (b"\x00\x01\x02", "File is not a valid PO file"),
     (b'msgid "a"\nmsgstr "\xff\xfe"\n', "File is not a valid PO file"),
+    (b'msgid "a"\nmsgstr "b"\n\nmsgid "c\nmsgstr "d"\n',
+     "File is not a valid PO file: line 4: not a keyword with a quoted string: 'msgid \"c'"),
+    (b"msgid a\nmsgstr b\n", "File is not a valid PO file: line 1: not a keyword with a quoted string"),
+    (b'msgid "a"\nmsgstr "b\\"\n', "File is not a valid PO file: line 2"),
+    (b'"x"\nmsgid "a"\nmsgstr "b"\n', "File is not a valid PO file: line 1"),
+    (b'msgid "a"\nmsgstr "b"\n\nmsgid "a"\nmsgstr "c"\n', "PO entry 'a' appears twice (lines 1 and 4)"),
+    (b'msgid ""\n"a"\nmsgstr "b"\n\n#, fuzzy\nmsgid "a"\nmsgstr "c"\n', "PO entry 'a' appears twice (lines 1 and 6)"),
 ])
 def test_bad_po_files_are_refused_clearly(raw: bytes, message: str) -> None:
     with pytest.raises(formats.FormatError) as caught:

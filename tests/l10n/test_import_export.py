@@ -110,7 +110,7 @@ def test_json_import_validates_like_put(admin: Api) -> None:
     assert response.json()["fields"] == ["locales[1]"]
     bad = do_import(admin, "p", b"{nope")
     assert bad.status_code == 400
-    assert bad.json() == {"error": "File is not valid JSON"}
+    assert bad.json() == {"error": "File is not valid JSON: unexpected character, expected a string key at line 1, column 2"}
     assert admin.get("/api/l10n/projects").json() == []
 
 

@@ -73,6 +73,7 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     admin.put("/api/searchmod/indexes/posts", json={"model": "posts", "fields": ["title"]})  # an index's page
     admin.post("/api/pages/page", json={"data": {"title": "About"}})
     admin.post("/api/pages/menu", json={"data": {"name": "main", "links": [{"url": "/about", "title": "About"}]}})
+    admin.put("/api/l10n/project/site", json={"locales": ["en", "de"], "keys": {"hi": {"en": "Hi"}}})
     ann = logged_in(app)
     seen = _crawl(ann)
     errors = {path: status for path, status in seen.items() if status >= 500}

@@ -9,7 +9,7 @@ from quire.modules import Module, Services
 
 
 def build(services: Services) -> None:
-    services.add("l10n", L10nService(services.store, services.events))
+    services.add("l10n", L10nService(services.store, services.events, services.cache))
 
 
 def subscribe(services: Services) -> None:

@@ -8,6 +8,7 @@ the person who sent the file (the service turns it into a 400).
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass
 from io import BytesIO
 from typing import Any
@@ -115,8 +116,8 @@ def read_i18next(raw: bytes) -> dict[str, str]:
 def read_json_file(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise FormatError("File is not valid JSON") from None
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(f"File is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
 
 
 def babel_code(locale: str) -> str:
@@ -162,7 +163,10 @@ def read_po(raw: bytes) -> PoFile:
         catalog = _read_catalog(raw)
     except FormatError:
         raise
-    except (pofile.PoFileError, ValueError, LookupError, TypeError, IndexError) as exc:
+    except pofile.PoFileError as exc:  # Babel counts lines from 0
+        reason = str(exc).removesuffix(f" on {exc.lineno}")
+        raise FormatError(f"File is not a valid PO file: line {exc.lineno + 1}: {reason}: {exc.line.strip()[:80]!r}") from None
+    except (ValueError, LookupError, TypeError, IndexError) as exc:
         raise FormatError(f"File is not a valid PO file: {exc}") from None
     entries: dict[str, str | None] = {}
     for message in catalog:
@@ -184,4 +188,64 @@ def _read_catalog(raw: bytes) -> Catalog:
     # UTF-8 and would fail late, so a file that is not text is caught here
     if b"\x00" in raw:
         raise FormatError("File is not a valid PO file: it holds NUL bytes")
+    check_po_lines(raw)
     return pofile.read_po(BytesIO(raw), abort_invalid=True)
+
+
+_PO_LINE = re.compile(r'^(?:(msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)[ \t]+)?("(?:[^"\\]|\\.)*")[ \t]*$')
+
+
+def check_po_lines(raw: bytes) -> None:
+    """What Babel's reader lets through without a word, refused with the
+    line at fault: a line that is neither a comment, a keyword with its
+    quoted string nor a continuation string (an unclosed quote, a string
+    without quotes: Babel drops the entry, or the rest of the file), and an
+    entry whose msgid (with its msgctxt) came before (Babel keeps one of
+    them). Obsolete entries (`#~`) are comments. Only quotes, backslashes
+    and keywords are looked at, all ASCII, so the file's charset does not
+    matter here."""
+    seen: dict[tuple[str | None, str], int] = {}
+    context: list[str] | None = None  # the msgctxt of the entry being read
+    msgid: list[str] | None = None  # its msgid, while continuation lines may follow
+    msgid_line = 0
+    target: list[str] | None = None  # what a continuation line adds to (None: a msgstr, not kept)
+    started = False
+
+    def close() -> None:
+        nonlocal msgid, context
+        if msgid is not None:
+            text = "".join(msgid)
+            if text:  # "" is the header
+                key = (None if context is None else "".join(context), text)
+                first = seen.setdefault(key, msgid_line)
+                if first != msgid_line:
+                    raise FormatError(f"PO entry '{text[:80]}' appears twice (lines {first} and {msgid_line})")
+        msgid = None
+        context = None
+
+    for number, line in enumerate(raw.decode("latin-1").splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        found = _PO_LINE.match(stripped)
+        if found is None or (found.group(1) is None and not started):
+            raise FormatError(f"File is not a valid PO file: line {number}: not a keyword with a quoted string: "
+                              f"{stripped[:80]!r}")
+        started = True
+        keyword, value = found.group(1), found.group(2)[1:-1]
+        if keyword is None:
+            if target is not None:
+                target.append(value)
+        elif keyword == "msgctxt":
+            close()
+            context = target = [value]
+        elif keyword == "msgid":
+            kept = context
+            close()
+            context = kept
+            msgid = target = [value]
+            msgid_line = number
+        else:  # msgstr, msgstr[n], msgid_plural: the msgid is complete
+            close()
+            target = None
+    close()

@@ -22,6 +22,7 @@ from babel.core import parse_locale
 
 from quire.auth.service import Identity
 from quire.bundleparts import BundlePart, Checked, check_named
+from quire.cache import Cache
 from quire.errors import BadRequest, NotFound, ValidationError
 from quire.events import Events, refusals_as_412
 from quire.ids import new_id
@@ -33,6 +34,7 @@ READ = "l10n/read"
 MANAGE = "l10n/manage"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 MAX_KEY = 1000
+GRID_KEYS_KEPT = 200_000
 BODY_KEYS = {"label", "locales", "keys"}
 # what a client may send back from a GET of the stored document; ignored
 ECHOED_KEYS = {"name", "_id", "_created", "_modified"}
@@ -65,6 +67,21 @@ class Export:
 
 
 @dataclass
+class GridPage:
+    """One page of a project's keys for the studio's grid: the keys that
+    match (`total`), `rows` from `skip`, and how many keys each locale
+    lacks over the whole project."""
+
+    name: str
+    label: str
+    locales: list[str]
+    rows: list[tuple[str, dict[str, str]]]
+    total: int
+    keys: int
+    missing: dict[str, int]
+
+
+@dataclass
 class Changes:
     """A checked write: what to set. None means "leave as it is"."""
 
@@ -75,11 +92,24 @@ class Changes:
     keys: dict[str, dict[str, str | None] | None] | None = None
 
 
+@dataclass
+class _Index:
+    """A project as the grid reads it: its keys in order, and per locale
+    (and "*": any locale) the keys lacking a value."""
+
+    project: dict[str, Any]
+    items: list[tuple[str, dict[str, str]]]
+    missing: dict[str, list[tuple[str, dict[str, str]]]]
+
+
 class L10nService:
-    def __init__(self, store: SqliteStore, events: Events) -> None:
+    def __init__(self, store: SqliteStore, events: Events, cache: Cache | None = None) -> None:
         self.store = store
         self.events = events
         self.projects = store.collection(PROJECTS)
+        # the grid's indexes, kept while no write moves the store's
+        # generation; weighed in keys
+        self._indexes = cache.region("l10n-grid", GRID_KEYS_KEPT) if cache is not None else None
 
     # -- reads ------------------------------------------------------------
 
@@ -114,6 +144,50 @@ class L10nService:
         project = self.get(name, identity)
         out = _values(project, _configured(project, locale))
         return formats.nest(out) if nested else out
+
+    def grid(self, name: str, identity: Identity, *, missing: str | None = None, q: str = "",
+             skip: int = 0, limit: int = 50) -> GridPage:
+        """A page of keys for the studio's grid: those lacking a value in
+        locale `missing` (in any of the project's locales when `missing` is
+        "*"), whose key or a value holds `q` (case-insensitive), in key
+        order. Reads the project's index (`_index`), kept between writes."""
+        identity.require(READ)
+        index = self._index(name)
+        project = index.project
+        locales: list[str] = project["locales"]
+        if missing == "*":
+            found = index.missing["*"]
+        elif missing:
+            found = index.missing[_configured(project, missing)]
+        else:
+            found = index.items
+        needle = q.strip().casefold()
+        if needle:
+            found = [(k, v) for k, v in found
+                     if needle in k.casefold() or any(needle in text.casefold() for text in v.values())]
+        start = max(skip, 0)
+        return GridPage(project["name"], project["label"], locales, found[start:start + max(limit, 0)],
+                        len(found), len(index.items), {code: len(index.missing[code]) for code in locales})
+
+    def _index(self, name: str) -> _Index:
+        """The grid's index of project `name` (404 when there is none),
+        kept for the store's generation: reading a project of 5,000 keys
+        and sorting out what each locale lacks costs more than a page."""
+        kept = self._indexes.get(name) if self._indexes is not None else None
+        if kept is not None:
+            return kept
+        generation = self.store.generation
+        project = self.find(name)
+        if project is None:
+            raise NotFound(f"Project '{name}' not found")
+        items = list(project["keys"].items())
+        width = len(project["locales"])
+        missing = {code: [(k, v) for k, v in items if code not in v] for code in project["locales"]}
+        missing["*"] = [(k, v) for k, v in items if len(v) < width]
+        index = _Index(project, items, missing)
+        if self._indexes is not None:
+            self._indexes.put(name, index, generation, weight=len(items) + 1)
+        return index
 
     def export(self, name: str, fmt: str, locale: str | None, identity: Identity) -> Export:
         """A file of the project: `json` (the whole project), or `po` /
@@ -161,6 +235,50 @@ class L10nService:
         """Change an existing project: label and locales replace, keys merge."""
         identity.require(MANAGE)
         return await self._save(name, _changes(_unwrap(body), replace=False), identity, replace=False)
+
+    async def add_key(self, name: str, key: str, identity: Identity) -> dict[str, Any]:
+        """Add `key` without values; 400 (field `key`) when it exists."""
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            project = self.get(name, identity)
+            if key in project["keys"]:
+                raise BadRequest(f"Key '{key}' exists already", fields=["key"])
+            return await self._save(name, _key_changes({key: {}}), identity, replace=False)
+
+    async def rename_key(self, name: str, old: str, new: str, identity: Identity) -> dict[str, Any]:
+        """Give key `old` the name `new`, with its values, in one write; 400
+        (field `key`) when `new` exists."""
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            project = self.get(name, identity)
+            if old not in project["keys"]:
+                raise NotFound(f"Key '{old}' not found")
+            if new == old:
+                return project
+            if new in project["keys"]:
+                raise BadRequest(f"Key '{new}' exists already", fields=["key"])
+            return await self._save(name, _key_changes({old: None, new: dict(project["keys"][old])}), identity,
+                                    replace=False)
+
+    async def delete_key(self, name: str, key: str, identity: Identity) -> dict[str, Any]:
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            project = self.get(name, identity)
+            if key not in project["keys"]:
+                raise NotFound(f"Key '{key}' not found")
+            return await self._save(name, _key_changes({key: None}), identity, replace=False)
+
+    async def set_value(self, name: str, key: str, locale: str, value: str | None,
+                        identity: Identity) -> dict[str, Any]:
+        """Set (or with None or "" remove) one translation of an existing
+        key; 404 when the key or the locale is not the project's."""
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            project = self.get(name, identity)
+            if key not in project["keys"]:
+                raise NotFound(f"Key '{key}' not found: it was renamed or deleted meanwhile")
+            code = _configured(project, locale)
+            return await self._save(name, _key_changes({key: {code: value or None}}), identity, replace=False)
 
     async def delete(self, name: str, identity: Identity) -> None:
         identity.require(MANAGE)
@@ -298,6 +416,14 @@ def _changes(body: Any, *, replace: bool) -> Changes:
     if errors:
         raise ValidationError("project", errors, limit=10, keep_order=True)
     return changes
+
+
+def _key_changes(keys: dict[str, Any]) -> Changes:
+    """Changes of keys only, checked like a PATCH's; a bad key name is
+    400 with field `key` (the one key a studio form names)."""
+    if any(not key or len(key) > MAX_KEY for key in keys):
+        raise BadRequest(f"A key must be 1 to {MAX_KEY:,} characters long", fields=["key"])
+    return _changes({"keys": keys}, replace=False)
 
 
 def _check_locales(value: Any, errors: dict[str, str]) -> list[str]:
