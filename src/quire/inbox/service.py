@@ -37,6 +37,8 @@ log = logging.getLogger("quire.inbox")
 SUBMISSIONS = "inbox/submissions"
 ATTACHMENTS = "inbox/uploads"  # under <data>/uploads; never served by /storage
 LANGUAGE_MIN_CHARS = 50
+# newest first per form; unread counts (not spam) per form and in all
+SUBMISSION_INDEXES = [[("form",), ("_created",)], [("form",), ("spam",)], [("spam",)]]
 
 
 class UploadFailed(PreconditionFailed):
@@ -76,7 +78,7 @@ class SubmitService:
         self.settings = settings
         self.asset_settings = asset_settings
         self.submissions = store.collection(SUBMISSIONS)
-        store.ensure_indexes(SUBMISSIONS, [[("form",), ("_created",)]])
+        store.ensure_indexes(SUBMISSIONS, SUBMISSION_INDEXES)
 
     async def submit(self, form: dict[str, Any], sent: Submission, origin: str | None,
                      referer: str | None) -> Outcome:

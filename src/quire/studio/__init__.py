@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from quire.modules import Module, NavEntry, Services
-from quire.studio import editor, find, home, lists, models_page
+from quire.studio import editor, find, home, inbox, lists, models_page
 from quire.studio.prefs import PrefsService
 
 
@@ -26,8 +26,10 @@ def subscribe(services: Services) -> None:
 
 
 module = Module("studio", build=build, subscribe=subscribe,
-                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *find.routes],
+                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *find.routes,
+                        *inbox.routes],
                 nav=[
                     NavEntry("Content", "/studio/content", "Content", lambda identity: True, order=10),
+                    NavEntry("Forms", "/studio/forms", "Content", inbox.may_read, badge=inbox.unread_badge, order=40),
                     NavEntry("Models", "/studio/models", "Settings", _manager, order=80),
                 ])
