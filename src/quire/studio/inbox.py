@@ -126,7 +126,7 @@ async def new_form_page(request: Request, login: Login) -> Response:
 @studio_page
 async def create_form(request: Request, login: Login) -> Response:
     need(login, MANAGE)
-    return await _save(request, login, None)
+    return await _save(request, login, await checked_form(request, login), None)
 
 
 @studio_page
@@ -139,11 +139,11 @@ async def form_page(request: Request, login: Login) -> Response:
 @studio_page
 async def save_form(request: Request, login: Login) -> Response:
     need(login, MANAGE)
-    return await _save(request, login, _form(request))
-
-
-async def _save(request: Request, login: Login, form: dict[str, Any] | None) -> Response:
     posted = await checked_form(request, login)
+    return await _save(request, login, posted, _form(request))
+
+
+async def _save(request: Request, login: Login, posted: Form, form: dict[str, Any] | None) -> Response:
     data, values = _data_of(posted)
     if form is not None:
         data["_id"] = form["_id"]
