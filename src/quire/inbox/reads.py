@@ -14,7 +14,7 @@ from typing import Any
 
 from quire.cache import Cache
 from quire.ids import new_id
-from quire.inbox.service import SUBMISSIONS
+from quire.inbox.service import SUBMISSION_HINTS, SUBMISSIONS
 from quire.store import SqliteStore
 
 READS = "inbox/reads"
@@ -24,8 +24,8 @@ class ReadState:
     def __init__(self, store: SqliteStore, cache: Cache) -> None:
         self.store = store
         self.cache = cache
-        self.reads = store.collection(READS)
-        self.submissions = store.collection(SUBMISSIONS)
+        self.reads = store.collection(READS, {"user": "text", "submission": "text", "form": "text", "spam": "bool"})
+        self.submissions = store.collection(SUBMISSIONS, SUBMISSION_HINTS)
         store.ensure_indexes(READS, [[("user",), ("form",), ("spam",)], [("user",), ("spam",)],
                                      [("user",), ("submission",)], [("submission",)], [("form",)]])
 

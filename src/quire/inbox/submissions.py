@@ -22,7 +22,7 @@ from quire.events import Events, refusals_as_412
 from quire.ids import is_id
 from quire.inbox.forms import MANAGE, FormService
 from quire.inbox.reads import ReadState
-from quire.inbox.service import ATTACHMENTS, SUBMISSIONS
+from quire.inbox.service import ATTACHMENTS, SUBMISSION_HINTS, SUBMISSIONS
 from quire.store import SqliteStore
 from quire.store.query import And, Cond, Node, parse_fields, parse_filter, parse_sort
 
@@ -45,7 +45,7 @@ class SubmissionService:
         self.events = events
         self.forms = forms
         self.uploads = uploads
-        self.submissions = store.collection(SUBMISSIONS)
+        self.submissions = store.collection(SUBMISSIONS, SUBMISSION_HINTS)
 
     def query(self, form_id: str | None, spec: Any) -> Node:
         if spec is not None and not isinstance(spec, dict):
