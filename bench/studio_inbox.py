@@ -120,15 +120,15 @@ def login(base: str) -> urllib.request.OpenerDirector:
     return opener
 
 
-def timed(opener: Any, url: str, requests: int) -> tuple[float, float, str]:
+def timed(opener: Any, url: str, requests: int, warm: int = 5) -> tuple[float, float, str]:
     text = ""
     times = []
-    for n in range(5 + requests):
+    for n in range(warm + requests):
         began = time.perf_counter()
         with opener.open(url) as response:
             text = response.read().decode()
             assert response.status == 200
-        if n >= 5:
+        if n >= warm:
             times.append((time.perf_counter() - began) * 1000)
     return statistics.median(times), percentile(times, 0.99), text
 
@@ -189,8 +189,14 @@ def main(argv: list[str] | None = None) -> int:
             ("forms list with totals and unread counts", base + "/studio/forms"),
             ("another studio page (/studio/content): only the badge", base + "/studio/content"),
         ]
+        for _label, target in scenarios[:1] + scenarios[3:]:  # both workers, their caches and indexes warm
+            for _ in range(10):
+                opener.open(target).read()
+        time.sleep(2)
         for label, target in scenarios:
-            p50, p99, text = timed(opener, target, args.requests)
+            # the search reads every row: fewer runs
+            runs = max(3, args.requests // 10) if "search" in label else args.requests
+            p50, p99, text = timed(opener, target, runs, 1 if "search" in label else 5)
             total = re.search(r'id="inbox-total">([^<]*)<', text)
             shown = " ".join(total.group(1).split()) if total else ""
             rows.append((label, p50, p99, shown))
@@ -205,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             "## Studio: forms inbox\n\n"
             f"`bench/studio_inbox.py`: a form with {args.submissions:,} submissions (2 % spam), an administrator "
             f"who has opened {READ:,} of them; a real `quire serve` (two workers), a logged-in session over "
-            f"loopback HTTP, {args.requests} requests per row after 5 warm-up ones (client wall clock). "
+            f"loopback HTTP, {args.requests} requests per row after 5 warm-up ones ({max(3, args.requests // 10)} "
+            "after one for the search, which reads every row; client wall clock). "
             "Target (issue 17): the first page of the submissions list with its total, p50 <= 50 ms. "
             f"Load average when the run began: {load:.1f} on {os.cpu_count()} cores (other processes share "
             "the machine).\n\n" + table

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from quire.ids import new_id
-
 from tests.admin.conftest import new_browser
 from tests.conftest import Api
 from tests.inbox.conftest import PDF, multipart

@@ -40,7 +40,7 @@ LANGUAGE_MIN_CHARS = 50
 # newest first per form; unread counts (not spam) per form and in all
 # every submission holds these single values: filters on them compile to plain comparisons that use the indexes
 SUBMISSION_HINTS = {"form": "text", "_created": "number", "spam": "bool"}
-SUBMISSION_INDEXES = [[("form",), ("_created",)], [("form",), ("spam",)], [("spam",)]]
+SUBMISSION_INDEXES: list[list[tuple[str, ...]]] = [[("form",), ("_created",)], [("form",), ("spam",)], [("spam",)]]
 
 
 class UploadFailed(PreconditionFailed):
