@@ -76,6 +76,8 @@ class SubmissionService:
         identity.require(READ)
         node = self.query(form["_id"], self.search_spec(form, words))
         docs = self.submissions.find(node, NEWEST_FIRST, limit, skip)
+        if skip == 0 and len(docs) < limit:  # all there is: a search need not read every row again
+            return docs, len(docs)
         return docs, self.cache.count(self.submissions, node)
 
     def search_spec(self, form: dict[str, Any], words: str) -> dict[str, Any] | None:
