@@ -80,6 +80,10 @@ class SubmissionService:
             return docs, len(docs)
         return docs, self.cache.count(self.submissions, node)
 
+    def total(self, form_id: str) -> int:
+        """How many submissions a form holds (kept for the store generation)."""
+        return self.cache.count(self.submissions, {"form": form_id})
+
     def search_spec(self, form: dict[str, Any], words: str) -> dict[str, Any] | None:
         if not words:
             return None

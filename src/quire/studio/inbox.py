@@ -89,7 +89,7 @@ async def forms_list(request: Request, login: Login) -> Response:
     user = _user(login)
     submissions = service(request, SubmissionService)
     rows = [{"form": f, "unread": reads.unread(user, f["_id"]),
-             "total": submissions.cache.count(submissions.submissions, {"form": f["_id"]})} for f in forms]
+             "total": submissions.total(f["_id"])} for f in forms]
     return render(request, login, "studio/inbox_forms.html", rows=rows, manage=login.can(MANAGE), when=when)
 
 
@@ -180,7 +180,7 @@ async def delete_form_page(request: Request, login: Login) -> Response:
     need(login, MANAGE)
     form = _form(request)
     submissions = service(request, SubmissionService)
-    total = submissions.cache.count(submissions.submissions, {"form": form["_id"]})
+    total = submissions.total(form["_id"])
     return render(request, login, "studio/inbox_confirm.html", form=form, action="delete-form", total=total)
 
 
