@@ -259,3 +259,18 @@ def test_hostile_input_gets_a_4xx_page(app: Any, admin: Api, anon: Api) -> None:
         assert response.status_code == 400, (data, response.status_code)
         assert "Invalid form" in response.text
     assert admin.get(f"/api/inbox/forms/{form['_id']}").json()["name"] == "Contact"
+
+
+def test_a_form_without_a_field_list_is_searched_in_the_fields_it_received(app: Any, admin: Api, anon: Api) -> None:
+    form = _form(admin)
+    _submit(anon, form, topic="Boats", note="kept")
+    other = _submit(anon, form, topic="Cars", nested={"a": 1}, many=["x", "y"])
+    ann = logged_in(app)
+    base = f"/studio/forms/{form['_id']}/submissions"
+    listing = ann.get(base).text
+    assert "Boats" in listing and "Cars" in listing
+    found = ann.get(base, params={"q": "boat"}).text
+    assert "1–1 of 1" in found and "Boats" in found and "Cars" not in found
+    assert "1–1 of 1" in ann.get(base, params={"q": other["_id"]}).text  # by id
+    page = ann.get(f"{base}/{other['_id']}").text
+    assert "<dd>x, y</dd>" in page and '<dd><code>{"a": 1}</code></dd>' in page
