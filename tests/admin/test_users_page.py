@@ -243,36 +243,9 @@ def test_unknown_action_is_refused(ann: Browser) -> None:
 # -- roles -------------------------------------------------------------------------------
 
 
-def test_create_edit_and_delete_a_role(ann: Browser, quire: Quire) -> None:
-    response = _post(ann, action="save-role", role_name="writer",
-                     permissions="content/posts/read\r\ncontent/posts/update\n\n")
-    assert response.status_code == 200 and "Role writer saved." in response.text
-    assert quire.auth.get_role("writer")["permissions"] == {"content/posts/read": True,
-                                                            "content/posts/update": True}
-    assert "content/posts/update" in ann.get("/admin/users").text
-    _post(ann, action="save-role", role_name="writer", permissions="assets/read")
-    assert quire.auth.get_role("writer")["permissions"] == {"assets/read": True}
-    response = _post(ann, action="delete-role", role_name="writer")
-    assert response.status_code == 200 and not quire.auth.role_exists("writer")
-
-
-def test_role_with_unknown_permission_or_bad_name_is_refused(ann: Browser, quire: Quire) -> None:
-    response = _post(ann, action="save-role", role_name="writer", permissions="content/posts/fly")
-    assert response.status_code == 400 and "Unknown permissions: content/posts/fly" in response.text
-    response = _post(ann, action="save-role", role_name="bad name", permissions="assets/read")
-    assert response.status_code == 400
+def test_roles_are_edited_in_the_matrix_not_here(ann: Browser, quire: Quire) -> None:
+    page = ann.get("/admin/users").text
+    assert 'href="/studio/settings/roles"' in page and 'value="save-role"' not in page
+    response = _post(ann, action="save-role", role_name="writer", permissions="assets/read")
+    assert response.status_code == 400 and "Unknown action" in response.text
     assert not quire.auth.role_exists("writer")
-
-
-def test_a_role_in_use_by_a_user_cannot_be_deleted(ann: Browser, quire: Quire) -> None:
-    _post(ann, action="save-role", role_name="writer", permissions="assets/read")
-    make_user(quire, "bob", role="writer")
-    response = _post(ann, action="delete-role", role_name="writer")
-    assert response.status_code == 400 and "used by users: bob" in response.text
-    assert quire.auth.role_exists("writer")
-
-
-def test_role_forms_need_the_csrf_token(ann: Browser, quire: Quire) -> None:
-    response = ann.post("/admin/users", data={"action": "save-role", "role_name": "writer",
-                                              "permissions": "assets/read"})
-    assert response.status_code == 403 and not quire.auth.role_exists("writer")

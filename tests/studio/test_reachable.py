@@ -18,7 +18,7 @@ from tests.inbox.conftest import PDF, multipart
 from tests.studio.conftest import logged_in
 
 # Parts of pages (htmx fragments, files) rather than screens a user opens.
-NOT_SCREENS = re.compile(r"^/studio/(static|pick|assets|fragments)/")
+NOT_SCREENS = re.compile(r"^/studio/((static|pick|assets|fragments)/|.*/(job|progress)$)")
 
 
 class Links(HTMLParser):
@@ -73,6 +73,10 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     form = admin.post("/api/inbox/forms", json={"data": {"name": "Contact"}}).json()
     body, headers = multipart([("data[name]", "Ann"), ("data[cv]", "cv.pdf", PDF, "application/pdf")])
     assert admin.client.post(f"/api/inbox/submit/{form['token']}", content=body, headers=headers).status_code == 200
+    admin.put("/api/system/locales", json=[{"i18n": "de", "name": "Deutsch"}])  # settings: a locale to remove
+    admin.put("/api/searchmod/indexes/posts", json={"model": "posts", "fields": ["title"]})  # an index's page
+    admin.post("/api/pages/page", json={"data": {"title": "About"}})
+    admin.post("/api/pages/menu", json={"data": {"name": "main", "links": [{"url": "/about", "title": "About"}]}})
     ann = logged_in(app)
     seen = _crawl(ann)
     errors = {path: status for path, status in seen.items() if status >= 500}

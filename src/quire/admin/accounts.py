@@ -43,14 +43,6 @@ def _user_action(quire: Services, login: Login, action: str, form: dict[str, str
         quire.users.delete(target)
         quire.sessions.end_user(target)
         return "User deleted."
-    if action == "save-role":
-        name = form.get("role_name", "")
-        permissions = {line.strip(): True for line in form.get("permissions", "").splitlines() if line.strip()}
-        quire.auth.save_role(name, {"permissions": permissions})
-        return f"Role {name} saved."
-    if action == "delete-role":
-        quire.auth.delete_role(form.get("role_name", ""))
-        return "Role deleted."
     if action == "end-session":
         if not quire.sessions.end(form.get("session", "")):
             raise NotFound("Session not found")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from quire.bundleparts import BatchedPart, BundlePart
 from quire.content import openapi, routes
 from quire.content.bundle import items_part
-from quire.content.locales import LocaleService
+from quire.content.locales import LocaleService, content_rename_part
 from quire.content.models import ModelService
 from quire.content.service import AssetLookup, ContentService
 from quire.modules import Module, Services
@@ -17,6 +17,8 @@ def build(services: Services) -> None:
     events = services.events
     locales = services.add("locales", LocaleService(store, cache, events, settings.content.default_locale_name))
     models = services.add("models", ModelService(store, cache, events, locales))
+    locales.renamer.add_part(content_rename_part(models))
+    services.on_start(locales.renamer.resume)  # a rename a stopped server left half done
     # asset references in answers become asset objects (the assets module's service is an AssetLookup)
     assets: AssetLookup = services.assets
     services.add("content", ContentService(store, cache, models, locales, events, assets,

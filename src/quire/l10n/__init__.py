@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from quire.bundleparts import BundlePart
-from quire.l10n import openapi, routes
+from quire.l10n import locales, openapi, routes
 from quire.l10n.service import L10nService
 from quire.modules import Module, Services
 
@@ -12,9 +12,14 @@ def build(services: Services) -> None:
     services.add("l10n", L10nService(services.store, services.events))
 
 
+def subscribe(services: Services) -> None:
+    """A renamed locale code is renamed in the projects holding it."""
+    services.locales.renamer.add_part(locales.rename_part(services.get(L10nService)))
+
+
 def bundle(services: Services) -> list[BundlePart]:
     return [services.get(L10nService).bundle_part()]
 
 
-module = Module("l10n", build=build, bundle=bundle, routes=routes.routes, openapi=openapi.paths,
+module = Module("l10n", build=build, subscribe=subscribe, bundle=bundle, routes=routes.routes, openapi=openapi.paths,
                 permissions=("l10n/read", "l10n/manage"))

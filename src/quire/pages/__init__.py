@@ -5,7 +5,7 @@ from __future__ import annotations
 from quire.bundleparts import BundlePart
 from quire.content.service import ContentService
 from quire.modules import Module, Services
-from quire.pages import openapi, routes
+from quire.pages import locales, openapi, routes
 from quire.pages.menus import MenuService
 from quire.pages.service import PagesService
 
@@ -21,6 +21,7 @@ def subscribe(services: Services) -> None:
     the locales, inside the transaction that changes them."""
     pages = services.get(PagesService)
     services.events.on("content.locales.save", lambda codes, **_: pages.ensure_indexes(codes))
+    services.locales.renamer.add_part(locales.rename_part(services.get(MenuService)))
 
 
 def bundle(services: Services) -> list[BundlePart]:

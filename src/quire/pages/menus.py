@@ -100,6 +100,19 @@ class MenuService:
             out.append(answer)
         return out
 
+    def stored_all(self, identity: Identity) -> list[dict[str, Any]]:
+        """Every menu as stored (inactive links too), by name: the studio."""
+        identity.require(MANAGE)
+        return self.menus.find(None, [(("name",), 1)])
+
+    def stored(self, name: str, identity: Identity) -> dict[str, Any]:
+        """One menu as stored: what the studio's editor changes."""
+        identity.require(MANAGE)
+        menu = self.menus.find_one({"name": name}) if isinstance(name, str) else None
+        if menu is None:
+            raise NotFound("Menu not found")
+        return menu
+
     async def save(self, data: Any, identity: Identity) -> dict[str, Any]:
         """Create or replace the menu named `data.name`; with `data._id`,
         change that menu (a rename, for example)."""
@@ -143,6 +156,12 @@ class MenuService:
     def settings(self, locale: str | None, identity: Identity) -> dict[str, Any]:
         identity.require(READ)
         return self._settings(locale)
+
+    def stored_settings(self, identity: Identity) -> dict[str, Any]:
+        """The settings with every locale's keys, for who may change them
+        (the studio's form), as `settings` answers them without a locale."""
+        identity.require(MANAGE)
+        return self._settings(None)
 
     def _settings(self, locale: str | None) -> dict[str, Any]:
         doc = self.settings_coll.get("settings") or {}

@@ -435,6 +435,109 @@ class PagesService:
                 changed[pid] = after
         return changed
 
+    # -- the studio's tree -------------------------------------------------
+
+    def outline(self, identity: Identity) -> list[dict[str, Any]]:
+        """The tree as the studio shows it, depth first: routing fields and
+        titles, every state for who may manage pages, published pages for
+        who may only read them (as the API answers them)."""
+        if not identity.can(MANAGE):
+            identity.require(READ)
+        names = [*self.routing_fields(), "title"]
+        docs = self.collection().pick(names)
+        if not identity.can(MANAGE):
+            docs = [d for d in docs if d.get("_state") == 1]
+        docs.sort(key=lambda d: d.get("_o", 0))
+        children: dict[Any, list[dict[str, Any]]] = {}
+        for doc in docs:
+            children.setdefault(doc.get("_pid"), []).append(doc)
+
+        def nest(parent: Any) -> list[dict[str, Any]]:
+            return [{**d, "_children": nest(d["_id"])} for d in children.get(parent, [])]
+
+        return nest(None)
+
+    def stored(self, page_id: str, identity: Identity) -> dict[str, Any]:
+        """A page as stored, any state (the studio's editor)."""
+        identity.require(MANAGE)
+        doc = self.collection().get(page_id) if isinstance(page_id, str) and is_id(page_id) else None
+        if doc is None:
+            raise NotFound("Page not found")
+        return doc
+
+    def preview(self, page: dict[str, Any], locale: str | None, identity: Identity) -> dict[str, Any]:
+        """What the API answers for `page` (`page/{id}`), whatever its state."""
+        identity.require(MANAGE)
+        return self.answer([page], PageOptions(locale=locale), identity, None)[0]
+
+    def move_plan(self, page_id: str, parent: str | None, identity: Identity) -> list[dict[str, Any]]:
+        """What moving `page_id` under `parent` would do to routes, before
+        anything is stored: [{_id, title, locale, old, new}] for every page
+        of the moved subtree whose route changes. A move that cannot be
+        done raises as `move` would (400 cycle or missing parent, 409 a
+        route taken)."""
+        identity.require(MANAGE)
+        names = [*self.routing_fields(), "title"]
+        pages = {d["_id"]: d for d in self.collection().pick(names)}
+        page = pages.get(page_id) if isinstance(page_id, str) else None
+        if page is None:
+            raise NotFound("Page not found")
+        moved = {**page, "_pid": parent}
+        self._check_parent(moved, pages)
+        if parent is not None and moved.get("slug") == "":
+            raise ValidationError("page data", {"slug": "is required (only a top-level page, the home page, "
+                                                        "may have an empty slug)"})
+        before = {pid: dict(p) for pid, p in pages.items()}
+        pages[page_id] = moved
+        self._apply_routes([page_id], pages)  # raises 409 on a taken route
+        after = routing.compute_routes(pages, [page_id], self.locales())
+        changes = []
+        for pid, by_locale in after.items():
+            for loc, new in by_locale.items():
+                old = routing.route_in(before[pid], loc)
+                if old != new:
+                    changes.append({"_id": pid, "title": before[pid].get("title") or "", "locale": loc,
+                                    "old": old, "new": new})
+        return changes
+
+    async def move(self, page_id: str, parent: str | None, position: int, identity: Identity) -> dict[str, Any]:
+        """Put `page_id` under `parent` at `position` among its siblings (the
+        siblings are renumbered 0, 1, ...), its subtree's routes following,
+        in one transaction; refused like a save (400, 409) with nothing
+        stored."""
+        identity.require(MANAGE)
+        async with self.store.atomic():
+            coll = self.collection()
+            pages = {d["_id"]: d for d in coll.pick(self.routing_fields())}
+            current = coll.get(page_id) if isinstance(page_id, str) and page_id in pages else None
+            if current is None:
+                raise NotFound("Page not found")
+            if parent is not None and parent not in pages:
+                raise ValidationError("page data", {"_pid": "is not a page"})
+            page = {**current, "_pid": parent, "_modified": int(time.time()), "_mby": identity.actor}
+            with refusals_as_412():
+                await self.events.emit("pages.page.save.before", page=page, is_update=True, identity=identity)
+            check_page_shape(page, self._model_kind, self.codes())
+            self._check_parent(page, pages)
+            siblings = sorted((p for pid, p in pages.items() if p.get("_pid") == parent and pid != page_id),
+                              key=lambda p: p.get("_o", 0))
+            order = [p["_id"] for p in siblings]
+            order.insert(max(0, min(position, len(order))), page_id)
+            pages[page_id] = page
+            routes = self._apply_routes([page_id], pages)
+            renumbered = {pid: i for i, pid in enumerate(order) if pid == page_id or pages[pid].get("_o") != i}
+            page["_o"] = renumbered.pop(page_id)
+            _set_routes(page, routes.pop(page_id))
+            coll.replace(page)
+            for other in coll.get_many(sorted(set(routes) | set(renumbered))).values():
+                if other["_id"] in routes:
+                    _set_routes(other, routes[other["_id"]])
+                if other["_id"] in renumbered:
+                    other["_o"] = renumbered[other["_id"]]
+                coll.replace(other)
+        await self.events.emit_after("pages.page.save.after", page=page, is_update=True, identity=identity)
+        return page
+
     def bundle_part(self) -> BundlePart:
         """Pages in export/import bundles, in creation order (the default
         list order); loaded by `load`."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from quire.content.models import ModelService
 from quire.content.service import ContentService
 from quire.modules import Module, Services
-from quire.searchmod import openapi, routes
+from quire.searchmod import locales, openapi, routes
 from quire.searchmod.service import SearchService
 
 
@@ -25,6 +25,7 @@ def subscribe(services: Services) -> None:
     services.events.on("content.item.remove", search.item_removed)
     services.events.on("content.model.remove", search.model_removed)
     services.events.on("content.model.rename", search.model_renamed)
+    services.locales.renamer.add_part(locales.rename_part(search))
 
 
 module = Module("searchmod", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths,

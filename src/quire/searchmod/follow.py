@@ -79,7 +79,7 @@ class Marks:
             self.store.set_meta(key, str(value))
 
     def forget(self) -> None:
-        self.store.delete_meta(*(f"searchmod/{k}/{self.name}" for k in ("live", "applied", "building")))
+        self.store.delete_meta(*(f"searchmod/{k}/{self.name}" for k in ("live", "applied", "building", "progress")))
         Queue(self.store, QUEUE).trim(self.name)
 
 

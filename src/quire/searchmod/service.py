@@ -105,6 +105,20 @@ class SearchService:
         identity.require(MANAGE)
         return [self._described(d) for d in self.indexes.find(None, [(("name",), 1)])]
 
+    def listed(self, identity: Identity) -> list[dict[str, Any]]:
+        """The indexes with their document counts, for a role that may
+        search (`searchmod/read`) or manage them."""
+        if not identity.can(MANAGE):
+            identity.require(READ)
+        return [self._described(d) for d in self.indexes.find(None, [(("name",), 1)])]
+
+    def progress(self, name: str) -> dict[str, Any] | None:
+        """How far a build of the index got (`done` of `total` items, and
+        `beat`, when it last moved); None when no build runs. Kept in the
+        store's marks, so every worker and a reloaded page see it."""
+        raw = self.store.get_meta(f"searchmod/progress/{name}")
+        return orjson.loads(raw) if raw else None
+
     def get(self, name: str, identity: Identity) -> dict[str, Any]:
         identity.require(MANAGE)
         return self._described(self._definition(name))
@@ -213,6 +227,7 @@ class SearchService:
             generation, fields = index["build"], index["fields"]
             began = queue_end(self.store)
             marks.set_number("building", began)
+            self._set_progress(name, {"done": 0, "total": self._total(index), "beat": time.time()})
         writer = self.engine.writer(name, generation, len(fields), fresh=True)
         try:
             written = await self._fill(writer, index)
@@ -230,6 +245,8 @@ class SearchService:
                     marks.set_number("applied", began)
                     marks.set_number("building", None)
                     self.indexes.update(name, {"built_at": int(time.time())})
+                if current is None or current["build"] == generation:  # a newer build shows its own
+                    self._set_progress(name, None)
             self.engine.drop(name, keep=(marks.live() or {}).get("generation"))
         self.follower.catch_up(name)
         return written
@@ -238,7 +255,8 @@ class SearchService:
         """Every item that belongs in the index, into a fresh generation."""
         model = self.models.get(index["model"])
         wanted = And([PUBLISHED, parse_filter(index["filter"])])
-        written, after = 0, ""
+        written, after, seen = 0, "", 0
+        total = self._total(index)
         while True:
             # The chunk walks the primary key alone (a `_state` condition
             # would make SQLite scan its index over every item and sort,
@@ -248,10 +266,23 @@ class SearchService:
             for item in items:
                 writer.add(self._item_docs(index, model, item))
             written += len(items)
+            seen += len(rows)
             if len(rows) < CHUNK:
                 return written
             after = rows[-1]["_id"]
+            async with self.store.atomic():
+                self._set_progress(index["name"], {"done": seen, "total": total, "beat": time.time()})
             await asyncio.sleep(0)
+
+    def _total(self, index: dict[str, Any]) -> int:
+        model = self.models.find(index["model"])
+        return self.content.collection(model).count() if model is not None else 0
+
+    def _set_progress(self, name: str, progress: dict[str, Any] | None) -> None:
+        if progress is None:
+            self.store.delete_meta(f"searchmod/progress/{name}")
+        else:
+            self.store.set_meta(f"searchmod/progress/{name}", orjson.dumps(progress).decode())
 
     def _item_docs(self, index: dict[str, Any], model: Model, item: dict[str, Any]) -> list[Doc]:
         fields = index["fields"]

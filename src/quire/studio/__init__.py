@@ -8,7 +8,19 @@ from __future__ import annotations
 from typing import Any
 
 from quire.modules import Module, NavEntry, Services
-from quire.studio import editor, find, home, inbox, lists, models_page
+from quire.studio import (
+    editor,
+    find,
+    home,
+    inbox,
+    lists,
+    menus,
+    models_page,
+    pages,
+    settings_locales,
+    settings_roles,
+    settings_search,
+)
 from quire.studio.prefs import PrefsService
 
 
@@ -21,15 +33,34 @@ def _manager(identity: Any) -> bool:
     return bool(identity.can("system/manage"))
 
 
+def _pages_reader(identity: Any) -> bool:
+    return bool(identity.can("pages/read") or identity.can("pages/manage"))
+
+
+def _pages_manager(identity: Any) -> bool:
+    return bool(identity.can("pages/manage"))
+
+
+def _searcher(identity: Any) -> bool:
+    return bool(identity.can("searchmod/read") or identity.can("searchmod/manage"))
+
+
 def subscribe(services: Services) -> None:
     services.events.on("content.model.rename", services.get(PrefsService).model_renamed)
 
 
 module = Module("studio", build=build, subscribe=subscribe,
                 routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *find.routes,
-                        *inbox.routes],
+                        *settings_roles.routes, *settings_locales.routes, *settings_search.routes,
+                        *pages.routes, *menus.routes, *inbox.routes],
                 nav=[
                     NavEntry("Content", "/studio/content", "Content", lambda identity: True, order=10),
                     NavEntry("Forms", "/studio/forms", "Content", inbox.may_read, badge=inbox.unread_badge, order=40),
+                    NavEntry("Pages", "/studio/pages", "Site", _pages_reader, order=50),
+                    NavEntry("Menus", "/studio/menus", "Site", _pages_manager, order=55),
+                    NavEntry("Page settings", "/studio/pages/settings", "Site", _pages_manager, order=58),
                     NavEntry("Models", "/studio/models", "Settings", _manager, order=80),
+                    NavEntry("Search", "/studio/search", "Site", _searcher, order=60),
+                    NavEntry("Locales", "/studio/settings/locales", "Settings", _manager, order=82),
+                    NavEntry("Roles", "/studio/settings/roles", "Settings", _manager, order=84),
                 ])
