@@ -14,6 +14,7 @@ from urllib.parse import urljoin, urlsplit
 from quire.asgi import Route
 from quire.studio import module as studio_module
 from tests.conftest import Api, create_item, put_model
+from tests.inbox.conftest import PDF, multipart
 from tests.studio.conftest import logged_in
 
 # Parts of pages (htmx fragments, files) rather than screens a user opens.
@@ -69,6 +70,9 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     author = create_item(admin, "authors", {"name": "Ann"})
     create_item(admin, "posts", {"title": "Hello", "author": {"_model": "authors", "_id": author["_id"]}})
     create_item(admin, "nav", {"label": "Home"})
+    form = admin.post("/api/inbox/forms", json={"data": {"name": "Contact"}}).json()
+    body, headers = multipart([("data[name]", "Ann"), ("data[cv]", "cv.pdf", PDF, "application/pdf")])
+    assert admin.client.post(f"/api/inbox/submit/{form['token']}", content=body, headers=headers).status_code == 200
     admin.put("/api/system/locales", json=[{"i18n": "de", "name": "Deutsch"}])  # settings: a locale to remove
     admin.put("/api/searchmod/indexes/posts", json={"model": "posts", "fields": ["title"]})  # an index's page
     admin.post("/api/pages/page", json={"data": {"title": "About"}})

@@ -8,6 +8,7 @@ from quire.bundleparts import BundlePart
 from quire.inbox import openapi, routes
 from quire.inbox.forms import FormService
 from quire.inbox.mailer import Mailer
+from quire.inbox.reads import ReadState
 from quire.inbox.service import SubmitService
 from quire.inbox.submissions import SubmissionService
 from quire.modules import Module, Services
@@ -22,7 +23,8 @@ def build(services: Services) -> None:
     services.on_close(mailer.close)
     forms = services.add("forms", FormService(store, events))
     services.add("inbox", SubmitService(store, events, mailer, uploads, settings.inbox, settings.assets))
-    services.add("submissions", SubmissionService(store, services.cache, events, forms, uploads))
+    reads = services.add("inbox_reads", ReadState(store, services.cache))
+    services.add("submissions", SubmissionService(store, services.cache, events, forms, uploads, reads))
     inbox = settings.inbox
     services.add("rate_limiter", RateLimiter(store, inbox.rate_limit, inbox.rate_window_seconds))
 

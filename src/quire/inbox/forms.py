@@ -47,6 +47,14 @@ class FormService:
         identity.require(MANAGE)
         return self.forms.find(None, [(("name",), 1)])
 
+    def listed(self, identity: Identity) -> list[dict[str, Any]]:
+        """The forms by group and name, for whoever may manage them or read
+        their submissions (the token only for managers)."""
+        if not identity.can(MANAGE):
+            identity.require("inbox/submissions")
+        forms = self.forms.find(None, [(("group",), 1), (("name",), 1)])
+        return forms if identity.can(MANAGE) else [{k: v for k, v in f.items() if k != "token"} for f in forms]
+
     def get(self, form_id: str, identity: Identity) -> dict[str, Any]:
         identity.require(MANAGE)
         return self.by_id(form_id)

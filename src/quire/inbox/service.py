@@ -37,6 +37,10 @@ log = logging.getLogger("quire.inbox")
 SUBMISSIONS = "inbox/submissions"
 ATTACHMENTS = "inbox/uploads"  # under <data>/uploads; never served by /storage
 LANGUAGE_MIN_CHARS = 50
+# newest first per form; unread counts (not spam) per form and in all
+# every submission holds these single values: filters on them compile to plain comparisons that use the indexes
+SUBMISSION_HINTS = {"form": "text", "_created": "number", "spam": "bool"}
+SUBMISSION_INDEXES: list[list[tuple[str, ...]]] = [[("form",), ("_created",)], [("form",), ("spam",)], [("spam",)]]
 
 
 class UploadFailed(PreconditionFailed):
@@ -75,8 +79,8 @@ class SubmitService:
         self.uploads = uploads
         self.settings = settings
         self.asset_settings = asset_settings
-        self.submissions = store.collection(SUBMISSIONS)
-        store.ensure_indexes(SUBMISSIONS, [[("form",), ("_created",)]])
+        self.submissions = store.collection(SUBMISSIONS, SUBMISSION_HINTS)
+        store.ensure_indexes(SUBMISSIONS, SUBMISSION_INDEXES)
 
     async def submit(self, form: dict[str, Any], sent: Submission, origin: str | None,
                      referer: str | None) -> Outcome:

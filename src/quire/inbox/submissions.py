@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -20,7 +21,8 @@ from quire.errors import BadRequest, NotFound, PreconditionFailed
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id
 from quire.inbox.forms import MANAGE, FormService
-from quire.inbox.service import ATTACHMENTS, SUBMISSIONS
+from quire.inbox.reads import ReadState
+from quire.inbox.service import ATTACHMENTS, SUBMISSION_HINTS, SUBMISSIONS
 from quire.store import SqliteStore
 from quire.store.query import And, Cond, Node, parse_fields, parse_filter, parse_sort
 
@@ -28,18 +30,22 @@ READ = "inbox/submissions"
 Sort = list[tuple[tuple[str, ...], int]]
 NEWEST_FIRST: Sort = [(("_created",), -1), (("_id",), -1)]
 OLDEST_FIRST: Sort = [(("_created",), 1), (("_id",), 1)]
+SEARCH_SAMPLE = 50  # latest submissions whose field names a search covers, for a form without `fields`
+SEARCH_FIELDS = 64
 # a cell starting like a formula would run in a spreadsheet
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 class SubmissionService:
-    def __init__(self, store: SqliteStore, cache: Cache, events: Events, forms: FormService, uploads: Path) -> None:
+    def __init__(self, store: SqliteStore, cache: Cache, events: Events, forms: FormService, uploads: Path,
+                 reads: ReadState) -> None:
         self.store = store
+        self.reads = reads
         self.cache = cache
         self.events = events
         self.forms = forms
         self.uploads = uploads
-        self.submissions = store.collection(SUBMISSIONS)
+        self.submissions = store.collection(SUBMISSIONS, SUBMISSION_HINTS)
 
     def query(self, form_id: str | None, spec: Any) -> Node:
         if spec is not None and not isinstance(spec, dict):
@@ -60,6 +66,36 @@ class SubmissionService:
         docs = self.submissions.find(node, order or NEWEST_FIRST, limit or None, skip, projection)  # 0: no limit
         total = self.cache.count(self.submissions, node) if limit is not None and skip is not None else None
         return docs, total
+
+    def page(self, form: dict[str, Any], words: str, limit: int, skip: int,
+             identity: Identity) -> tuple[list[dict[str, Any]], int]:
+        """One page of a form's submissions, newest first, and how many
+        match: those whose id, or the text of a field, holds `words`
+        (case-insensitive), or all without words. The fields searched are
+        the form's `fields`, else those of its latest submissions."""
+        identity.require(READ)
+        node = self.query(form["_id"], self.search_spec(form, words))
+        docs = self.submissions.find(node, NEWEST_FIRST, limit, skip)
+        if skip == 0 and len(docs) < limit:  # all there is: a search need not read every row again
+            return docs, len(docs)
+        return docs, self.cache.count(self.submissions, node)
+
+    def total(self, form_id: str) -> int:
+        """How many submissions a form holds (kept for the store generation)."""
+        return self.cache.count(self.submissions, {"form": form_id})
+
+    def search_spec(self, form: dict[str, Any], words: str) -> dict[str, Any] | None:
+        if not words:
+            return None
+        names = list(form.get("fields") or [])
+        if not names:
+            latest = self.submissions.find({"form": form["_id"]}, NEWEST_FIRST, SEARCH_SAMPLE)
+            names = list(dict.fromkeys(k for d in latest for k in (d.get("data") or {})))
+        pattern = {"$regex": re.escape(words), "$options": "i"}
+        found: list[dict[str, Any]] = [{f"data.{n}": pattern} for n in names if "." not in n][:SEARCH_FIELDS]
+        if is_id(words.lower()):
+            found.append({"_id": words.lower()})
+        return {"$or": found} if found else {"_id": ""}
 
     def get(self, record_id: str, identity: Identity) -> dict[str, Any]:
         identity.require(READ)
@@ -88,6 +124,7 @@ class SubmissionService:
             with refusals_as_412():
                 await self.events.emit("inbox.submission.save", record=record, identity=identity)
             self.submissions.replace(record)
+            self.reads.spam_changed(record["_id"], bool(record.get("spam")))
         return record
 
     async def delete(self, record_id: str, identity: Identity) -> None:
@@ -103,6 +140,7 @@ class SubmissionService:
             with refusals_as_412():
                 await self.events.emit("inbox.submission.remove", record=record, identity=identity)
             self.submissions.delete(record["_id"])
+        self.reads.removed([r["_id"] for r in records])
         files = [a["file"] for r in records for items in r.get("attachments", {}).values() for a in items]
         self.store.after_commit(lambda: self._unlink(files))
 
@@ -116,6 +154,7 @@ class SubmissionService:
         async with self.store.atomic():
             form = self.forms.get(form_id, identity)
             await self._remove(self.submissions.find({"form": form_id}), identity)
+            self.reads.form_removed(form_id)
             with refusals_as_412():
                 await self.events.emit("inbox.form.remove", form=form, identity=identity)
             self.forms.forms.delete(form_id)
