@@ -55,6 +55,8 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/persona.py
 	$(BIN)/python bench/studio_lists.py
 	$(BIN)/python bench/studio_editor.py
+	$(BIN)/python bench/studio_l10n.py
+	$(BIN)/python bench/studio_inbox.py
 
 ## make vendor: rebuild the studio's third-party browser code (htmx, Sortable,
 ## the TipTap/CodeMirror bundle) from vendor/package-lock.json into
