@@ -284,3 +284,26 @@ def test_move_keys_moves_values_as_written_and_bumps_revisions(store: SqliteStor
     with store.transaction():
         assert coll.move_keys({"nothing": "here"}, bump="_rev") == 0
     assert coll.get("w") == {"_id": "w", "_rev": 2}
+
+
+LITERAL_TEXTS = ["Hello Harbour", "HARBOUR", "harbo", "100% sure", "100 sure", "a_b", "axb", "back\\slash",
+                 "\u212aelvin", "kelvin", "Stra\u00dfe", "STRASSE", "\u017fun", "sun", "caf\u00e9 HARBOUR", "", None, 7,
+                 ["Harbour"], {"s": "harbour"}]
+LITERAL_PATTERNS = [("harbour", "i"), ("harbour", ""), ("HARBOUR", ""), ("100%", "i"), ("a_b", "i"), (r"a\_b", "i"),
+                    (r"back\\slash", "i"), ("kelvin", "i"), ("sun", "i"), ("stra\u00dfe", "i"), ("", "i"), ("", ""),
+                    (r"c\+\+ \(and", "i"), (r"a\.b", "")]
+
+
+@pytest.mark.parametrize(("pattern", "options"), LITERAL_PATTERNS)
+def test_a_literal_regex_is_a_substring_test_in_sql_with_re2_semantics(store: SqliteStore, pattern: str,
+                                                                        options: str) -> None:
+    """Plain words (`re.escape`d) compile to instr or LIKE, not to a Python
+    call per row; the answer is RE2's, case folding beyond ASCII included
+    (the Kelvin sign matches `kelvin` with i, the long s matches `sun`)."""
+    coll = store.collection("literal")
+    for n, text in enumerate(LITERAL_TEXTS):
+        coll.insert({"_id": f"{n:024x}", "s": text})
+    spec = {"s": {"$regex": pattern, "$options": options}}
+    expected = sorted(d["_id"] for d in coll.find() if reference.matches(parse_filter(spec), d))
+    assert sorted(d["_id"] for d in coll.find(parse_filter(spec))) == expected
+    assert coll.count(parse_filter(spec)) == len(expected)

@@ -259,8 +259,20 @@ class Compiler:
 
     def leaf(self, loc: Loc, op: str, arg: Any) -> str:
         if op == "regex":
-            key = self.bind(arg.options + "/" + arg.pattern)
-            return f"({loc.T}='text' AND qregex({key}, {loc.V}))"
+            key = arg.options + "/" + arg.pattern
+            literal = regex_literal(arg.pattern)
+            # (placeholders are positional: each bound where its `?` is written)
+            if literal is not None and "i" not in arg.options:
+                # a plain word: a substring test in SQL, exact for any text
+                return f"({loc.T}='text' AND instr({loc.V}, {self.bind(literal)}) > 0)"
+            if literal is not None and literal.isascii():
+                # LIKE folds ASCII letters only, which is all RE2's (?i) folds
+                # in an ASCII text; a text with other characters (the Kelvin
+                # sign folds to k) that LIKE does not match asks RE2
+                like = self.bind("%" + _LIKE_SPECIAL.sub(r"\\\g<0>", literal) + "%")
+                return (f"({loc.T}='text' AND ({loc.V} LIKE {like} ESCAPE '\\' OR "
+                        f"(length(CAST({loc.V} AS BLOB)) <> length({loc.V}) AND qregex({self.bind(key)}, {loc.V}))))")
+            return f"({loc.T}='text' AND qregex({self.bind(key)}, {loc.V}))"
         if op == "mod":
             divisor, remainder = arg
             return (
@@ -495,3 +507,26 @@ def after_ranges(term: SortTerm, key: Any) -> list[tuple[str, list[Any]]]:
     if term.desc:
         return [(f"{e} <= ?", [*p, key]), (f"{e} IS NULL", list(p))]
     return [(f"{e} >= ?", [*p, key])]
+
+
+_LIKE_SPECIAL = re.compile(r"[%_\\]")
+_REGEX_META = set("\\.^$|?*+()[]{}")
+
+
+def regex_literal(pattern: str) -> str | None:
+    """The text a `$regex` pattern matches literally (`re.escape`d words,
+    `c\\+\\+`), or None when it uses any of the syntax: such a pattern is
+    a substring test SQL can make without calling Python per row."""
+    out = []
+    chars = iter(pattern)
+    for c in chars:
+        if c == "\\":
+            nxt = next(chars, None)
+            if nxt is None or nxt.isalnum() or nxt == "_" or not nxt.isascii():
+                return None  # \d, \b, \x41, \pL ... or a trailing backslash
+            out.append(nxt)
+        elif c in _REGEX_META:
+            return None
+        else:
+            out.append(c)
+    return "".join(out)
