@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from quire.modules import Module, NavEntry, Services
-from quire.studio import editor, find, home, lists, models_page
+from quire.studio import assets, editor, find, home, lists, models_page
 from quire.studio.prefs import PrefsService
 
 
@@ -26,8 +26,11 @@ def subscribe(services: Services) -> None:
 
 
 module = Module("studio", build=build, subscribe=subscribe,
-                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *find.routes],
+                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *find.routes,
+                        *assets.routes],  # after editor.routes: /studio/assets/pick, thumb, upload first
                 nav=[
                     NavEntry("Content", "/studio/content", "Content", lambda identity: True, order=10),
+                    NavEntry("Assets", "/studio/assets", "Content", lambda identity: identity.can("assets/read"),
+                             order=20),
                     NavEntry("Models", "/studio/models", "Settings", _manager, order=80),
                 ])
