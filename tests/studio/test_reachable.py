@@ -13,11 +13,12 @@ from urllib.parse import urljoin, urlsplit
 
 from quire.asgi import Route
 from quire.studio import module as studio_module
+from tests.assets.helpers import solid, upload_one
 from tests.conftest import Api, create_item, put_model
 from tests.studio.conftest import logged_in
 
 # Parts of pages (htmx fragments, files) rather than screens a user opens.
-NOT_SCREENS = re.compile(r"^/studio/(static|pick|assets|fragments)/")
+NOT_SCREENS = re.compile(r"^/studio/(static|pick|fragments)/|^/studio/assets/(pick|upload|thumb/.*|\{id\}/crop)$")
 
 
 class Links(HTMLParser):
@@ -69,6 +70,7 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     author = create_item(admin, "authors", {"name": "Ann"})
     create_item(admin, "posts", {"title": "Hello", "author": {"_model": "authors", "_id": author["_id"]}})
     create_item(admin, "nav", {"label": "Home"})
+    upload_one(admin, "harbour.png", solid(8, 8), "image/png")
     ann = logged_in(app)
     seen = _crawl(ann)
     errors = {path: status for path, status in seen.items() if status >= 500}
