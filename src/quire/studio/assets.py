@@ -176,7 +176,7 @@ async def library(request: Request, login: Login) -> Response:
     names = {f["_id"]: f["label"] for f in folders}
     view = service(request, PrefsService).get(login.user["_id"], VIEW_KEY, "grid")
     pages = max(1, -(-total // query.limit))
-    context = {
+    context: dict[str, Any] = {
         "assets": docs, "total": total, "query": query, "folders": folders, "folder_names": names,
         "view": "list" if view == "list" else "grid", "kinds": KINDS, "limits": LIMITS,
         "pages": pages, "size_text": size_text,
