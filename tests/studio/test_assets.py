@@ -308,6 +308,16 @@ def test_replacing_the_file_keeps_the_id_and_drops_the_old_images(app: Any, admi
     assert empty.status_code == 400
 
 
+def test_a_file_that_is_no_picture_has_a_page_too(app: Any, admin: Api) -> None:
+    notes = upload_one(admin, "notes.txt", b"hello notes", "text/plain")
+    ann = logged_in(app)
+    page = ann.get(f"/studio/assets/{notes['_id']}").text
+    assert f'href="/storage/uploads{notes["path"]}"' in page and "Focal point" not in page
+    assert ">TXT<" in ann.get("/studio/assets").text
+    assert ann.get(f"/studio/assets/{notes['_id']}/crop").status_code == 404
+    assert "Focal point" not in post_form(ann, f"/studio/assets/{notes['_id']}", {"title": ""}).text
+
+
 @pytest.mark.parametrize("path", ["/studio/assets/move", "/studio/assets/folders",
                                   "/studio/assets/000000000000000000000000"])
 def test_hostile_forms_are_4xx(app: Any, admin: Api, path: str) -> None:
