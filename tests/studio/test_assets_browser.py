@@ -177,3 +177,17 @@ def studio_upload(studio: Any, name: str, data: bytes) -> dict[str, Any]:
     import json
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())[0]  # type: ignore[no-any-return]
+
+
+def test_the_library_on_a_phone(studio: Any, new_context: Any) -> None:
+    from tests.studio.browsing import NARROW
+
+    studio_upload(studio, "phone.png", solid(80, 60, GREEN))
+    page = open_page(new_context(NARROW))
+    login(page, studio)
+    page.goto(studio.base + "/studio/assets")
+    page.locator(".asset-tile").first.wait_for()
+    width = page.evaluate("() => document.scrollingElement.scrollWidth")
+    assert width <= NARROW["width"] + 1, width
+    screenshot(page, "studio-assets-phone.png")
+    assert_clean(page)
