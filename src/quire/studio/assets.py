@@ -249,14 +249,19 @@ async def upload(request: Request, login: Login) -> Response:
             return json_response({"error": exc.message}, status=exc.status)
         raise
     try:
-        _check_token(request, login, form)
-        need(login, "assets/upload")
-        folder = form.get("folder")
-        meta: dict[str, Any] = {"folder": folder} if isinstance(folder, str) and folder else {}
-        parts = [p for key, p in form.multi_items() if key in ("file", "files") and isinstance(p, UploadFile)]
-        files = [Upload(p.filename or "file", await p.read()) for p in parts]
-    finally:
-        await form.close()
+        try:
+            _check_token(request, login, form)
+            need(login, "assets/upload")
+            folder = form.get("folder")
+            meta: dict[str, Any] = {"folder": folder} if isinstance(folder, str) and folder else {}
+            parts = [p for key, p in form.multi_items() if key in ("file", "files") and isinstance(p, UploadFile)]
+            files = [Upload(p.filename or "file", await p.read()) for p in parts]
+        finally:
+            await form.close()
+    except ApiError as exc:  # the script shows the reason next to the file
+        if _wants_json(request):
+            return json_response({"error": exc.message}, status=exc.status)
+        raise
     stored: list[dict[str, Any]] = []
     refused: list[tuple[str, ApiError]] = []
     for one in files:
