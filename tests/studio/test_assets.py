@@ -327,3 +327,23 @@ def test_hostile_forms_are_4xx(app: Any, admin: Api, path: str) -> None:
         response = post_form(ann, path, data, "/studio/assets")
         assert 400 <= response.status_code < 500, (path, response.status_code)
     assert re.search(r"<h1>", ann.get("/studio/assets").text)
+
+
+@pytest.mark.parametrize("kept, ids", [(50_000, 400), (50_000, 2), (3, 400)])
+def test_title_search_in_memory_and_in_the_store_agree(app: Any, admin: Api, monkeypatch: Any,
+                                                      kept: int, ids: int) -> None:
+    from quire.assets import service as asset_service
+    monkeypatch.setattr(asset_service, "TITLES_KEPT", kept)
+    monkeypatch.setattr(asset_service, "TITLE_IDS", ids)
+    for n in range(8):
+        upload_one(admin, f"Harbour {n}.png", solid(4, 4), "image/png", tags="sea" if n % 2 else "land")
+    upload_one(admin, "Mountain.png", solid(4, 4), "image/png", tags="sea")
+    ann = logged_in(app)
+    found = ann.get("/studio/assets", params={"q": "HARBOUR", "limit": "24"}).text
+    assert "1–8 of 8 assets" in found and "Mountain" not in found
+    assert found.index("Harbour 7.png") < found.index("Harbour 0.png")  # newest first
+    sea = ann.get("/studio/assets", params={"q": "harbour", "tag": "sea"}).text
+    assert "1–4 of 4 assets" in sea and "Harbour 0.png" not in sea
+    assert "No assets match" in ann.get("/studio/assets", params={"q": "harbour.*"}).text
+    upload_one(admin, "harbour late.png", solid(4, 4), "image/png")  # a write: the titles are read again
+    assert "1–9 of 9 assets" in ann.get("/studio/assets", params={"q": "harbour"}).text

@@ -11,7 +11,6 @@ write goes through `AssetService` with the user's identity."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -67,9 +66,8 @@ class LibraryQuery:
         return (self.page - 1) * self.limit
 
     def spec(self) -> dict[str, Any] | None:
+        """The filters other than the title search (AssetService.titled does that)."""
         parts: list[dict[str, Any]] = []
-        if self.q:
-            parts.append({"title": {"$regex": re.escape(self.q), "$options": "i"}})
         if self.type:
             parts.append({"type": self.type})
         if self.tag:
@@ -170,8 +168,11 @@ async def library(request: Request, login: Login) -> Response:
     need(login, "assets/read")
     assets = service(request, AssetService)
     query = parse_library(request.query_params)
-    docs, total = assets.find(query.spec(), {"_created": -1}, query.limit, query.skip, None)
-    total = total or 0
+    if query.q:
+        docs, total = assets.titled(query.q, query.spec(), query.limit, query.skip)
+    else:
+        docs, found = assets.find(query.spec(), {"_created": -1}, query.limit, query.skip, None)
+        total = found or 0
     folders = folder_tree(assets.list_folders())
     names = {f["_id"]: f["label"] for f in folders}
     view = service(request, PrefsService).get(login.user["_id"], VIEW_KEY, "grid")
