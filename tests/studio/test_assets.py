@@ -280,6 +280,12 @@ def test_the_index_is_built_from_items_stored_before_it(app: Any, admin: Api, da
     assert refs.count(used["_id"]) == 0
     refs.setup()
     assert refs.count(used["_id"]) == 1
+    # a reference whose item is gone another way (no event) is not counted where it is listed
+    refs.refs.insert({"asset": used["_id"], "model": "posts", "item": "f" * 24})
+    refs.refs.insert({"asset": used["_id"], "model": "gone", "item": "e" * 24})
+    assert refs.count(used["_id"]) == 3
+    pairs, total = refs.used_by(used["_id"])
+    assert total == 1 and [model for model, _ in pairs] == ["posts"]
 
 
 def test_replacing_the_file_keeps_the_id_and_drops_the_old_images(app: Any, admin: Api, data_dir: Any) -> None:

@@ -10,7 +10,7 @@ The index is built once from the stored items the first time the app
 starts with it (a meta key remembers it was), so data from before it
 exists is counted too. What it does not follow: a field removed from a
 model leaves its references in the index until the item is saved again
-(readers skip items that no longer exist).
+(readers skip, and do not count, listed items that no longer exist).
 """
 
 from __future__ import annotations
@@ -108,4 +108,22 @@ class AssetRefs:
         if not is_id(asset_id):
             return [], 0
         docs = self.refs.find({"asset": asset_id}, [(("model",), 1), (("item",), 1)], limit)
-        return [(d["model"], d["item"]) for d in docs], self.count(asset_id)
+        total = self.count(asset_id)
+        pairs = [(d["model"], d["item"]) for d in docs]
+        kept = self._existing(pairs)
+        # references whose item went another way (a model dropped by an
+        # import, a restored database) are not counted where they are seen
+        return kept, total - (len(pairs) - len(kept))
+
+    def _existing(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The pairs whose model and item still exist (one read per model)."""
+        by_model: dict[str, list[str]] = {}
+        for model, item in pairs:
+            by_model.setdefault(model, []).append(item)
+        found: set[tuple[str, str]] = set()
+        for name, ids in by_model.items():
+            model = self.models.find(name)
+            if model is not None:
+                present = self.store.collection(model.collection).get_many(ids)
+                found.update((name, item) for item in present)
+        return [pair for pair in pairs if pair in found]
