@@ -122,8 +122,8 @@ class AssetRefs:
             by_model.setdefault(model, []).append(item)
         found: set[tuple[str, str]] = set()
         for name, ids in by_model.items():
-            model = self.models.find(name)
-            if model is not None:
-                present = self.store.collection(model.collection).get_many(ids)
+            found_model = self.models.find(name)
+            if found_model is not None:
+                present = self.store.collection(found_model.collection).get_many(ids)
                 found.update((name, item) for item in present)
         return [pair for pair in pairs if pair in found]
