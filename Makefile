@@ -57,6 +57,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/studio_editor.py
 	$(BIN)/python bench/studio_l10n.py
 	$(BIN)/python bench/studio_inbox.py
+	$(BIN)/python bench/studio_assets.py
 
 ## make vendor: rebuild the studio's third-party browser code (htmx, Sortable,
 ## the TipTap/CodeMirror bundle) from vendor/package-lock.json into

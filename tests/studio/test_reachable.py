@@ -13,12 +13,14 @@ from urllib.parse import urljoin, urlsplit
 
 from quire.asgi import Route
 from quire.studio import module as studio_module
+from tests.assets.helpers import solid, upload_one
 from tests.conftest import Api, create_item, put_model
 from tests.inbox.conftest import PDF, multipart
 from tests.studio.conftest import logged_in
 
 # Parts of pages (htmx fragments, files) rather than screens a user opens.
-NOT_SCREENS = re.compile(r"^/studio/((static|pick|assets|fragments)/|.*/(job|progress)$)")
+NOT_SCREENS = re.compile(r"^/studio/((static|pick|fragments)/|.*/(job|progress)$)"
+                         r"|^/studio/assets/(pick|upload|thumb/.*|\{id\}/crop)$")
 
 
 class Links(HTMLParser):
@@ -78,6 +80,7 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     admin.post("/api/pages/page", json={"data": {"title": "About"}})
     admin.post("/api/pages/menu", json={"data": {"name": "main", "links": [{"url": "/about", "title": "About"}]}})
     admin.put("/api/l10n/project/site", json={"locales": ["en", "de"], "keys": {"hi": {"en": "Hi"}}})
+    upload_one(admin, "harbour.png", solid(8, 8), "image/png")
     ann = logged_in(app)
     seen = _crawl(ann)
     errors = {path: status for path, status in seen.items() if status >= 500}

@@ -18,7 +18,9 @@ config.add_check("assets.presets", check_settings)
 
 def build(services: Services) -> None:
     settings = services.settings
-    services.add("assets", AssetService(services.store, services.cache, settings.data_dir, services.events, settings.assets))
+    assets = services.add("assets", AssetService(services.store, services.cache, settings.data_dir, services.events,
+                                                 settings.assets))
+    assets.ensure_indexes()
 
 
 module = Module("assets", build=build, routes=routes.routes, openapi=openapi.paths,

@@ -59,6 +59,8 @@ ASSETS = "assets/assets"
 FOLDERS = "assets/folders"
 RENDERS = "assets/renders"  # distinct renders per source and hour, shared by all workers
 ASSETS_KEPT = 10_000  # asset documents kept in memory (and as many JSON answers)
+TITLES_KEPT = 50_000  # libraries up to this size are searched by title in memory
+TITLE_IDS = 400  # ids of title matches a filtered search names at most
 HINTS = {"title": "text", "mime": "text", "type": "text", "size": "number", "width": "number",
          "height": "number", "folder": "text", "_hash": "text", "path": "text", "altText": "text",
          "description": "text", "_created": "number", "_modified": "number", "_cby": "text"}
@@ -132,6 +134,17 @@ class AssetService:
         # pictures cost no query.
         self._docs = cache.region("assets.docs", ASSETS_KEPT)
         self._json = cache.region("assets.json", ASSETS_KEPT)
+        self._title_list = cache.region("assets.titles", 1)
+        self._indexed = False
+
+    def ensure_indexes(self) -> None:
+        """Store indexes for the studio's asset library: newest first, and
+        newest first within a folder or a type (a 10,000-asset library's
+        first page reads 48 rows, not every row). Made once per process."""
+        if not self._indexed:
+            self.store.ensure_indexes(ASSETS, [[("_created",)], [("folder",), ("_created",)],
+                                               [("type",), ("_created",)]])
+            self._indexed = True
 
     # -- reading ------------------------------------------------------------
 
@@ -174,6 +187,48 @@ class AssetService:
         docs = self.assets.find(node, order, limit or None, skip, projection)  # limit=0: no limit
         total = self.cache.count(self.assets, node) if limit is not None and skip is not None else None
         return docs, total
+
+    def titled(self, words: str, spec: dict[str, Any] | None, limit: int,
+               skip: int) -> tuple[list[dict[str, Any]], int]:
+        """A page of the assets whose title holds `words` (case-insensitive,
+        plain text) and that match `spec`, newest first, with the total.
+
+        The titles of a library of up to TITLES_KEPT assets are read once
+        per store generation (one pass over two fields) and matched in
+        memory, so a search costs no scan of every document: the page is
+        then read by id, or with `spec` among at most TITLE_IDS ids. Larger
+        libraries, and searches matching more ids than that under a filter,
+        are a regex filter in the store."""
+        needle = words.casefold()
+        pattern = {"title": {"$regex": re.escape(words), "$options": "i"}}
+        titles = self._titles()
+        if titles is not None:
+            ids = [asset_id for asset_id, title in titles if needle in title]
+            if spec is None:
+                page = ids[skip: skip + limit]
+                found = self.get_many(page)
+                return [found[i] for i in page if i in found], len(ids)
+            if len(ids) <= TITLE_IDS:
+                docs, total = self.find({"$and": [{"_id": {"$in": ids}}, spec]}, {"_created": -1}, limit, skip, None)
+                return docs, total or 0
+        docs, total = self.find(pattern if spec is None else {"$and": [pattern, spec]}, {"_created": -1},
+                                limit, skip, None)
+        return docs, total or 0
+
+    def _titles(self) -> list[tuple[str, str]] | None:
+        """(id, case-folded title) of every asset, newest first; None for a
+        library larger than TITLES_KEPT."""
+        generation = self.cache.generation
+        kept = self._title_list.get("all")
+        if kept is not None:
+            return kept or None
+        if self.cache.count(self.assets, None) > TITLES_KEPT:
+            self._title_list.put("all", [], generation)
+            return None
+        rows = self.assets.pick(["title"], None, [(("_created",), -1)])
+        titles = [(row["_id"], str(row.get("title") or "").casefold()) for row in rows]
+        self._title_list.put("all", titles, generation)
+        return titles
 
     # -- uploading ----------------------------------------------------------
 
@@ -268,6 +323,35 @@ class AssetService:
         if not target.is_relative_to(self.uploads.resolve()):
             raise BadRequest("Invalid asset path")
         return target
+
+    async def replace_file(self, asset_id: str, upload: Upload, identity: Identity) -> dict[str, Any]:
+        """A new file for an asset, keeping its id and its metadata (title,
+        description, alt text, tags, folder, focal point). The file, its
+        type, size, dimensions, palette and hash are the new file's; the old
+        file and every image generated from it are removed after the commit,
+        so the same id serves only the new picture. Refused (type, size, an
+        unreadable image) like an upload, with nothing changed."""
+        current = self.get(asset_id)
+        fresh, data = await anyio.to_thread.run_sync(self._prepare, upload, {}, identity)
+        written = self._write(fresh["path"], data)
+        try:
+            async with self.store.atomic():
+                current = self.get(asset_id)
+                kept = {k: fresh[k] for k in ("path", "mime", "type", "size", "width", "height", "colors",
+                                              "thumbhash", "_hash")}
+                updated = {**current, **kept, "_modified": int(time.time())}
+                try:
+                    await self.events.emit("assets.asset.save", asset=updated, is_update=True, identity=identity)
+                except Reject as exc:
+                    raise BadRequest(exc.message) from None
+                self.assets.replace(updated)
+        except BaseException:
+            written.unlink(missing_ok=True)
+            raise
+        if current["path"] != updated["path"]:
+            self.file_of(current["path"]).unlink(missing_ok=True)
+        await anyio.to_thread.run_sync(self._remove_generated, asset_id)
+        return updated
 
     # -- editing ------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from quire.bundleparts import BatchedPart, BundlePart
 from quire.content import openapi, routes
+from quire.content.asset_refs import AssetRefs
 from quire.content.bundle import items_part
 from quire.content.locales import LocaleService, content_rename_part
 from quire.content.models import ModelService
@@ -23,6 +24,16 @@ def build(services: Services) -> None:
     assets: AssetLookup = services.assets
     services.add("content", ContentService(store, cache, models, locales, events, assets,
                                            settings.api.max_populate_depth))
+    services.add("asset_refs", AssetRefs(store, models, locales))
+
+
+def subscribe(services: Services) -> None:
+    """The index of where assets are used follows every item write."""
+    refs = services.get(AssetRefs)
+    services.events.on("content.item.saved", refs.saved)
+    services.events.on("content.item.remove", refs.removed)
+    services.events.on("content.model.remove", refs.model_removed)
+    refs.setup()
 
 
 def bundle(services: Services) -> list[BundlePart | BatchedPart]:
@@ -32,4 +43,4 @@ def bundle(services: Services) -> list[BundlePart | BatchedPart]:
 
 
 # Per model: content/<model>/read|create|update|delete|publish (auth/permissions.py).
-module = Module("content", build=build, bundle=bundle, routes=routes.routes, openapi=openapi.paths)
+module = Module("content", build=build, subscribe=subscribe, bundle=bundle, routes=routes.routes, openapi=openapi.paths)

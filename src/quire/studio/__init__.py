@@ -9,6 +9,7 @@ from typing import Any
 
 from quire.modules import Module, NavEntry, Services
 from quire.studio import (
+    assets,
     editor,
     find,
     home,
@@ -53,9 +54,12 @@ def subscribe(services: Services) -> None:
 module = Module("studio", build=build, subscribe=subscribe,
                 routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *find.routes,
                         *settings_roles.routes, *settings_locales.routes, *settings_search.routes,
-                        *pages.routes, *menus.routes, *l10n.routes, *inbox.routes],
+                        *pages.routes, *menus.routes, *l10n.routes, *inbox.routes,
+                        *assets.routes],  # after editor.routes: /studio/assets/pick, thumb, upload first
                 nav=[
                     NavEntry("Content", "/studio/content", "Content", lambda identity: True, order=10),
+                    NavEntry("Assets", "/studio/assets", "Content", lambda identity: identity.can("assets/read"),
+                             order=20),
                     NavEntry("Translations", "/studio/l10n", "Content", l10n.allowed, order=30),
                     NavEntry("Forms", "/studio/forms", "Content", inbox.may_read, badge=inbox.unread_badge, order=40),
                     NavEntry("Pages", "/studio/pages", "Site", _pages_reader, order=50),
