@@ -84,7 +84,7 @@ def sidebar(quire: Services, login: Login, path: str) -> list[tuple[str, list[di
     modules declare them; the link whose address is the longest start of
     `path` is the current one."""
     shown = [e for e in quire.nav if e.allowed(login.identity)]
-    current = max((e.href for e in shown if path == e.href or path.startswith(e.href.rstrip("/") + "/")),
+    current = max((e.href for e in shown if path == e.href or (e.href != "/" and path.startswith(e.href + "/"))),
                   key=len, default=None)
     groups: dict[str, list[dict[str, Any]]] = {}
     for e in shown:
@@ -164,7 +164,11 @@ def same_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
     if origin is None or origin == "null":
         return origin is None
-    return urlsplit(origin).netloc == request.headers.get("host", "")
+    try:
+        netloc = urlsplit(origin).netloc
+    except ValueError:  # `http://[`: no address, so not this one
+        return False
+    return netloc == request.headers.get("host", "")
 
 
 def safe_next(target: Any) -> str:

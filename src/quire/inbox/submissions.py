@@ -162,7 +162,7 @@ class SubmissionService:
     def attachment(self, record_id: str, field: str, index: str, identity: Identity) -> tuple[Path, dict[str, Any]]:
         identity.require(READ)
         items = self._get(record_id).get("attachments", {}).get(field) or []
-        n = int(index) if index.isascii() and index.isdigit() else -1  # "²".isdigit() too
+        n = int(index) if index.isascii() and index.isdigit() and len(index) <= 9 else -1  # "²".isdigit() too
         if not 0 <= n < len(items):
             raise NotFound("Attachment not found")
         item = items[n]

@@ -145,7 +145,10 @@ def _is_htmx(request: Request) -> bool:
 
 def _back(form_value: str, default: str = "/studio/assets") -> str:
     """A same-site address under the library to return to (never elsewhere)."""
-    parts = urlsplit(form_value)
+    try:
+        parts = urlsplit(form_value)
+    except ValueError:  # `//[x`: not an address
+        return default
     if parts.scheme or parts.netloc or not parts.path.startswith("/studio/assets"):
         return default
     return parts.path + (f"?{parts.query}" if parts.query else "")

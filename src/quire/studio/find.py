@@ -12,7 +12,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from quire.admin.web import Login
+from quire.admin.web import Login, redirect
 from quire.asgi import route
 from quire.assets.service import AssetService
 from quire.content.models import Model, ModelService
@@ -41,6 +41,9 @@ async def find(request: Request, login: Login) -> Response:
     items = [hit for m in readable[:MODELS_SEARCHED] if m.type != "singleton" for hit in _items(request, login, m, q)]
     pages = _pages(request, login, q)
     assets = _assets(request, login, q)
+    only = _only_target(models, items, pages, assets)
+    if only is not None:  # one thing found: the box jumps to it
+        return redirect(only)
     return render(request, login, "studio/find.html", q=q, find_q=q, models=models, items=items, pages=pages,
                   assets=assets)
 
@@ -82,6 +85,15 @@ def _assets(request: Request, login: Login, q: str) -> list[dict[str, Any]]:
     docs, _ = service(request, AssetService).find(spec, {"_created": -1}, PER_KIND, None, None)
     return [{"id": d["_id"], "title": d.get("title") or d.get("path", ""), "mime": d.get("mime", ""),
              "image": str(d.get("mime", "")).startswith("image/")} for d in docs]
+
+
+def _only_target(models: list[Model], items: list[dict[str, Any]], pages: list[dict[str, Any]],
+                 assets: list[dict[str, Any]]) -> str | None:
+    """The address of the one thing found, if exactly one was."""
+    targets = ([f"/studio/content/{m.name}" for m in models]
+               + [f"/studio/content/{i['model'].name}/item/{i['id']}" for i in items]
+               + [f"/studio/pages/{p['id']}" for p in pages] + [f"/studio/assets/{a['id']}" for a in assets])
+    return targets[0] if len(targets) == 1 else None
 
 
 routes = [route("/studio/find", get=find, cors=False)]

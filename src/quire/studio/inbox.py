@@ -202,7 +202,8 @@ def _words(request: Request) -> str:
 
 def _page_number(request: Request) -> int:
     text = request.query_params.get("page", "1")
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_PAGE:
+    # at most 9 digits: int() of thousands of digits is refused by Python itself
+    if not (text.isascii() and text.isdigit() and len(text) <= 9) or not 1 <= int(text) <= MAX_PAGE:
         raise BadRequest("page must be a whole number from 1")
     return int(text)
 

@@ -238,7 +238,10 @@ def _back(posted: Any, name: str) -> str:
     page), never another site or another screen."""
     base = f"/studio/l10n/{name}"
     back = posted.get("back")
-    parts = urlsplit(back)
+    try:
+        parts = urlsplit(back)
+    except ValueError:  # `//[x`: not an address
+        return base
     if parts.scheme or parts.netloc or parts.path != base:
         return base
     return base + (f"?{parts.query}" if parts.query else "")

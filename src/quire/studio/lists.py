@@ -189,7 +189,10 @@ def _back(form_value: str, model: Model) -> str:
     """Where a list's form returns to: that list (with its query), never
     another site or page."""
     base = f"/studio/content/{model.name}"
-    parts = urlsplit(form_value)
+    try:
+        parts = urlsplit(form_value)
+    except ValueError:  # `//[x`: not an address
+        return base
     if parts.scheme or parts.netloc or parts.path != base:
         return base
     return base + (f"?{parts.query}" if parts.query else "")

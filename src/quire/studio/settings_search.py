@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -83,9 +84,11 @@ def parse(posted: Form, name: str) -> tuple[IndexForm, dict[str, Any]]:
             continue
         key, eq, value = line.partition("=")
         try:
-            weights[key.strip()] = float(value) if eq else None
+            number = float(value) if eq else None
         except ValueError:
-            weights[key.strip()] = None
+            number = None
+        # nan, inf and 1e999 are no weight (and int() of them would fail below)
+        weights[key.strip()] = number if number is not None and math.isfinite(number) else None
         if weights[key.strip()] is None:
             form.errors["weights"] = f"line {n}: write field = number, like title = 3"
     body["weights"] = {k: (int(v) if v is not None and v == int(v) else v) for k, v in weights.items()}
