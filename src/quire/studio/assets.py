@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
@@ -30,7 +30,7 @@ from quire.http import content_length, json_response, service
 from quire.ids import is_id
 from quire.studio.pickers import link_titles
 from quire.studio.prefs import PrefsService
-from quire.studio.web import checked_form, need, redirect_flash, render, studio_page
+from quire.studio.web import back_to, checked_form, need, redirect_flash, render, studio_page
 
 LIMITS = (24, 48, 96, 192)
 DEFAULT_LIMIT = 48
@@ -143,15 +143,9 @@ def _is_htmx(request: Request) -> bool:
     return bool(request.headers.get("hx-request")) and not request.headers.get("hx-boosted")
 
 
-def _back(form_value: str, default: str = "/studio/assets") -> str:
-    """A same-site address under the library to return to (never elsewhere)."""
-    try:
-        parts = urlsplit(form_value)
-    except ValueError:  # `//[x`: not an address
-        return default
-    if parts.scheme or parts.netloc or not parts.path.startswith("/studio/assets"):
-        return default
-    return parts.path + (f"?{parts.query}" if parts.query else "")
+def _back(form_value: str) -> str:
+    """A same-site address of the library to return to (never elsewhere)."""
+    return back_to(form_value, "/studio/assets", under=True)
 
 
 def size_text(size: Any) -> str:

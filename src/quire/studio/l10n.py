@@ -28,7 +28,7 @@ from quire.errors import ApiError, BadRequest, Forbidden, PayloadTooLarge
 from quire.http import content_length, json_response, quire_of, service
 from quire.l10n.formats import FORMATS
 from quire.l10n.service import MANAGE, READ, GridPage, L10nService, canonical_locale
-from quire.studio.web import checked_form, need, redirect_flash, render, studio_page
+from quire.studio.web import back_to, checked_form, need, redirect_flash, render, studio_page
 
 LIMITS = (25, 50, 100, 200)
 DEFAULT_LIMIT = 50
@@ -236,15 +236,7 @@ def _grid(request: Request, login: Login, grid: GridPage, query: GridQuery, erro
 def _back(posted: Any, name: str) -> str:
     """Where a write returns: the grid as it was shown (same filter and
     page), never another site or another screen."""
-    base = f"/studio/l10n/{name}"
-    back = posted.get("back")
-    try:
-        parts = urlsplit(back)
-    except ValueError:  # `//[x`: not an address
-        return base
-    if parts.scheme or parts.netloc or parts.path != base:
-        return base
-    return base + (f"?{parts.query}" if parts.query else "")
+    return back_to(posted.get("back"), f"/studio/l10n/{name}")
 
 
 @studio_page

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 from starlette.requests import Request
@@ -43,7 +42,7 @@ from quire.studio.list_query import (
 from quire.studio.pickers import column_links
 from quire.studio.prefs import PrefsService, columns_key
 from quire.studio.titles import title_of
-from quire.studio.web import checked_form, need, redirect_flash, render, studio_page
+from quire.studio.web import back_to, checked_form, need, redirect_flash, render, studio_page
 
 MAX_BATCH = 500
 # ids of search hits a list filter names at most (a filter has at most 500 conditions)
@@ -188,14 +187,7 @@ def _pages(query: ListQuery, total: int) -> dict[str, Any]:
 def _back(form_value: str, model: Model) -> str:
     """Where a list's form returns to: that list (with its query), never
     another site or page."""
-    base = f"/studio/content/{model.name}"
-    try:
-        parts = urlsplit(form_value)
-    except ValueError:  # `//[x`: not an address
-        return base
-    if parts.scheme or parts.netloc or parts.path != base:
-        return base
-    return base + (f"?{parts.query}" if parts.query else "")
+    return back_to(form_value, f"/studio/content/{model.name}")
 
 
 @studio_page

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 import orjson
 from starlette.requests import Request
@@ -82,6 +82,21 @@ def studio_page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             return render(request, login, "message.html", exc.status, title=title, message=exc.message)
 
     return page
+
+
+def back_to(value: Any, base: str, *, under: bool = False) -> str:
+    """Where a form returns after its write: `value` (a form's `back`
+    field: the screen as it was shown, with its query) when it is a path
+    of this site equal to `base` (or, `under`, starting with it); else
+    `base`. Never another site: no scheme, no host, and a value that does
+    not parse as an address (`//[x`) is no address at all."""
+    try:
+        parts = urlsplit(value if isinstance(value, str) else "")
+    except ValueError:
+        return base
+    if parts.scheme or parts.netloc or not (parts.path == base or under and parts.path.startswith(base + "/")):
+        return base
+    return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
 def json_of(text: str) -> Any:
