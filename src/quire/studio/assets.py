@@ -21,16 +21,23 @@ from starlette.responses import Response
 
 from quire.admin.web import Login, redirect, same_origin, same_token
 from quire.asgi import route
-from quire.assets.routes import limited_receive
 from quire.assets.service import AssetService, Upload
 from quire.content.asset_refs import AssetRefs
 from quire.content.models import ModelService
-from quire.errors import ApiError, BadRequest, Forbidden, NotFound, PayloadTooLarge, ValidationError
-from quire.http import content_length, json_response, service
+from quire.errors import ApiError, BadRequest, Forbidden, NotFound, ValidationError
+from quire.http import json_response, service
 from quire.ids import is_id
 from quire.studio.pickers import link_titles
 from quire.studio.prefs import PrefsService
-from quire.studio.web import back_to, checked_form, need, redirect_flash, render, studio_page
+from quire.studio.web import (
+    back_to,
+    checked_form,
+    multipart_form,
+    need,
+    redirect_flash,
+    render,
+    studio_page,
+)
 
 LIMITS = (24, 48, 96, 192)
 DEFAULT_LIMIT = 48
@@ -207,19 +214,6 @@ def _wants_json(request: Request) -> bool:
     return "application/json" in request.headers.get("accept", "")
 
 
-async def _multipart(request: Request, limit: int) -> FormData:
-    declared = content_length(request.headers.get("content-length"))
-    if declared is not None and declared > limit:
-        raise PayloadTooLarge(f"Upload is larger than {limit} bytes")
-    limited = Request(request.scope, limited_receive(request.receive, limit))
-    try:
-        return await limited.form(max_files=100, max_fields=20)
-    except PayloadTooLarge:
-        raise
-    except Exception as exc:  # a malformed multipart body
-        raise BadRequest(f"Malformed multipart body: {exc}") from None
-
-
 def _check_token(request: Request, login: Login, form: FormData) -> None:
     sent = form.get("csrf")
     token = sent if isinstance(sent, str) and sent else request.headers.get("x-csrf-token", "")
@@ -241,7 +235,7 @@ async def upload(request: Request, login: Login) -> Response:
         raise BadRequest("Send the files as multipart/form-data")
     assets = service(request, AssetService)
     try:
-        form = await _multipart(request, assets.settings.max_request_bytes)
+        form = await multipart_form(request, assets.settings.max_request_bytes, 100)
     except ApiError as exc:
         if _wants_json(request):
             return json_response({"error": exc.message}, status=exc.status)
@@ -457,7 +451,7 @@ async def replace(request: Request, login: Login) -> Response:
         await checked_form(request, login)
         raise BadRequest("Send the file as multipart/form-data")
     assets = service(request, AssetService)
-    form = await _multipart(request, assets.settings.max_request_bytes)
+    form = await multipart_form(request, assets.settings.max_request_bytes, 100)
     try:
         _check_token(request, login, form)
         need(login, "assets/edit")

@@ -22,13 +22,20 @@ from starlette.responses import Response
 
 from quire.admin.web import Login, same_origin, same_token
 from quire.asgi import route
-from quire.assets.routes import limited_receive
 from quire.content.locales import LocaleService
-from quire.errors import ApiError, BadRequest, Forbidden, PayloadTooLarge
-from quire.http import content_length, json_response, quire_of, service
+from quire.errors import ApiError, BadRequest, Forbidden
+from quire.http import json_response, quire_of, service
 from quire.l10n.formats import FORMATS
 from quire.l10n.service import MANAGE, READ, GridPage, L10nService, canonical_locale
-from quire.studio.web import back_to, checked_form, need, redirect_flash, render, studio_page
+from quire.studio.web import (
+    back_to,
+    checked_form,
+    multipart_form,
+    need,
+    redirect_flash,
+    render,
+    studio_page,
+)
 
 LIMITS = (25, 50, 100, 200)
 DEFAULT_LIMIT = 50
@@ -374,16 +381,7 @@ async def import_file(request: Request, login: Login) -> Response:
 
 
 async def _multipart(request: Request, limit: int) -> tuple[dict[str, str], str, bytes | None]:
-    declared = content_length(request.headers.get("content-length"))
-    if declared is not None and declared > limit:
-        raise PayloadTooLarge(f"The file is larger than {limit:,} bytes")
-    limited = Request(request.scope, limited_receive(request.receive, limit))
-    try:
-        form = await limited.form(max_files=1, max_fields=10)
-    except PayloadTooLarge:
-        raise
-    except Exception as exc:  # a malformed multipart body
-        raise BadRequest(f"Malformed multipart body: {exc}") from None
+    form = await multipart_form(request, limit, 1)
     try:
         fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
         part = form.get("file")

@@ -18,14 +18,13 @@ from starlette.responses import Response
 
 from quire.admin.web import Login, redirect, same_origin, same_token
 from quire.asgi import route
-from quire.assets.routes import limited_receive
 from quire.assets.service import AssetService, Upload
 from quire.content.models import Model, ModelService
 from quire.content.service import ContentService, ReadOptions
-from quire.errors import ApiError, BadRequest, Forbidden, NotFound, PayloadTooLarge
-from quire.http import content_length, json_response, service
+from quire.errors import ApiError, BadRequest, Forbidden, NotFound
+from quire.http import json_response, service
 from quire.studio.titles import title_fields, title_of
-from quire.studio.web import checked_form, need, render, studio_page
+from quire.studio.web import checked_form, multipart_form, need, render, studio_page
 
 FOUND = 20  # rows a picker shows; the search narrows them
 _ID = re.compile(r"^[0-9a-f]{24}$")
@@ -104,16 +103,7 @@ async def upload(request: Request, login: Login) -> Response:
 
 
 async def _one_file(request: Request, limit: int) -> Upload:
-    declared = content_length(request.headers.get("content-length"))
-    if declared is not None and declared > limit:
-        raise PayloadTooLarge(f"Upload is larger than {limit} bytes")
-    limited = Request(request.scope, limited_receive(request.receive, limit))
-    try:
-        form = await limited.form(max_files=1, max_fields=10)
-    except PayloadTooLarge:
-        raise
-    except Exception as exc:  # a malformed multipart body
-        raise BadRequest(f"Malformed multipart body: {exc}") from None
+    form = await multipart_form(request, limit, 1)
     try:
         part = form.get("file")
         if not isinstance(part, UploadFile):

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import orjson
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -24,8 +25,9 @@ from quire.admin.web import (
     static_response,
     templates_with,
 )
-from quire.errors import ApiError, BadRequest, Forbidden
-from quire.http import check_depth, quire_of, read_form_pairs
+from quire.assets.routes import limited_receive
+from quire.errors import ApiError, BadRequest, Forbidden, PayloadTooLarge
+from quire.http import check_depth, content_length, quire_of, read_form_pairs
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -97,6 +99,22 @@ def back_to(value: Any, base: str, *, under: bool = False) -> str:
     if parts.scheme or parts.netloc or not (parts.path == base or under and parts.path.startswith(base + "/")):
         return base
     return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+async def multipart_form(request: Request, limit: int, max_files: int) -> FormData:
+    """A multipart body (file uploads) of at most `limit` bytes: 413 when it
+    says or turns out to be larger, 400 when it does not parse. The caller
+    closes it (`await form.close()`)."""
+    declared = content_length(request.headers.get("content-length"))
+    if declared is not None and declared > limit:
+        raise PayloadTooLarge(f"The upload is larger than {limit:,} bytes")
+    limited = Request(request.scope, limited_receive(request.receive, limit))
+    try:
+        return await limited.form(max_files=max_files, max_fields=20)
+    except PayloadTooLarge:
+        raise
+    except Exception as exc:  # a malformed multipart body
+        raise BadRequest(f"Malformed multipart body: {exc}") from None
 
 
 def json_of(text: str) -> Any:
