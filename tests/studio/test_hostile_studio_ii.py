@@ -9,6 +9,7 @@ from typing import Any
 
 from quire.studio.settings_search import parse
 from quire.studio.web import Form
+from tests.assets.helpers import solid, upload_one
 from tests.conftest import Api, put_model
 from tests.studio.conftest import logged_in, page_csrf, post_form
 
@@ -53,3 +54,35 @@ def test_weights_that_are_not_finite_numbers_are_a_message_on_the_form() -> None
         assert form.errors["weights"] == "line 1: write field = number, like title = 3", bad
     form, body = parse(Form([("model", "posts"), ("fields", "title"), ("weights", "title = 3\nbody = 0.5")]), "posts")
     assert not form.errors and body["weights"] == {"title": 3, "body": 0.5}
+
+
+def test_who_may_only_read_pages_or_assets_is_refused_every_write(app: Any, admin: Api) -> None:
+    """Every POST of the pages, menus and assets screens answers 403 to a
+    role that may only read them, whatever it posts, and stores nothing."""
+    page = admin.post("/api/pages/page", json={"data": {"title": "About"}}).json()
+    admin.post("/api/pages/menu", json={"data": {"name": "main", "links": [{"url": "/a", "title": "A"}]}})
+    asset = upload_one(admin, "a.png", solid(8, 8), "image/png", title="A")
+    admin.put("/api/system/roles/viewer", json={"permissions": {"pages/read": True, "assets/read": True}})
+    viewer = logged_in(app, "vera", "viewer")
+    writes = {
+        "/studio/pages/new": {"title": "Sneaky", "type": "layout"},
+        f"/studio/pages/{page['_id']}": {"title": "Changed", "type": "layout"},
+        f"/studio/pages/{page['_id']}/delete": {},
+        "/studio/pages/move": {"id": page["_id"], "parent": "", "position": "0"},
+        "/studio/pages/settings": {"site_title": "Changed"},
+        "/studio/menus": {"name": "footer"},
+        "/studio/menus/main": {"name": "main"},
+        "/studio/menus/main/delete": {},
+        "/studio/assets/move": {"ids": asset["_id"], "folder": ""},
+        "/studio/assets/folders": {"name": "Sneaky"},
+        f"/studio/assets/{asset['_id']}": {"title": "Changed"},
+        f"/studio/assets/{asset['_id']}/delete": {},
+    }
+    for path, fields in writes.items():
+        response = post_form(viewer, path, fields, token_from="/studio/pages")
+        assert response.status_code == 403, (path, response.status_code)
+    assert admin.get(f"/api/pages/page/{page['_id']}").json()["title"] == "About"
+    assert [p["title"] for p in admin.get("/api/pages/pages").json()] == ["About"]
+    assert [m["name"] for m in admin.get("/api/pages/menus").json()] == ["main"]
+    assert admin.get(f"/api/assets/{asset['_id']}").json()["title"] == "A"
+    assert admin.get("/api/assets/folders").json() == []
