@@ -353,3 +353,31 @@ def test_title_search_in_memory_and_in_the_store_agree(app: Any, admin: Api, mon
     assert "No assets match" in ann.get("/studio/assets", params={"q": "harbour.*"}).text
     upload_one(admin, "harbour late.png", solid(4, 4), "image/png")  # a write: the titles are read again
     assert "1–9 of 9 assets" in ann.get("/studio/assets", params={"q": "harbour"}).text
+
+
+def test_a_file_over_the_size_limit_is_refused_with_its_reason_and_leaves_no_file(tmp_path: Any) -> None:
+    import os
+
+    from quire.app import build_app
+    from quire.config import load_settings
+
+    small = build_app(load_settings(tmp_path, env={"QUIRE_SERVER_QUIET": "true",
+                                                   "QUIRE_ASSETS_MAX_UPLOAD_BYTES": "3000"}))
+    try:
+        ann = logged_in(small)
+        token = _csrf(ann)
+
+        def files() -> set[str]:
+            return {os.path.join(d, f) for d, _, names in os.walk(tmp_path) for f in names
+                    if not f.endswith((".db", ".db-wal", ".db-shm", "-journal"))}
+
+        before = files()
+        big = os.urandom(5000)
+        refused = _upload(ann, [("big.png", solid(4, 4) + big, "image/png")], token)
+        assert refused.status_code == 413 and "big.png" in refused.json()["error"]
+        assert files() == before  # nothing of it on disk
+        stored = _upload(ann, [("small.png", solid(4, 4), "image/png")], token)
+        assert stored.status_code == 200
+        assert [a["title"] for a in small.state.quire.assets.find(None, None, None, None, None)[0]] == ["small.png"]
+    finally:
+        small.state.quire.close()
