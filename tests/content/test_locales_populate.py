@@ -452,3 +452,12 @@ def test_batch_applies_populate_and_locale(admin: Api) -> None:
     assert body["posts"][0]["author"]["name"] == "Anna"
     assert body["authors"][0]["name"] == "Anna"
     assert "name_de" not in body["authors"][0]
+
+
+def test_a_locale_code_with_an_underscore_holds_localized_values(admin: Api) -> None:
+    admin.put("/api/system/locales", json=[{"i18n": "pt_BR", "name": "Português"}])
+    put_model(admin, "notes", fields=[{"name": "title", "type": "text", "i18n": True}])
+    saved = admin.post("/api/content/item/notes", json={"data": {"title": "Hello", "title_pt_BR": "Olá"}})
+    assert saved.status_code == 200, saved.text
+    read = admin.get(f"/api/content/item/notes/{saved.json()['_id']}", params={"locale": "pt_BR"})
+    assert read.json()["title"] == "Olá"

@@ -82,3 +82,15 @@ async def test_a_refused_move_stores_nothing(quire: Quire, tree: dict[str, dict[
     with pytest.raises(ValidationError):  # only a top-level page may have the empty slug
         await pages.move(tree["home"]["_id"], tree["about"]["_id"], 0, ADMIN)
     assert all_stored(quire) == before
+
+
+def test_a_locale_code_with_an_underscore_is_one_code(admin: Any) -> None:
+    """`pt_BR` is one locale: `title_pt_BR` and the settings' `seo_pt_BR`
+    are its values, not a field `title_pt` of a locale `BR`."""
+    admin.put("/api/system/locales", json=[{"i18n": "pt_BR", "name": "Português"}])
+    page = admin.post("/api/pages/page", json={"data": {"title": "About", "title_pt_BR": "Sobre"}})
+    assert page.status_code == 200, page.text
+    assert admin.get(f"/api/pages/page/{page.json()['_id']}", params={"locale": "pt_BR"}).json()["title"] == "Sobre"
+    saved = admin.post("/api/pages/settings", json={"data": {"seo_pt_BR": {"title": "Sítio"}}})
+    assert saved.status_code == 200, saved.text
+    assert admin.post("/api/pages/settings", json={"data": {"seo_pt_BR": "x"}}).status_code == 400

@@ -92,9 +92,12 @@ class ContentWriter:
                 continue
             definition = fields.get(key)
             if definition is None:
-                base, _, code = key.rpartition("_")
-                if base in fields and fields[base]["i18n"] and code in codes:
-                    definition = fields[base]
+                # a localized value `<field>_<code>`; codes may hold `_` themselves (pt_BR)
+                for code in codes:
+                    base = key[:-len(code) - 1]
+                    if key.endswith("_" + code) and base in fields and fields[base]["i18n"]:
+                        definition = fields[base]
+                        break
             if definition is None:
                 errors[key] = "is not a field of this model"
                 continue

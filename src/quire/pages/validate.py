@@ -44,8 +44,18 @@ def check_page(data: dict[str, Any], codes: list[str]) -> dict[str, Any]:
     return clean
 
 
+def split_locale(key: str, codes: list[str]) -> tuple[str, str]:
+    """`title_de` -> ("title", "de"), for any of the locale `codes` (which
+    may hold `_` themselves: `title_pt_BR`); ("", "") when the key ends in
+    none of them."""
+    for code in codes:
+        if key.endswith("_" + code) and len(key) > len(code) + 1:
+            return key[:-len(code) - 1], code
+    return "", ""
+
+
 def _page_field(key: str, value: Any, codes: list[str]) -> str | None:
-    base, _, code = key.rpartition("_")
+    base, code = split_locale(key, codes)
     localized = base in LOCALIZED and code in codes
     if localized and value is None:
         return None  # drops that locale's value
@@ -188,7 +198,7 @@ def _check_links(links: Any, path: str, codes: list[str], errors: Errors) -> Non
             errors[at] = "must be an object"
             continue
         for key, value in link.items():
-            base, _, code = key.rpartition("_")
+            base, code = split_locale(key, codes)
             if key == "title" or (base == "title" and code in codes):
                 if value is not None and not isinstance(value, str):
                     errors[f"{at}.{key}"] = "must be a string"
@@ -227,7 +237,7 @@ def check_settings(data: dict[str, Any], codes: list[str]) -> dict[str, Any]:
     errors: Errors = {}
     clean: dict[str, Any] = {}
     for key, value in data.items():
-        base, _, code = key.rpartition("_")
+        base, code = split_locale(key, codes)
         if key == "locales":
             errors[key] = "is read-only: it lists the locales of /api/system/locales"
         elif key in SETTINGS_KEYS or (base == "seo" and code in codes):
