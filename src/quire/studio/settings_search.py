@@ -227,9 +227,14 @@ async def rebuild_index(request: Request, login: Login) -> Response:
     name = _name(request)
     search = service(request, SearchService)
     search.get(name, login.identity)
-    task = asyncio.get_running_loop().create_task(search.rebuild(name, login.identity))
-    _running.add(task)
-    task.add_done_callback(_finished)
+    running = _progress(search, name)
+    # a build that is moving (in any worker) is not started again: a second
+    # click would only redo the work; a stopped one (no progress for STALE
+    # seconds: its worker died) is started afresh
+    if running is None or running["stalled"]:
+        task = asyncio.get_running_loop().create_task(search.rebuild(name, login.identity))
+        _running.add(task)
+        task.add_done_callback(_finished)
     if request.headers.get("hx-request"):
         await asyncio.sleep(0)
         return render(request, login, "studio/settings_search_progress.html", name=name,
