@@ -75,3 +75,20 @@ def test_the_sidebar_shows_what_a_role_may_use_and_marks_the_current_section(app
         assert f'href="{href}"' not in rita
     found = _sidebar(logged_in(app, "ann", create=False).get("/studio/find", params={"q": "zzz"}).text)
     assert "aria-current" not in found  # no section is a start of /studio/find (not even the dashboard's /)
+
+
+def test_the_sidebar_is_worked_out_for_whole_pages_only(app: Any, admin: Api, monkeypatch: Any) -> None:
+    """An htmx fragment (a search index's progress bar, polled every second)
+    has no sidebar, so its badges are not counted for it."""
+    import quire.admin.web as web
+
+    _blog(admin)
+    admin.put("/api/searchmod/indexes/posts", json={"model": "posts", "fields": ["title"]})
+    ann = logged_in(app)
+    calls: list[str] = []
+    real = web.sidebar
+    monkeypatch.setattr(web, "sidebar", lambda quire, login, path: calls.append(path) or real(quire, login, path))
+    assert ann.get("/studio/search/posts/progress", headers={"hx-request": "true"}).status_code == 200
+    assert calls == []
+    assert ann.get("/studio/search/posts").status_code == 200
+    assert calls == ["/studio/search/posts"]

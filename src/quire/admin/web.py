@@ -71,7 +71,11 @@ def render_in(env: Environment, request: Request, template: str, status: int = 2
     quire = quire_of(request)
     sso = quire.settings.sso
     login = context.get("login")
-    nav = sidebar(quire, login, request.url.path) if isinstance(login, Login) else []
+    # called by base.html only: htmx fragments (a saved cell, a progress bar)
+    # never pay for the sidebar's badges
+    def nav() -> list[tuple[str, list[dict[str, Any]]]]:
+        return sidebar(quire, login, request.url.path) if isinstance(login, Login) else []
+
     html = env.get_template(template).render(
         request=request, sso_enabled=sso.configured, login_text=sso.login_text, nav=nav,
         find_enabled=quire.find_path is not None, **context,
