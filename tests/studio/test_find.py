@@ -92,3 +92,12 @@ def test_the_sidebar_is_worked_out_for_whole_pages_only(app: Any, admin: Api, mo
     assert calls == []
     assert ann.get("/studio/search/posts").status_code == 200
     assert calls == ["/studio/search/posts"]
+
+
+def test_nul_and_lone_surrogates_in_the_search_box_are_no_crash(app: Any, admin: Api) -> None:
+    _blog(admin)
+    admin.post("/api/pages/page", json={"data": {"title": "Harbour tours", "type": "layout"}})
+    ann = logged_in(app)
+    for raw in ("a%00b", "%ED%A0%80", "%00", "harbour%00"):
+        response = ann.get(f"/studio/find?q={raw}")
+        assert response.status_code < 500, (raw, response.status_code)
