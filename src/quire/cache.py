@@ -32,7 +32,7 @@ import secrets
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
-from quire.store import Collection, SqliteStore
+from quire.store import Collection, Store
 from quire.store.query import Node
 
 T = TypeVar("T")
@@ -50,7 +50,7 @@ class Region:
     the newer half. Keep immutable values (JSON bytes, tuples) or values no
     caller changes."""
 
-    def __init__(self, store: SqliteStore, size: int) -> None:
+    def __init__(self, store: Store, size: int) -> None:
         self._store = store
         self.size = size
         self._generation = -1
@@ -165,7 +165,7 @@ class SystemValue(Generic[T]):
 class Cache:
     """The caches of one app; see the module's documentation."""
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._regions: dict[str, Region] = {}
         self._memos: dict[str, Memo] = {}

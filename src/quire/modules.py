@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from quire.cache import Cache
     from quire.config import Settings
     from quire.events import Events
-    from quire.store import SqliteStore
+    from quire.store import Store
 
 T = TypeVar("T")
 
@@ -29,7 +29,7 @@ class Services:
     built them: by name (`services.content`, as hooks and the CLI use them)
     and by type (`services.get(ContentService)`, as routes use them, typed)."""
 
-    def __init__(self, settings: Settings, store: SqliteStore, cache: Cache, events: Events) -> None:
+    def __init__(self, settings: Settings, store: Store, cache: Cache, events: Events) -> None:
         self.settings = settings
         self.store = store
         self.cache = cache  # the one cache of the instance (cache.py)

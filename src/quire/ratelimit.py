@@ -10,13 +10,13 @@ import math
 import time
 from collections.abc import Sequence
 
-from quire.store import SqliteStore
+from quire.store import Store
 
 RATES = "inbox/rates"
 
 
 class RateLimiter:
-    def __init__(self, store: SqliteStore, limit: int, window: int, collection: str = RATES) -> None:
+    def __init__(self, store: Store, limit: int, window: int, collection: str = RATES) -> None:
         self.store = store
         self.limit = limit
         self.window = window

@@ -50,7 +50,7 @@ from quire.ids import is_id, new_id
 from quire.numbers import parse_int
 from quire.ratelimit import RateLimiter
 from quire.slots import LoopSlots
-from quire.store import SqliteStore
+from quire.store import Store
 from quire.store.query import parse_fields, parse_filter, parse_sort
 
 log = logging.getLogger("quire.assets")
@@ -112,7 +112,7 @@ def safe_name(filename: str) -> str:
 
 
 class AssetService:
-    def __init__(self, store: SqliteStore, cache: Cache, data_dir: Path, events: Events,
+    def __init__(self, store: Store, cache: Cache, data_dir: Path, events: Events,
                  settings: AssetSettings) -> None:
         self.store = store
         self.cache = cache

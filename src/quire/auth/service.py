@@ -14,7 +14,7 @@ from quire.bundleparts import BundlePart, Checked, check_named
 from quire.cache import Cache, SystemValue
 from quire.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from quire.ids import new_id
-from quire.store import SqliteStore
+from quire.store import Store
 
 KEYS = "system/keys"
 ROLES = "system/roles"
@@ -66,7 +66,7 @@ class Identity:
 
 
 class AuthService:
-    def __init__(self, store: SqliteStore, cache: Cache, permissions: Collection[str] = ()) -> None:
+    def __init__(self, store: Store, cache: Cache, permissions: Collection[str] = ()) -> None:
         self.store = store
         self.cache = cache
         # the names the modules declare (the app's set; modules built later add theirs)

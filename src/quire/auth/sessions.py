@@ -22,7 +22,7 @@ from typing import Any
 
 from quire.errors import StoreBusy
 from quire.ids import new_id
-from quire.store import SqliteStore
+from quire.store import Store
 
 SESSIONS = "system/sessions"
 SESSION_EVENTS = "system/session_events"
@@ -36,7 +36,7 @@ def token_hash(token: str) -> str:
 
 
 class SessionService:
-    def __init__(self, store: SqliteStore, idle: int, absolute: int) -> None:
+    def __init__(self, store: Store, idle: int, absolute: int) -> None:
         self.store = store
         self.idle = idle
         self.absolute = absolute

@@ -19,7 +19,7 @@ from quire.auth.service import USERS, AuthService
 from quire.emails import normal_email
 from quire.errors import BadRequest, NotFound
 from quire.ids import new_id
-from quire.store import SqliteStore
+from quire.store import Store
 
 BLOCKED_USER_CHARS = "<>\"'"
 MIN_PASSWORD = 8
@@ -37,7 +37,7 @@ def public(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 class UserService:
-    def __init__(self, store: SqliteStore, auth: AuthService) -> None:
+    def __init__(self, store: Store, auth: AuthService) -> None:
         self.store = store
         self.auth = auth
         self.users = store.collection(USERS)

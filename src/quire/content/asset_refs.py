@@ -24,7 +24,7 @@ from quire.content.locales import LocaleService
 from quire.content.models import Model, ModelService
 from quire.content.reads import _asset_slots
 from quire.ids import is_id, new_id
-from quire.store import SqliteStore
+from quire.store import Store
 
 log = logging.getLogger("quire.content")
 
@@ -34,7 +34,7 @@ HINTS = {"asset": "text", "model": "text", "item": "text"}
 
 
 class AssetRefs:
-    def __init__(self, store: SqliteStore, models: ModelService, locales: LocaleService) -> None:
+    def __init__(self, store: Store, models: ModelService, locales: LocaleService) -> None:
         self.store = store
         self.models = models
         self.locales = locales

@@ -25,7 +25,7 @@ from quire.content.fields import is_empty
 from quire.errors import BadRequest
 from quire.events import Events, refusals_as_412
 from quire.ids import new_id
-from quire.store import SqliteStore
+from quire.store import Store
 
 CONFIG = "system/config"
 DEFAULT = "default"
@@ -34,7 +34,7 @@ _CODE = re.compile(r"^[a-zA-Z]{2,3}(?:[_-][a-zA-Z0-9]{2,8})*$")
 
 
 class LocaleService:
-    def __init__(self, store: SqliteStore, cache: Cache, events: Events, default_name: str = "Default") -> None:
+    def __init__(self, store: Store, cache: Cache, events: Events, default_name: str = "Default") -> None:
         self.store = store
         self.cache = cache
         self.events = events

@@ -20,7 +20,7 @@ from quire.content.fields import (
 from quire.content.fill import KEPT_BYTES, Filler
 from quire.errors import BadRequest, NotFound
 from quire.events import Events, refusals_as_412
-from quire.store import Collection, SqliteStore
+from quire.store import Collection, Store
 from quire.store.sqlcompile import Hints
 
 MODELS = "system/models"
@@ -243,7 +243,7 @@ def _parse_indexes(raw: Any, names: set[str]) -> list[list[str]]:
 
 
 class ModelService:
-    def __init__(self, store: SqliteStore, cache: Cache, events: Events, locales: Any) -> None:
+    def __init__(self, store: Store, cache: Cache, events: Events, locales: Any) -> None:
         self.store = store
         self.cache = cache
         self.events = events

@@ -10,7 +10,7 @@ from quire.content.models import ModelService
 from quire.content.reads import PUBLISHED, AssetLookup, ContentReader, Page, ReadOptions
 from quire.content.writes import READ_ONLY, STATES, ContentWriter
 from quire.events import Events
-from quire.store import SqliteStore
+from quire.store import Store
 
 __all__ = ["PUBLISHED", "AssetLookup", "READ_ONLY", "STATES", "ContentService", "Page", "ReadOptions"]
 
@@ -18,7 +18,7 @@ __all__ = ["PUBLISHED", "AssetLookup", "READ_ONLY", "STATES", "ContentService", 
 class ContentService(ContentReader, ContentWriter):
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         cache: Cache,
         models: ModelService,
         locales: LocaleService,

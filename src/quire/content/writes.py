@@ -24,7 +24,7 @@ from quire.errors import (
 )
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
-from quire.store import SqliteStore
+from quire.store import Store
 from quire.store.sqlite import Collection
 from quire.trees import MISSING, parent_problem
 
@@ -48,7 +48,7 @@ class ContentWriter:
     the save and remove events. Answers a saved item with every field but
     reads nothing else; `ContentReader` owns reading."""
 
-    def __init__(self, store: SqliteStore, models: ModelService, locales: LocaleService, events: Events) -> None:
+    def __init__(self, store: Store, models: ModelService, locales: LocaleService, events: Events) -> None:
         self.store = store
         self.models = models
         self.locales = locales

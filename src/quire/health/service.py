@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from quire.store import SqliteStore
+from quire.store import Store
 
 
 class HealthService:
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
 
     def check(self) -> None:

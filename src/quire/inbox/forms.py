@@ -16,7 +16,7 @@ from quire.errors import BadRequest, NotFound, PreconditionFailed, ValidationErr
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.inbox import language
-from quire.store import SqliteStore
+from quire.store import Store
 
 FORMS = "inbox/forms"
 MANAGE = "inbox/manage"
@@ -31,7 +31,7 @@ def new_token() -> str:
 
 
 class FormService:
-    def __init__(self, store: SqliteStore, events: Events) -> None:
+    def __init__(self, store: Store, events: Events) -> None:
         self.store = store
         self.events = events
         self.forms = store.collection(FORMS)

@@ -26,7 +26,7 @@ from typing import Any
 from quire.config import SmtpSettings
 from quire.emails import normal_email
 from quire.ids import new_id
-from quire.store import SqliteStore
+from quire.store import SqliteStore, Store
 
 log = logging.getLogger("quire.inbox.mail")
 OUTBOX = "inbox/outbox"
@@ -130,7 +130,7 @@ class Mailer:
         finally:
             store.close()
 
-    def _next_wait(self, store: SqliteStore) -> float:
+    def _next_wait(self, store: Store) -> float:
         pending = store.collection(OUTBOX).pick(["next_at", "lease_until"], {"status": "pending"},
                                                  [(("next_at",), 1)], limit=1)
         if not pending:
@@ -138,7 +138,7 @@ class Mailer:
         due = max(pending[0].get("next_at", 0), pending[0].get("lease_until", 0))
         return min(IDLE_WAIT, max(0.05, due - time.time()))
 
-    def deliver_due(self, store: SqliteStore) -> int:
+    def deliver_due(self, store: Store) -> int:
         """Send every message that is due now; answers how many were sent."""
         sent = 0
         while not self._stop.is_set():
@@ -154,7 +154,7 @@ class Mailer:
                 sent += 1
         return sent
 
-    def _claim(self, store: SqliteStore) -> dict[str, Any] | None:
+    def _claim(self, store: Store) -> dict[str, Any] | None:
         now = time.time()
         outbox = store.collection(OUTBOX)
         with store.transaction():
@@ -168,13 +168,13 @@ class Mailer:
             outbox.replace(message)
         return message
 
-    def _done(self, store: SqliteStore, message: dict[str, Any]) -> None:
+    def _done(self, store: Store, message: dict[str, Any]) -> None:
         with store.transaction():
             store.collection(OUTBOX).delete(message["_id"])
         self._cleanup(message)
         log.info("outbox: sent %s to %d recipient(s)", message["_id"], len(message["to"]))
 
-    def _failed(self, store: SqliteStore, message: dict[str, Any], exc: Exception) -> None:
+    def _failed(self, store: Store, message: dict[str, Any], exc: Exception) -> None:
         attempts = message["attempts"]
         error = f"{type(exc).__name__}: {exc}"
         if attempts >= self.settings.max_attempts:

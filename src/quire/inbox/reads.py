@@ -15,13 +15,13 @@ from typing import Any
 from quire.cache import Cache
 from quire.ids import new_id
 from quire.inbox.service import SUBMISSION_HINTS, SUBMISSIONS
-from quire.store import SqliteStore
+from quire.store import Store
 
 READS = "inbox/reads"
 
 
 class ReadState:
-    def __init__(self, store: SqliteStore, cache: Cache) -> None:
+    def __init__(self, store: Store, cache: Cache) -> None:
         self.store = store
         self.cache = cache
         self.reads = store.collection(READS, {"user": "text", "submission": "text", "form": "text", "spam": "bool"})

@@ -31,7 +31,7 @@ from quire.inbox import language
 from quire.inbox.forms import FIELD_NAME
 from quire.inbox.mailer import Mailer, compose
 from quire.numbers import content_length
-from quire.store import SqliteStore
+from quire.store import Store
 
 log = logging.getLogger("quire.inbox")
 SUBMISSIONS = "inbox/submissions"
@@ -71,7 +71,7 @@ class Outcome:
 
 
 class SubmitService:
-    def __init__(self, store: SqliteStore, events: Events, mailer: Mailer, uploads: Path,
+    def __init__(self, store: Store, events: Events, mailer: Mailer, uploads: Path,
                  settings: InboxSettings, asset_settings: AssetSettings) -> None:
         self.store = store
         self.events = events

@@ -23,7 +23,7 @@ from quire.ids import is_id
 from quire.inbox.forms import MANAGE, FormService
 from quire.inbox.reads import ReadState
 from quire.inbox.service import ATTACHMENTS, SUBMISSION_HINTS, SUBMISSIONS
-from quire.store import SqliteStore
+from quire.store import Store
 from quire.store.query import And, Cond, Node, parse_fields, parse_filter, parse_sort
 
 READ = "inbox/submissions"
@@ -37,7 +37,7 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 class SubmissionService:
-    def __init__(self, store: SqliteStore, cache: Cache, events: Events, forms: FormService, uploads: Path,
+    def __init__(self, store: Store, cache: Cache, events: Events, forms: FormService, uploads: Path,
                  reads: ReadState) -> None:
         self.store = store
         self.reads = reads

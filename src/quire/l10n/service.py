@@ -27,7 +27,7 @@ from quire.errors import BadRequest, NotFound, ValidationError
 from quire.events import Events, refusals_as_412
 from quire.ids import new_id
 from quire.l10n import formats
-from quire.store import SqliteStore
+from quire.store import Store
 
 PROJECTS = "l10n/projects"
 READ = "l10n/read"
@@ -103,7 +103,7 @@ class _Index:
 
 
 class L10nService:
-    def __init__(self, store: SqliteStore, events: Events, cache: Cache | None = None) -> None:
+    def __init__(self, store: Store, events: Events, cache: Cache | None = None) -> None:
         self.store = store
         self.events = events
         self.projects = store.collection(PROJECTS)

@@ -30,14 +30,14 @@ from quire.pages.validate import (
     check_settings,
     page_ids,
 )
-from quire.store import SqliteStore
+from quire.store import Store
 
 MENUS = "pages/menus"
 SETTINGS = "pages/settings"
 
 
 class MenuService:
-    def __init__(self, store: SqliteStore, pages: PagesService, events: Events) -> None:
+    def __init__(self, store: Store, pages: PagesService, events: Events) -> None:
         self.store = store
         self.pages = pages
         self.events = events

@@ -38,7 +38,7 @@ from quire.ids import is_id, new_id
 from quire.pages import routing
 from quire.pages.routing import DEFAULT
 from quire.pages.validate import LOCALIZED, check_page, check_page_shape
-from quire.store import SqliteStore
+from quire.store import Store
 from quire.store import match as reference
 from quire.store.query import And, Cond, Projection, parse_fields, parse_filter, parse_sort
 from quire.store.sqlite import Collection
@@ -91,7 +91,7 @@ def localize_page(doc: dict[str, Any], codes: list[str], locale: str | None) -> 
 
 
 class PagesService:
-    def __init__(self, store: SqliteStore, cache: Cache, content: ContentService, events: Events,
+    def __init__(self, store: Store, cache: Cache, content: ContentService, events: Events,
                  settings: PagesSettings) -> None:
         self.store = store
         self.cache = cache

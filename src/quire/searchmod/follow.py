@@ -39,7 +39,7 @@ import orjson
 
 from quire.errors import StoreBusy
 from quire.searchmod.engine import Doc, Engine
-from quire.store import SqliteStore
+from quire.store import Store
 from quire.store.queue import Queue
 
 QUEUE = "sx:queue"
@@ -48,14 +48,14 @@ POLL = 0.3  # seconds between looks of the poller
 log = logging.getLogger("quire.search")
 
 
-def ensure_queue(store: SqliteStore) -> None:
+def ensure_queue(store: Store) -> None:
     Queue(store, QUEUE).ensure()
 
 
 class Marks:
     """The marks of one index in `_quire_meta`."""
 
-    def __init__(self, store: SqliteStore, name: str) -> None:
+    def __init__(self, store: Store, name: str) -> None:
         self.store = store
         self.name = name
 
@@ -83,12 +83,12 @@ class Marks:
         Queue(self.store, QUEUE).trim(self.name)
 
 
-def push(store: SqliteStore, name: str, item_id: str | None) -> None:
+def push(store: Store, name: str, item_id: str | None) -> None:
     """Queue an item (None: every document of the index goes) in the open transaction."""
     Queue(store, QUEUE).push(name, item_id)
 
 
-def queue_end(store: SqliteStore) -> int:
+def queue_end(store: Store) -> int:
     return Queue(store, QUEUE).end()
 
 
@@ -115,7 +115,7 @@ class Follower:
     """Catches indexes up with the queue. `docs(index, item_ids)` answers,
     per item, the documents it has now (None: it is not in the index)."""
 
-    def __init__(self, store: SqliteStore, engine: Engine, root: Path,
+    def __init__(self, store: Store, engine: Engine, root: Path,
                  definitions: Callable[[], list[dict[str, Any]]],
                  docs: Callable[[dict[str, Any], list[str]], dict[str, list[Doc] | None]]) -> None:
         self.store = store

@@ -37,7 +37,7 @@ from quire.searchmod.highlight import Marker
 from quire.searchmod.index import TantivyEngine
 from quire.searchmod.query import Query, parse
 from quire.searchmod.text import searchable
-from quire.store import SqliteStore
+from quire.store import Store
 from quire.store import match as reference
 from quire.store.query import And, Cond, Node, parse_filter
 
@@ -58,7 +58,7 @@ RICH_TEXT = {"wysiwyg", "markdown", "object", "set", "table"}
 
 
 class SearchService:
-    def __init__(self, store: SqliteStore, content: ContentService, models: ModelService, events: Events,
+    def __init__(self, store: Store, content: ContentService, models: ModelService, events: Events,
                  cache: Cache) -> None:
         self.store = store
         self._kept = cache.region("searchmod.indexes", 256)  # definitions and live marks, per generation

@@ -31,7 +31,7 @@ from quire.sso import tokens
 from quire.sso.mapping import MappingError, map_user
 from quire.sso.provider import Provider, ProviderError
 from quire.sso.settings import SsoSettings
-from quire.store import SqliteStore
+from quire.store import Store
 
 log = logging.getLogger("quire.sso")
 STATES = "sso/states"
@@ -60,7 +60,7 @@ class Finished:
 
 
 class SsoService:
-    def __init__(self, store: SqliteStore, settings: SsoSettings, auth: AuthService, users: UserService,
+    def __init__(self, store: Store, settings: SsoSettings, auth: AuthService, users: UserService,
                  sessions: SessionService) -> None:
         self.store = store
         self.settings = settings

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from quire.store import SqliteStore
+from quire.store import Store
 
 PREFS = "studio_prefs"
 
@@ -17,7 +17,7 @@ def columns_key(model: str) -> str:
 
 
 class PrefsService:
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.prefs = store.collection(PREFS)
 
