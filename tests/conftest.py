@@ -137,3 +137,27 @@ def hold_write_lock(quire: Any, seconds: float) -> threading.Thread:
     thread = threading.Thread(target=release)
     thread.start()
     return thread
+
+
+# -- PostgreSQL ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """A real PostgreSQL server for this test process (tests/postgres.py)."""
+    from tests.postgres import PostgresServer, binaries
+    from tests.sso.provider import unavailable
+
+    if binaries() is None:
+        unavailable("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    server = PostgresServer().start()
+    yield server
+    server.destroy()
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> Iterator[str]:
+    """The address of an empty schema of the test's own on `pg_server`."""
+    url = pg_server.fresh_url()
+    yield url
+    pg_server.drop_schema(url)

@@ -1,0 +1,133 @@
+"""A real PostgreSQL server for the tests, started from Debian's packages on
+127.0.0.1: `initdb` into a temporary directory (as an unprivileged user when
+the tests run as root, which CI does: PostgreSQL refuses to run as root),
+then `postgres` on a free port. One server per test process; each test gets
+a schema of its own (`fresh_url`), so a test starts on an empty store
+without paying for a new database.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+SERVER_USER = "nobody"  # who runs initdb and postgres when the tests run as root
+
+
+def binaries() -> Path | None:
+    """The folder of Debian's PostgreSQL programs (newest version), or None."""
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                      key=lambda p: int(Path(p).parent.parent.name))
+    return Path(versions[-1]).parent if versions else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PostgresServer:
+    """`initdb` + `postgres` in a temporary folder, stopped by `stop()`."""
+
+    def __init__(self) -> None:
+        bin_dir = binaries()
+        if bin_dir is None:
+            raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+        self.bin = bin_dir
+        self.root = Path(tempfile.mkdtemp(prefix="quire-pg-"))
+        self.data = self.root / "data"
+        self.port = _free_port()
+        self.user = "quire"
+        self._as: dict[str, str] = {}
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam(SERVER_USER)
+            os.chown(self.root, entry.pw_uid, entry.pw_gid)
+            self._as = {"user": SERVER_USER}
+        self.process: subprocess.Popen[bytes] | None = None
+        self._schemas = 0
+
+    def start(self) -> PostgresServer:
+        subprocess.run([str(self.bin / "initdb"), "-D", str(self.data), "-U", self.user, "-A", "trust",
+                        "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
+                       check=True, capture_output=True, cwd=self.root, **self._as)  # type: ignore[call-overload]
+        self._launch()
+        return self
+
+    def _launch(self) -> None:
+        self.process = subprocess.Popen(
+            [str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
+             "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.root}",
+             # the tests' data is thrown away: no waiting for the disk
+             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+             "-c", "max_connections=300", "-c", "shared_buffers=64MB", "-c", "log_min_messages=fatal"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.root, **self._as)
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with psycopg.connect(self.url(), connect_timeout=2):
+                    return
+            except psycopg.OperationalError:
+                if self.process is not None and self.process.poll() is not None:
+                    raise RuntimeError("postgres exited while starting") from None
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def url(self, schema: str | None = None) -> str:
+        base = f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
+        if schema is None:
+            return base
+        return base + "?options=" + quote(f"-c search_path={schema}")
+
+    def fresh_url(self) -> str:
+        """The address of a new, empty schema of its own."""
+        import psycopg
+
+        self._schemas += 1
+        name = f"t{os.getpid()}_{self._schemas}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{name}"')
+        return self.url(name)
+
+    def drop_schema(self, url: str) -> None:
+        import psycopg
+
+        name = url.rsplit("search_path%3D", 1)[-1]
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown: sessions are ended)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self._launch()  # the same port and data: a server that went away and came back
+
+    def destroy(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
