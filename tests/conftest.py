@@ -69,8 +69,15 @@ def events() -> Events:
 
 
 @pytest.fixture
-def app(data_dir: Path, events: Events) -> Iterator[Any]:
-    application = build_app(load_settings(data_dir, env={"QUIRE_SERVER_QUIET": "true"}), events)
+def app_env() -> dict[str, str]:
+    """The environment settings of the test's app (backends chosen for the
+    run are added here)."""
+    return {"QUIRE_SERVER_QUIET": "true"}
+
+
+@pytest.fixture
+def app(data_dir: Path, events: Events, app_env: dict[str, str]) -> Iterator[Any]:
+    application = build_app(load_settings(data_dir, env=app_env), events)
     yield application
     application.state.quire.close()
 

@@ -268,6 +268,11 @@ class SqliteStore:
         conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
         return conn
 
+    def clone(self) -> SqliteStore:
+        """Another store object on the same database, for a thread of its
+        own (the mailer's): it shares no connection with this one."""
+        return SqliteStore(self.path, self.lock_timeout, self.blocking_timeout)
+
     def close(self) -> None:
         self._reader.close()
         self._writer.close()
