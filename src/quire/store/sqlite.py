@@ -10,27 +10,22 @@ process when another one has committed, so its caches can be dropped.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
 import functools
 import logging
 import sqlite3
 import struct
-import threading
-import time
-import weakref
-from collections.abc import AsyncIterator, Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any
 
 import orjson
 
-from quire.errors import BadRequest, StoreBusy
+from quire.errors import BadRequest
 from quire.ids import new_id
 from quire.store import match, values
 from quire.store.autoindex import AUTO, AutoIndexer, columns_of, shape_of
+from quire.store.base import Transactions, _in_tx
 from quire.store.query import Node, Path, Projection, parse_filter
 from quire.store.sqlcompile import (
     Hints,
@@ -50,25 +45,11 @@ log = logging.getLogger("quire.store")
 # can still meet (a checkpoint resetting the log). The writer's wait for the
 # write lock is set per transaction (see `_try_begin`).
 BUSY_TIMEOUT_MS = 10_000
-ON_LOOP_WAIT = 0.05  # a sync write on an event loop blocks every request meanwhile
-FIRST_PAUSE = 0.002  # atomic(): first pause between tries for the write lock
-MAX_PAUSE = 0.02  # and the longest, short enough to find gaps between import batches
-RETRY_AFTER = 1  # seconds, in the 503 answered when the lock could not be had
-
-_in_tx: contextvars.ContextVar[bool] = contextvars.ContextVar("quire_in_tx", default=False)
 _REGEX_CACHE_SIZE = 256
 
 
 def _table(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def _on_event_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -202,7 +183,7 @@ def _bindable(value: Any) -> bool:
     return isinstance(value, float)
 
 
-class SqliteStore:
+class SqliteStore(Transactions):
     """A document store in one SQLite file."""
 
     def __init__(
@@ -216,15 +197,8 @@ class SqliteStore:
             FsPath(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._writer = self._connect()
         self._reader = self._connect(readonly=True)
-        self._wlock = threading.RLock()
-        self._alocks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._depth = 0
-        self._after_commit: list[Any] = []
-        self._generation = 0
+        self._init_transactions()
         self._data_version = self._read_data_version()
-        self._stale = False  # `mark_stale`: look for others' commits before the next cached read
         self._known_tables: set[str] = set()
         self.queries = 0  # SELECTs run, for tests that count queries
         self.auto: AutoIndexer | None = None  # see `auto_indexes`
@@ -295,37 +269,6 @@ class SqliteStore:
             return True
         return False
 
-    def mark_stale(self) -> None:
-        """Other processes may have committed since: the next read of
-        `generation` (or of which tables exist) looks first. Called once per
-        request, it costs an attribute; an answer that reads no cached data
-        (the health check) never pays for the look."""
-        self._stale = True
-
-    def _fresh(self) -> None:
-        if self._stale:
-            self._stale = False
-            self.refresh()
-
-    def _bump(self) -> None:
-        self._generation += 1
-
-    def touch(self) -> None:
-        """Mark data as changed now (caches re-check), inside a transaction too."""
-        self._bump()
-
-    @property
-    def generation(self) -> int:
-        """Changes whenever any data may have changed (this or another
-        process): what every cache of `quire.cache` is keyed by."""
-        if self._stale:
-            self._fresh()
-        return self._generation
-
-    def in_transaction(self) -> bool:
-        """True inside a write transaction of the calling task."""
-        return _in_tx.get()
-
     def _read_conn(self) -> sqlite3.Connection:
         return self._writer if _in_tx.get() else self._reader
 
@@ -345,67 +288,7 @@ class SqliteStore:
 
     # -- transactions -----------------------------------------------------
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """A write transaction (nested calls become savepoints).
-
-        Sync callers: off an event loop (the CLI, the mailer's thread) this
-        waits for the write lock up to `blocking_timeout`; on an event loop
-        thread it waits at most `ON_LOOP_WAIT` seconds, since every request
-        of the worker waits with it, and then raises `StoreBusy`. Async code
-        writes with `atomic()`, which waits without blocking the loop."""
-        with self._wlock:
-            depth = self._depth
-            if depth and not _in_tx.get():
-                # Another task on this thread holds the transaction (it awaits
-                # inside `atomic()`): joining it would commit or roll back
-                # these writes with that task's.
-                raise RuntimeError("a write transaction of another task is open: "
-                                   "write with `async with store.atomic()` in async code")
-            if depth == 0:
-                wait = ON_LOOP_WAIT if _on_event_loop() else self.blocking_timeout
-                if not self._try_begin(wait):
-                    raise self._busy()
-            else:
-                self._writer.execute(f"SAVEPOINT s{depth}")
-            with self._open(depth):
-                yield
-
-    @contextlib.contextmanager
-    def _open(self, depth: int) -> Iterator[None]:
-        """The body of a transaction whose BEGIN (or SAVEPOINT) has run:
-        commit or roll back at its end."""
-        self._depth += 1
-        token = _in_tx.set(True)
-        try:
-            yield
-        except BaseException:
-            if depth == 0:
-                self._rollback()
-            else:
-                self._writer.execute(f"ROLLBACK TO s{depth}")
-                self._writer.execute(f"RELEASE s{depth}")
-            raise
-        else:
-            if depth == 0:
-                try:
-                    self._writer.execute("COMMIT")
-                except BaseException:
-                    self._rollback()  # never leave the writer inside a transaction
-                    raise
-            else:
-                self._writer.execute(f"RELEASE s{depth}")
-        finally:
-            self._depth -= 1
-            _in_tx.reset(token)
-            if depth == 0:
-                self._bump()
-
-    def _rollback(self) -> None:
-        if self._writer.in_transaction:
-            self._writer.execute("ROLLBACK")
-        self._after_commit.clear()
-        self._known_tables.clear()  # a CREATE TABLE may have been undone
+    # -- transactions (the primitives of `base.Transactions`) -------------
 
     def _try_begin(self, wait: float) -> bool:
         """BEGIN IMMEDIATE (take SQLite's write lock), letting SQLite's busy
@@ -423,67 +306,17 @@ class SqliteStore:
             raise
         return True
 
-    def _busy(self) -> StoreBusy:
-        return StoreBusy("The database is busy with another write; try again shortly",
-                         retry_after=RETRY_AFTER)
+    def _commit(self) -> None:
+        self._writer.execute("COMMIT")
 
-    async def _begin(self, timeout: float) -> None:
-        """Take the write lock for `atomic()` without blocking the event
-        loop: try without waiting, sleep (asyncio) with a growing pause, and
-        give up with `StoreBusy` after `timeout` seconds. The threading lock
-        is taken the same way, so a transaction of another thread is waited
-        for without blocking this one's loop either."""
-        deadline = time.monotonic() + timeout
-        pause = FIRST_PAUSE
-        while True:
-            if self._wlock.acquire(blocking=False):
-                try:
-                    if self._try_begin(0):
-                        return  # the caller releases _wlock after the transaction
-                except BaseException:
-                    self._wlock.release()
-                    raise
-                self._wlock.release()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise self._busy()
-            await asyncio.sleep(min(pause, left))
-            pause = min(pause * 2, MAX_PAUSE)
+    def _rollback(self) -> None:
+        if self._writer.in_transaction:
+            self._writer.execute("ROLLBACK")
+        self._after_commit.clear()
+        self._known_tables.clear()  # a CREATE TABLE may have been undone
 
-    @contextlib.asynccontextmanager
-    async def atomic(self, timeout: float | None = None) -> AsyncIterator[None]:
-        """A write transaction for async code: one coroutine at a time.
-
-        Waiting for the write lock (held by another process, or by another
-        thread of this one) never blocks the event loop; after `timeout`
-        seconds (default `lock_timeout`) it raises `StoreBusy` (503)."""
-        if _in_tx.get():
-            with self.transaction():
-                yield
-            return
-        # One asyncio lock per event loop (a lock belongs to one loop); the
-        # threading lock orders loops of other threads.
-        loop = asyncio.get_running_loop()
-        alock = self._alocks.get(loop)
-        if alock is None:
-            alock = self._alocks[loop] = asyncio.Lock()
-        async with alock:
-            await self._begin(self.lock_timeout if timeout is None else timeout)
-            try:
-                with self._open(0):
-                    yield
-            finally:
-                self._wlock.release()
-            pending, self._after_commit = self._after_commit, []
-        for callback in pending:
-            result = callback()
-            if hasattr(result, "__await__"):
-                await result
-
-    def after_commit(self, callback: Any) -> None:
-        """Run `callback` (sync, or returning an awaitable) once the current
-        `atomic()` block has committed; dropped if it rolls back."""
-        self._after_commit.append(callback)
+    def _savepoint(self, depth: int, action: str) -> None:
+        self._writer.execute(f"{action} s{depth}")
 
     def write(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
         """Run SQL on the writer, in the open transaction (or its own): for
@@ -503,22 +336,6 @@ class SqliteStore:
             with self.transaction():
                 return self._writer.execute(sql, params)
         return self._writer.execute(sql, params)
-
-    # -- metadata ---------------------------------------------------------
-
-    def get_meta(self, key: str) -> str | None:
-        row = self.execute_read("SELECT value FROM _quire_meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def delete_meta(self, *keys: str) -> None:
-        self._write(f"DELETE FROM _quire_meta WHERE key IN ({', '.join('?' for _ in keys)})", keys)
-
-    def set_meta(self, key: str, value: str) -> None:
-        self._write(
-            "INSERT INTO _quire_meta (key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
 
     # -- collections ------------------------------------------------------
 
