@@ -4,6 +4,7 @@ and keys for the built-in roles."""
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -68,11 +69,35 @@ def events() -> Events:
     return Events()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backend", choices=["sqlite", "postgresql"],
+                     default=os.environ.get("QUIRE_TEST_BACKEND", "sqlite"),
+                     help="the store the apps of the tests run on (QUIRE_TEST_BACKEND)")
+
+
+def backend(config: pytest.Config) -> str:
+    return str(config.getoption("--backend"))
+
+
 @pytest.fixture
-def app_env() -> dict[str, str]:
-    """The environment settings of the test's app (backends chosen for the
-    run are added here)."""
-    return {"QUIRE_SERVER_QUIET": "true"}
+def app_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The environment settings of the test's app: on `--backend
+    postgresql`, a schema of its own on the test process's server."""
+    env = {"QUIRE_SERVER_QUIET": "true"}
+    if backend(request.config) == "postgresql":
+        env["QUIRE_STORE_URL"] = request.getfixturevalue("pg_url")
+    return env
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On `--backend postgresql`, tests about SQLite itself (marked
+    `sqlite_only`) are left out."""
+    if backend(config) != "postgresql":
+        return
+    skip = pytest.mark.skip(reason="about the SQLite store (this run is on PostgreSQL)")
+    for item in items:
+        if item.get_closest_marker("sqlite_only"):
+            item.add_marker(skip)
 
 
 @pytest.fixture

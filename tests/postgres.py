@@ -111,6 +111,9 @@ class PostgresServer:
 
         name = url.rsplit("search_path%3D", 1)[-1]
         with psycopg.connect(self.url(), autocommit=True) as conn:
+            # a connection the test left open (a stream never read to its end) goes first
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                         "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
             conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
     def stop(self) -> None:

@@ -28,7 +28,7 @@ from quire.config import Settings, load_settings
 from quire.events import Events
 from quire.hooks import load_hooks
 from quire.modules import Module, Services
-from quire.store import SqliteStore
+from quire.store import SqliteStore, open_store
 
 log = logging.getLogger("quire")
 
@@ -46,8 +46,8 @@ class Quire(Services):
     def __init__(self, settings: Settings, events: Events | None = None,
                  modules: list[Module] | None = None) -> None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        store = SqliteStore(settings.db_path, lock_timeout=settings.store.lock_timeout_ms / 1000)
-        if settings.store.auto_indexes and settings.store.auto_index_max:
+        store = open_store(settings.store.url, settings.db_path, settings.store.lock_timeout_ms / 1000)
+        if settings.store.auto_indexes and settings.store.auto_index_max and isinstance(store, SqliteStore):
             store.auto_indexes(max_per_collection=settings.store.auto_index_max,
                                min_rows=settings.store.auto_index_min_rows,
                                unused_days=settings.store.auto_index_unused_days)

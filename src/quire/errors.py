@@ -96,6 +96,11 @@ class Unavailable(RetryLater):
     status = 503
 
 
+class StoreUnavailable(Unavailable):
+    """The database server cannot be reached (it went away, or refuses
+    connections); the next request tries again."""
+
+
 class StoreBusy(Unavailable):
     """The database's write lock could not be had in time (another process
     or a long import holds it)."""

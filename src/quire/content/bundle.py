@@ -19,7 +19,7 @@ from quire.bundleparts import BatchedPart, Checked
 from quire.content.models import Model
 from quire.content.service import ContentService
 from quire.errors import ApiError, BadRequest
-from quire.store.sqlite import Collection
+from quire.store import Collection
 
 
 def items_part(content: ContentService) -> BatchedPart:

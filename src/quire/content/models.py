@@ -322,9 +322,9 @@ class ModelService:
                 # one UPDATE; items' `_modified` stays (the schema changed, not
                 # the content), their revision moves so stale editors notice
                 self.store.collection(model.collection).move_keys(moves, drop, bump=REVISION)
-            self.store.ensure_indexes(model.collection, self.index_paths(model))
-            # automatic indexes on fields gone (or no longer of one type) serve nothing
             hints = model.hints(codes)
+            self.store.ensure_indexes(model.collection, self.index_paths(model), hints)
+            # automatic indexes on fields gone (or no longer of one type) serve nothing
             self.store.drop_auto_indexes(model.collection, lambda cols: all(c == "_id" or c in hints for c in cols))
             self.cache.bump_system()
             if renames:

@@ -26,6 +26,7 @@ from quire.content.models import Model, ModelService
 from quire.content.populate import populate
 from quire.errors import BadRequest, NotFound
 from quire.ids import is_id
+from quire.store import Collection
 from quire.store import match as reference
 from quire.store.query import (
     And,
@@ -37,7 +38,7 @@ from quire.store.query import (
     parse_filter,
     parse_sort,
 )
-from quire.store.sqlite import Collection, Position
+from quire.store.sqlite import Position
 
 PUBLISHED = Cond(("_state",), "eq", 1)
 # a deep `skip` is read from the position of the nearest multiple of this

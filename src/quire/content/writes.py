@@ -24,8 +24,7 @@ from quire.errors import (
 )
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
-from quire.store import Store
-from quire.store.sqlite import Collection
+from quire.store import Collection, Store
 from quire.trees import MISSING, parent_problem
 
 # Keys answers carry that a save ignores, so an item can be written back as

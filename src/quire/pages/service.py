@@ -38,10 +38,9 @@ from quire.ids import is_id, new_id
 from quire.pages import routing
 from quire.pages.routing import DEFAULT
 from quire.pages.validate import LOCALIZED, check_page, check_page_shape
-from quire.store import Store
+from quire.store import Collection, Store
 from quire.store import match as reference
 from quire.store.query import And, Cond, Projection, parse_fields, parse_filter, parse_sort
-from quire.store.sqlite import Collection
 from quire.trees import MISSING, parent_problem
 
 PAGES = "pages/pages"

@@ -12,7 +12,8 @@ from quire.searchmod.service import SearchService
 
 def build(services: Services) -> None:
     content, models = services.get(ContentService), services.get(ModelService)
-    search = SearchService(services.store, content, models, services.events, services.cache)
+    search = SearchService(services.store, content, models, services.events, services.cache,
+                           services.settings.data_dir / "search")
     services.add("search", search)
     services.on_start(search.start)
     services.on_close(search.close)

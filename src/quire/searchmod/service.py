@@ -59,13 +59,13 @@ RICH_TEXT = {"wysiwyg", "markdown", "object", "set", "table"}
 
 class SearchService:
     def __init__(self, store: Store, content: ContentService, models: ModelService, events: Events,
-                 cache: Cache) -> None:
+                 cache: Cache, root: Path) -> None:
         self.store = store
         self._kept = cache.region("searchmod.indexes", 256)  # definitions and live marks, per generation
         self.content = content
         self.models = models
         self.events = events
-        self.root = Path(store.path).parent / "search"
+        self.root = root
         self.engine: Engine = TantivyEngine(self.root)
         self.indexes = store.collection(INDEXES)
         ensure_queue(store)

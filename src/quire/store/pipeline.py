@@ -43,7 +43,7 @@ from quire.store.stages import (
 from quire.store.values import INT64_MAX
 
 if TYPE_CHECKING:
-    from quire.store.sqlite import Collection
+    from quire.store import Collection
 
 MAX_HELD = 100_000
 # Wall time one aggregation may take. Every stage runs on the worker's event

@@ -5,27 +5,39 @@ exactly when the write that queued it committed."""
 
 from __future__ import annotations
 
-from quire.store.sqlite import SqliteStore, _table
+from typing import Any
+
+from quire.store.postgres import PostgresStore
+from quire.store.postgres import ident as pg_ident
+from quire.store.sqlite import _table
 
 
 class Queue:
-    def __init__(self, store: SqliteStore, table: str) -> None:
+    def __init__(self, store: Any, table: str) -> None:
         self.store = store
         self.name = table
-        self.table = _table(table)
+        self.pg = isinstance(store, PostgresStore)
+        self.table = pg_ident(table) if self.pg else _table(table)
+        self.p = store.P
 
     def ensure(self) -> None:
-        if not self.store.table_exists(self.name):
+        if self.store.table_exists(self.name):
+            return
+        if self.pg:
+            self.store.write(f"CREATE TABLE IF NOT EXISTS {self.table} (seq bigserial PRIMARY KEY, "
+                             "idx text NOT NULL, item text)")
+            self.store.write(f"CREATE INDEX IF NOT EXISTS {pg_ident(self.name + ':idx')} ON {self.table} (idx, seq)")
+        else:
             self.store.write(f"CREATE TABLE IF NOT EXISTS {self.table} (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
                              "idx TEXT NOT NULL, item TEXT)")
             self.store.write(f"CREATE INDEX IF NOT EXISTS {_table(self.name + ':idx')} ON {self.table} (idx, seq)")
 
     def exists(self) -> bool:
-        return self.store.table_exists(self.name)
+        return bool(self.store.table_exists(self.name))
 
     def push(self, name: str, item: str | None) -> None:
         """Queue `item` for `name` in the open transaction."""
-        self.store.write(f"INSERT INTO {self.table} (idx, item) VALUES (?, ?)", (name, item))
+        self.store.write(f"INSERT INTO {self.table} (idx, item) VALUES ({self.p}, {self.p})", (name, item))
 
     def end(self) -> int:
         """The sequence number of the last row queued (0 when none was)."""
@@ -33,12 +45,15 @@ class Queue:
 
     def after(self, name: str, seq: int, limit: int) -> list[tuple[int, str | None]]:
         """Up to `limit` rows of `name` after `seq`, in order."""
+        p = self.p
         return [(r[0], r[1]) for r in self.store.execute_read(
-            f"SELECT seq, item FROM {self.table} WHERE idx = ? AND seq > ? ORDER BY seq LIMIT ?", (name, seq, limit))]
+            f"SELECT seq, item FROM {self.table} WHERE idx = {p} AND seq > {p} ORDER BY seq LIMIT {p}",
+            (name, seq, limit))]
 
     def trim(self, name: str, upto: int | None = None) -> None:
         """Drop the rows of `name` up to `upto` (all of them without)."""
+        p = self.p
         if upto is None:
-            self.store.write(f"DELETE FROM {self.table} WHERE idx = ?", (name,))
+            self.store.write(f"DELETE FROM {self.table} WHERE idx = {p}", (name,))
         else:
-            self.store.write(f"DELETE FROM {self.table} WHERE idx = ? AND seq <= ?", (name, upto))
+            self.store.write(f"DELETE FROM {self.table} WHERE idx = {p} AND seq <= {p}", (name, upto))

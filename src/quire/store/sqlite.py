@@ -369,9 +369,10 @@ class SqliteStore(Transactions):
         if self.auto is not None:
             self.auto.changed()
 
-    def ensure_indexes(self, name: str, indexes: list[list[Path]]) -> None:
+    def ensure_indexes(self, name: str, indexes: list[list[Path]], hints: Hints | None = None) -> None:
         """Expression indexes over top-level fields (one or several columns
-        each); indexes no longer wanted are dropped."""
+        each); indexes no longer wanted are dropped. (`hints`: what
+        PostgreSQL's typed indexes need; SQLite indexes the JSON values.)"""
         self.ensure_table(name)
         prefix = f"ix:{name}:"
         wanted = {prefix + "+".join(".".join(p) for p in cols): cols for cols in indexes}
