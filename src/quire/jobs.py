@@ -211,10 +211,13 @@ class Jobs:
         try:
             while not self._stop.is_set():
                 self._wake.clear()  # before the round: a wake during it makes another round
-                try:
-                    if not prepared:
+                if not prepared:
+                    try:
                         self.prepare(store)
                         prepared = True
+                    except Exception:  # jobs still run; the next round tries again
+                        log.exception("jobs: preparing the runner failed")
+                try:
                     self.run_due(store)
                     self.prune(store)
                     wait = self.next_wait(store)
