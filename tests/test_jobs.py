@@ -18,10 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.testclient import TestClient
 
-from quire.config import JobsSettings
+from quire.app import build_app
+from quire.config import JobsSettings, load_settings
 from quire.jobs import DONE, FAILED, JOBS, LOST, PENDING, RUNNING, GiveUp, Job, Jobs
 from quire.store import SqliteStore
+from tests.conftest import Api
+from tests.inbox.conftest import make_form, submit
 
 T0 = 1_700_000_000.0
 
@@ -325,3 +329,45 @@ def test_two_runner_threads_on_one_database_run_each_job_once(stores: list[Sqlit
     assert {attempts for _, attempts in handler.runs} == {1}
     # each runner prepared once, on a store object of its thread's own
     assert len(prepared) == 2 and not {id(s) for s in prepared} & {id(s) for s in stores}
+
+
+HOOK = '''
+from pathlib import Path
+
+
+def register(events, quire):
+    out = Path(quire.settings.data_dir) / "crm.txt"
+
+    def notify(job):
+        with out.open("a") as f:
+            f.write(f"{job.payload['id']} {job.attempts}\\n")
+
+    quire.jobs.handle("site.crm", notify)
+
+    async def queue(form, record):
+        async with quire.store.atomic():
+            quire.jobs.enqueue("site.crm", {"id": record["_id"]}, key=record["_id"])
+        quire.jobs.wake()
+
+    events.on("inbox.submit.after", queue)
+'''
+
+
+def test_a_hook_registers_a_kind_and_the_jobs_it_enqueues_run(data_dir: Path) -> None:
+    """The app's jobs (`quire.jobs`) as docs/hooks.md shows them: a kind
+    registered in `register`, a job enqueued after a submission, run by
+    the runner the server's start started."""
+    (data_dir / "hooks").mkdir(parents=True)
+    (data_dir / "hooks" / "crm.py").write_text(HOOK, encoding="utf-8")
+    app = build_app(load_settings(data_dir, env={"QUIRE_SERVER_QUIET": "true", "QUIRE_INBOX_RATE_LIMIT": "0"}))
+    quire = app.state.quire
+    try:
+        with TestClient(app) as client:
+            admin = Api(client, str(quire.auth.create_key("k", "admin")["key"]))
+            form = make_form(admin)
+            ids = [submit(client, form["token"], json={"data": {"n": i}}).json()["record"]["_id"] for i in range(2)]
+            out = data_dir / "crm.txt"
+            wait_for(lambda: out.exists() and len(out.read_text().splitlines()) == 2)
+    finally:
+        quire.close()
+    assert sorted(out.read_text().splitlines()) == sorted(f"{i} 1" for i in ids)
