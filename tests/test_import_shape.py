@@ -13,7 +13,7 @@ from quire.app import MODULES
 # Below every feature: the dispatcher, request helpers, store, settings, ...
 BOTTOM = [
     "quire.asgi", "quire.bundleparts", "quire.cache", "quire.config", "quire.emails", "quire.errors", "quire.events", "quire.forwarded", "quire.hooks",
-    "quire.http", "quire.ids", "quire.modules", "quire.numbers", "quire.openapi", "quire.ratelimit",
+    "quire.http", "quire.ids", "quire.jobs", "quire.modules", "quire.numbers", "quire.openapi", "quire.ratelimit",
     "quire.responses", "quire.sections", "quire.slots", "quire.store", "quire.trees",
 ]
 ABOVE = ["quire.app", "quire.cli", "quire.bundle", "quire.demo"]

@@ -27,6 +27,7 @@ from quire.cache import Cache
 from quire.config import Settings, load_settings
 from quire.events import Events
 from quire.hooks import load_hooks
+from quire.jobs import Jobs
 from quire.modules import Module, Services
 from quire.store import SqliteStore, open_store
 
@@ -53,6 +54,11 @@ class Quire(Services):
                                unused_days=settings.store.auto_index_unused_days)
         super().__init__(settings, store, Cache(store), events or Events())
         self.on_close(store.close)
+        # before the modules: they register their kinds of job as they build;
+        # closed after theirs (the last registered closes first)
+        jobs = self.add("jobs", Jobs(store, settings.jobs))
+        self.on_start(jobs.start)
+        self.on_close(jobs.close)
         self.modules = MODULES if modules is None else modules
         for module in self.modules:
             self.permissions.update(module.permissions)

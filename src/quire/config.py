@@ -168,6 +168,17 @@ class SmtpSettings(Section):
 
 
 @dataclass(frozen=True)
+class JobsSettings(Section):
+    """The jobs table (quire.jobs): how often a runner looks for due work
+    when nothing woke it, and how long finished jobs are kept."""
+
+    NAME: ClassVar[str] = "jobs"
+    poll_seconds: int = setting(10, between=(1, 3600))
+    keep_done_seconds: int = setting(7 * 86_400, between=(0, 3650 * 86_400))
+    keep_failed_seconds: int = setting(30 * 86_400, between=(0, 3650 * 86_400))
+
+
+@dataclass(frozen=True)
 class HooksSettings(Section):
     NAME: ClassVar[str] = "hooks"
     modules: tuple[str, ...] = ()
@@ -256,7 +267,7 @@ S = TypeVar("S", bound=Section)
 # section name -> its class; load_settings reads exactly these sections.
 SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     ServerSettings, ApiSettings, StoreSettings, ContentSettings, AssetSettings, PagesSettings,
-    InboxSettings, SmtpSettings, HooksSettings, AdminSettings, SsoSettings,
+    InboxSettings, SmtpSettings, JobsSettings, HooksSettings, AdminSettings, SsoSettings,
 )}
 
 
@@ -323,6 +334,7 @@ class Settings:
     pages = _SectionOf(PagesSettings)
     inbox = _SectionOf(InboxSettings)
     smtp = _SectionOf(SmtpSettings)
+    jobs = _SectionOf(JobsSettings)
     hooks = _SectionOf(HooksSettings)
     admin = _SectionOf(AdminSettings)
     sso = _SectionOf(SsoSettings)

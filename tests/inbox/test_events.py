@@ -71,7 +71,7 @@ def test_reject_is_412_with_its_message_and_leaves_nothing(client: TestClient, f
                       files=[("data[f][]", ("a.png", png(), "image/png")), ("data[f][]", ("b.png", png(), "image/png"))])
     assert (response.status_code, response.json()) == (412, {"error": "Spam detected, sorry"})
     assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
-    assert quire.store.collection("inbox/outbox").find() == []
+    assert quire.store.collection("system/jobs").find() == []  # no e-mail queued
     assert after == []
 
 

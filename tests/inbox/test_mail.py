@@ -20,6 +20,7 @@ from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.config import load_settings
+from quire.store import SqliteStore
 from tests.conftest import Api
 from tests.inbox.conftest import PDF, files_under, inbox_dir, make_form, png, stored, submit
 
@@ -92,8 +93,12 @@ def mail_form(admin: Api) -> dict[str, Any]:
 
 
 def outbox(quire: Quire) -> list[dict[str, Any]]:
+    """The e-mail not sent yet: the jobs of kind "email" that are not done,
+    each as its message with the job's attempts, last error and state."""
     quire.store.refresh()
-    return quire.store.collection("inbox/outbox").find()
+    jobs = quire.store.collection("system/jobs").find({"kind": "email", "state": {"$ne": "done"}})
+    return [{**job["payload"], "attempts": job["attempts"], "last_error": job["last_error"], "status": job["state"]}
+            for job in jobs]
 
 
 def wait_for(check: Callable[[], Any], timeout: float = 10.0) -> Any:
@@ -239,7 +244,7 @@ def test_smtp_down_never_blocks_and_the_retry_delivers_once(client: TestClient, 
     record = response.json()["record"]
     assert stored(quire, mail_form["_id"]) == [record]
     [pending] = wait_for(lambda: [m for m in outbox(quire) if m["attempts"] >= 1 and m["last_error"]])
-    assert pending["submission"] == record["_id"] and pending["status"] == "pending"
+    assert pending["submission"] == record["_id"] and pending["status"] in ("pending", "running")
     assert pending["to"] == ["sales@example.com", "boss@example.org"]
     assert "refused" in pending["last_error"].lower() or "connect" in pending["last_error"].lower()
     controller, inbox = start_smtp(smtp_port)
@@ -348,3 +353,44 @@ def test_two_workers_send_each_message_once(data_dir: Path, smtp: Inbox, inbox_e
     finally:
         for a in apps:
             a.state.quire.close()
+
+
+def test_messages_left_in_the_old_outbox_move_onto_the_jobs_table(data_dir: Path, smtp: Inbox,
+                                                                   inbox_env: dict[str, str]) -> None:
+    """What a Quire before the jobs table left in `inbox/outbox` is sent
+    (or kept as failed) by the new one, with its attempts and errors."""
+    settings = load_settings(data_dir, env={"QUIRE_SERVER_QUIET": "true", **inbox_env})
+    old = {"form": "f1", "to": ["a@example.com"], "reply_to": None, "html": "<p>x</p>", "attachments": [],
+           "cleanup": [], "lease_until": 0, "_created": 1_700_000_000}
+    store = SqliteStore(settings.db_path)
+    with store.transaction():
+        old_outbox = store.collection("inbox/outbox")
+        old_outbox.insert({**old, "_id": "o-pending", "submission": "s1", "subject": "Left behind", "text": "left\n",
+                       "attempts": 2, "next_at": 0, "status": "pending", "last_error": "ConnectionRefusedError"})
+        old_outbox.insert({**old, "_id": "o-failed", "submission": "s2", "subject": "Given up", "text": "lost\n",
+                       "attempts": 6, "next_at": 0, "status": "failed", "last_error": "SMTPRecipientsRefused"})
+        old_outbox.insert({**old, "_id": "o-leased", "submission": "s3", "subject": "Being sent", "text": "now\n",
+                       "attempts": 1, "next_at": 0, "status": "pending", "last_error": None,
+                       "lease_until": time.time() + 3600})  # an old process is sending it now
+    store.close()
+    app = build_app(settings)
+    quire: Quire = app.state.quire
+    try:
+        with TestClient(app):  # the start of the server starts the runner, which moves them first
+            [message] = smtp.wait()
+            wait_for(lambda: [m for m in outbox(quire) if m["subject"] == "Left behind"] == [])
+    finally:
+        quire.close()
+    assert message["Subject"] == "Left behind" and message["Date"] == "Tue, 14 Nov 2023 22:13:20 -0000"
+    store = SqliteStore(settings.db_path)
+    try:
+        assert store.collection("inbox/outbox").find() == []
+        jobs = {job["payload"]["submission"]: job for job in store.collection("system/jobs").find()}
+    finally:
+        store.close()
+    assert (jobs["s1"]["_id"], jobs["s1"]["state"], jobs["s1"]["attempts"]) == ("email:outbox:o-pending", "done", 3)
+    assert jobs["s1"]["payload"]["message_id"] == message["Message-ID"]
+    assert (jobs["s2"]["state"], jobs["s2"]["attempts"], jobs["s2"]["last_error"]) == ("failed", 6,
+                                                                                      "SMTPRecipientsRefused")
+    assert jobs["s3"]["state"] == "pending" and jobs["s3"]["run_at"] > time.time() + 3000  # after the old lease
+    assert len(smtp.envelopes) == 1

@@ -278,7 +278,7 @@ def test_filled_honeypot_answers_success_and_keeps_nothing(client: TestClient, a
     record = record_of(submit(client, form["token"], **kw))
     assert record["data"] == {"name": "Bot"} and record["form"] == form["_id"]
     assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
-    assert quire.store.collection("inbox/outbox").find() == []
+    assert quire.store.collection("system/jobs").find() == []  # no e-mail queued
 
 
 def test_filled_honeypot_still_redirects_like_a_success(client: TestClient, admin: Api, quire: Quire) -> None:

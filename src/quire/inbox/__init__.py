@@ -11,6 +11,7 @@ from quire.inbox.mailer import Mailer
 from quire.inbox.reads import ReadState
 from quire.inbox.service import SubmitService
 from quire.inbox.submissions import SubmissionService
+from quire.jobs import Jobs
 from quire.modules import Module, Services
 from quire.ratelimit import RateLimiter
 
@@ -18,9 +19,8 @@ from quire.ratelimit import RateLimiter
 def build(services: Services) -> None:
     settings, store, events = services.settings, services.store, services.events
     uploads = services.get(AssetService).uploads
-    mailer = services.add("mailer", Mailer(settings.smtp, settings.db_path, uploads))
-    services.on_start(mailer.wake)  # send what an earlier run left in the outbox
-    services.on_close(mailer.close)
+    # e-mail goes out as jobs: the app's runner starts and stops with the server
+    mailer = services.add("mailer", Mailer(settings.smtp, uploads, services.get(Jobs)))
     forms = services.add("forms", FormService(store, events))
     services.add("inbox", SubmitService(store, events, mailer, uploads, settings.inbox, settings.assets))
     reads = services.add("inbox_reads", ReadState(store, services.cache))

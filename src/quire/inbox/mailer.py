@@ -1,12 +1,15 @@
-"""Notification e-mail for submissions, through an outbox.
+"""Notification e-mail for submissions, as jobs of kind "email".
 
-A message is written to the collection `inbox/outbox` in the same
+A message is enqueued on the jobs table (quire.jobs) in the same
 transaction as the submission it reports, so a commit never loses one and a
-rollback never sends one. A sender thread (one per process, with its own
-database connections) claims due messages with a lease, so two worker
-processes never send the same message at once, sends them over SMTP and
-deletes them; a failure is retried later with a growing delay, up to
-`[smtp] max_attempts`. The HTTP request never waits for SMTP.
+rollback never sends one. Its `Message-ID` and `Date` are made once, at
+enqueue, and stored with it: every attempt, by any instance, sends the same
+message. The runner of one instance claims it with a lease (once per
+cluster), sends it over SMTP and records it done; a failure is retried later
+with a doubling delay, up to `[smtp] max_attempts`. Delivery is at least
+once: a runner killed after the server took the message but before "done"
+was recorded leaves a lease that ends, and the message goes again, with the
+same Message-ID. The HTTP request never waits for SMTP.
 """
 
 from __future__ import annotations
@@ -15,8 +18,6 @@ import html
 import logging
 import smtplib
 import ssl
-import threading
-import time
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid, parseaddr
@@ -25,18 +26,19 @@ from typing import Any
 
 from quire.config import SmtpSettings
 from quire.emails import normal_email
-from quire.ids import new_id
-from quire.store import SqliteStore, Store
+from quire.jobs import Job, Jobs
+from quire.store import Store
 
 log = logging.getLogger("quire.inbox.mail")
-OUTBOX = "inbox/outbox"
-IDLE_WAIT = 30.0  # seconds between looks at the outbox when nothing is due
+EMAIL = "email"  # the kind of the jobs that send an e-mail
+OUTBOX = "inbox/outbox"  # where messages waited before the jobs table: moved onto it at start
 
 
 def compose(form: dict[str, Any], record: dict[str, Any], subject: str | None,
             uploads: Path, max_attach: int, cleanup: bool) -> dict[str, Any]:
-    """The outbox document for a submission: addresses, subject, text and
-    HTML bodies, and the attachments to add when sending."""
+    """The message for a submission: addresses, subject, text and HTML
+    bodies, the attachments to add when sending (paths under the uploads)
+    and those to delete once it is sent or given up."""
     title = _one_line(subject) or f"New submission: {form['name']}"
     reply_to = normal_email(record["data"].get("email"))
     rows = [(name, _text(value)) for name, value in record["data"].items()]
@@ -58,13 +60,10 @@ def compose(form: dict[str, Any], record: dict[str, Any], subject: str | None,
             + f"<p style=\"color:#666\">Submission {html.escape(record['_id'])}, {when}</p>")
     total = sum(a["size"] for _, a in files)
     attach = [{"file": a["file"], "name": a["name"], "mime": a["mime"]} for _, a in files] if total <= max_attach else []
-    now = time.time()
     return {
-        "_id": new_id(), "form": form["_id"], "submission": record["_id"], "to": list(form["emails"]),
+        "form": form["_id"], "submission": record["_id"], "to": list(form["emails"]),
         "subject": title, "reply_to": reply_to, "text": "\n".join(text) + "\n", "html": body,
         "attachments": attach, "cleanup": [a["file"] for _, a in files] if cleanup else [],
-        "attempts": 0, "next_at": now, "lease_until": 0, "status": "pending", "last_error": None,
-        "_created": int(now),
     }
 
 
@@ -85,123 +84,81 @@ def _size(n: int) -> str:
 
 
 class Mailer:
-    """Sends the outbox. `wake()` after a commit that queued mail; the
-    thread starts on first use and stops with `close()`."""
+    """Sends e-mail as jobs of kind "email": `queue(message)` inside the
+    transaction that made it, `wake()` after its commit. Without `[smtp]
+    host` nothing is queued or sent."""
 
-    def __init__(self, settings: SmtpSettings, db_path: Path, uploads: Path) -> None:
+    def __init__(self, settings: SmtpSettings, uploads: Path, jobs: Jobs, lease_seconds: float | None = None) -> None:
         self.settings = settings
-        self.db_path = db_path
         self.uploads = uploads
+        self.jobs = jobs
         self.enabled = bool(settings.host)
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        if self.enabled:
+            # A lease outlasts a slow send: connect, TLS and login, and the
+            # data, each bounded by the timeout, and a margin.
+            lease = lease_seconds if lease_seconds is not None else 3 * settings.timeout_seconds + 30
+            jobs.handle(EMAIL, self.deliver, max_attempts=settings.max_attempts,
+                        retry_seconds=settings.retry_seconds, lease_seconds=lease,
+                        finished=self._finished, prepare=self.move_outbox)
+
+    def queue(self, message: dict[str, Any], store: Store | None = None, **history: Any) -> dict[str, Any]:
+        """Enqueue `message` (as `compose` makes it) in the open
+        transaction; its Message-ID and Date are made here, once.
+        `history`: `Jobs.enqueue`'s key, run_at, attempts, last_error,
+        failed (for messages moved from the old outbox)."""
+        sender = parseaddr(self.settings.from_address)[1]
+        payload = {**message, "message_id": make_msgid(domain=sender.rpartition("@")[2] or None),
+                   "date": message.get("date") or formatdate(localtime=False)}
+        return self.jobs.enqueue(EMAIL, payload, store=store, **history)
 
     def wake(self) -> None:
-        if not self.enabled:
-            return
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._stop.clear()
-                self._thread = threading.Thread(target=self._run, name="quire-mailer", daemon=True)
-                self._thread.start()
-        self._wake.set()
+        self.jobs.wake()
 
-    def close(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+    def deliver(self, job: Job) -> None:
+        """The handler of "email" jobs: send the message (raising retries)."""
+        self._send(job.payload)
+        log.info("mail: sent %s (%s) to %d recipient(s)", job.id, job.payload["message_id"], len(job.payload["to"]))
 
-    def _run(self) -> None:
-        store = SqliteStore(self.db_path)
-        try:
-            while not self._stop.is_set():
-                try:
-                    self.deliver_due(store)
-                    wait = self._next_wait(store)
-                except Exception:  # a broken database must not kill the thread for good
-                    log.exception("outbox: delivery round failed")
-                    wait = IDLE_WAIT
-                self._wake.wait(wait)
-                self._wake.clear()
-        finally:
-            store.close()
-
-    def _next_wait(self, store: Store) -> float:
-        pending = store.collection(OUTBOX).pick(["next_at", "lease_until"], {"status": "pending"},
-                                                 [(("next_at",), 1)], limit=1)
-        if not pending:
-            return IDLE_WAIT
-        due = max(pending[0].get("next_at", 0), pending[0].get("lease_until", 0))
-        return min(IDLE_WAIT, max(0.05, due - time.time()))
-
-    def deliver_due(self, store: Store) -> int:
-        """Send every message that is due now; answers how many were sent."""
-        sent = 0
-        while not self._stop.is_set():
-            message = self._claim(store)
-            if message is None:
-                return sent
-            try:
-                self._send(message)
-            except Exception as exc:  # SMTP, network, TLS: all retried
-                self._failed(store, message, exc)
-            else:
-                self._done(store, message)
-                sent += 1
-        return sent
-
-    def _claim(self, store: Store) -> dict[str, Any] | None:
-        now = time.time()
-        outbox = store.collection(OUTBOX)
-        with store.transaction():
-            due = outbox.find({"status": "pending", "next_at": {"$lte": now}, "lease_until": {"$lte": now}},
-                              [(("next_at",), 1)], limit=1)
-            if not due:
-                return None
-            message = due[0]
-            message["attempts"] += 1
-            message["lease_until"] = now + 3 * self.settings.timeout_seconds + 30
-            outbox.replace(message)
-        return message
-
-    def _done(self, store: Store, message: dict[str, Any]) -> None:
-        with store.transaction():
-            store.collection(OUTBOX).delete(message["_id"])
-        self._cleanup(message)
-        log.info("outbox: sent %s to %d recipient(s)", message["_id"], len(message["to"]))
-
-    def _failed(self, store: Store, message: dict[str, Any], exc: Exception) -> None:
-        attempts = message["attempts"]
-        error = f"{type(exc).__name__}: {exc}"
-        if attempts >= self.settings.max_attempts:
-            message.update(status="failed", last_error=error, lease_until=0)
-            log.error("outbox: giving up on %s after %d attempts: %s", message["_id"], attempts, error)
-            self._cleanup(message)
-        else:
-            delay = self.settings.retry_seconds * 2 ** (attempts - 1)
-            message.update(next_at=time.time() + delay, lease_until=0, last_error=error)
-            log.warning("outbox: %s failed (attempt %d), retrying in %ds: %s", message["_id"], attempts, delay, error)
-        with store.transaction():
-            store.collection(OUTBOX).replace(message)
-
-    def _cleanup(self, message: dict[str, Any]) -> None:
+    def _finished(self, job: Job, state: str) -> None:
         """Attachments of a form that does not store submissions live only
         until their e-mail is sent (or given up)."""
-        for relative in message.get("cleanup") or []:
+        for relative in job.payload.get("cleanup") or []:
             (self.uploads / relative).unlink(missing_ok=True)
+
+    def move_outbox(self, store: Store) -> int:
+        """Move the messages an older Quire left in `inbox/outbox` onto the
+        jobs table, with their attempts, errors and failures, in one
+        transaction; answers how many moved. A message under a lease that
+        has not ended (an older process sending it now) is due when its
+        lease ends."""
+        outbox = store.collection(OUTBOX)
+        if not outbox.count():  # the usual case: no write transaction at all
+            return 0
+        moved = 0
+        with store.transaction():
+            for old in outbox.find():
+                message = {k: old.get(k) for k in ("form", "submission", "to", "subject", "reply_to", "text", "html")}
+                message["attachments"] = old.get("attachments") or []
+                message["cleanup"] = old.get("cleanup") or []
+                if old.get("_created"):
+                    message["date"] = formatdate(float(old["_created"]), localtime=False)
+                self.queue(message, store=store, key=f"outbox:{old['_id']}",
+                           run_at=max(float(old.get("next_at") or 0), float(old.get("lease_until") or 0)),
+                           attempts=int(old.get("attempts") or 0), last_error=old.get("last_error"),
+                           failed=old.get("status") == "failed")
+                outbox.delete(old["_id"])
+                moved += 1
+        if moved:
+            log.info("mail: moved %d message(s) from %s onto the jobs table", moved, OUTBOX)
+        return moved
 
     def build(self, message: dict[str, Any]) -> EmailMessage:
         mail = EmailMessage()
         mail["From"] = self.settings.from_address
         mail["To"] = ", ".join(message["to"])
         mail["Subject"] = message["subject"]
-        mail["Date"] = formatdate(localtime=False)
-        sender = parseaddr(self.settings.from_address)[1]
-        mail["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
+        mail["Date"] = message["date"]
+        mail["Message-ID"] = message["message_id"]
         if message.get("reply_to"):
             mail["Reply-To"] = message["reply_to"]
         mail.set_content(message["text"])

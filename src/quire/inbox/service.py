@@ -211,7 +211,7 @@ class SubmitService:
             if self.mailer.enabled and form["emails"]:
                 message = compose(form, record, subject, self.uploads, self.mailer.settings.max_attachment_bytes,
                                   cleanup=form["store"] is False)
-                self.store.collection("inbox/outbox").insert(message)
+                self.mailer.queue(message)
                 queued = True
         if queued:
             self.mailer.wake()

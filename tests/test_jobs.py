@@ -1,0 +1,373 @@
+"""The jobs table (quire.jobs): enqueue in a transaction, claims under a
+lease, take-over when a lease ends, retries with a doubling delay, max
+attempts, unique keys, outcomes recorded only by the claim holding the job,
+pruning; and runner threads on separate store objects over one database
+running each job once.
+
+Most tests drive the runner's steps by hand (`claim`, `execute`) with a
+clock they move, so nothing depends on how fast the machine is; "two
+runners" are two `Jobs` on two store objects over one SQLite file, which
+take the database's write lock against each other as two processes do."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from quire.app import build_app
+from quire.config import JobsSettings, load_settings
+from quire.jobs import DONE, FAILED, JOBS, LOST, PENDING, RUNNING, GiveUp, Job, Jobs
+from quire.store import SqliteStore
+from tests.conftest import Api
+from tests.inbox.conftest import make_form, submit
+
+T0 = 1_700_000_000.0
+
+
+class Clock:
+    """A wall clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "quire.db"
+
+
+@pytest.fixture
+def stores(db: Path) -> Iterator[list[SqliteStore]]:
+    """Two store objects on one database, as two processes have."""
+    opened = [SqliteStore(db), SqliteStore(db)]
+    yield opened
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def settings(**kw: Any) -> JobsSettings:
+    return JobsSettings(**{"poll_seconds": 10, **kw})
+
+
+class Recorder:
+    """A handler: notes each run; raises what `fail` holds for it."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, int]] = []
+        self.fail: BaseException | None = None
+        self.lock = threading.Lock()
+
+    def __call__(self, job: Job) -> None:
+        with self.lock:
+            self.runs.append((job.payload["n"], job.attempts))
+        if self.fail is not None:
+            raise self.fail
+
+
+def runner(store: SqliteStore, clock: Clock, handler: Recorder | None = None, **kw: Any) -> Jobs:
+    jobs = Jobs(store, settings(**kw.pop("settings", {})), clock=clock)
+    jobs.handle("test", handler or Recorder(), **{"max_attempts": 3, "retry_seconds": 30, "lease_seconds": 60, **kw})
+    return jobs
+
+
+def stored(store: SqliteStore, job_id: str) -> dict[str, Any]:
+    store.refresh()
+    doc = store.collection(JOBS).get(job_id)
+    assert doc is not None
+    return doc
+
+
+def enqueue(jobs: Jobs, n: str, **kw: Any) -> dict[str, Any]:
+    with jobs.store.transaction():
+        return jobs.enqueue("test", {"n": n}, **kw)
+
+
+def test_a_job_commits_with_the_transaction_that_enqueued_it(stores: list[SqliteStore], clock: Clock) -> None:
+    jobs = runner(stores[0], clock)
+    with pytest.raises(RuntimeError), stores[0].transaction():
+        stores[0].collection("things").insert({"_id": "a"})
+        jobs.enqueue("test", {"n": "rolled back"})
+        raise RuntimeError("the change fails")
+    assert stores[0].collection(JOBS).find() == []
+    with stores[0].transaction():
+        stores[0].collection("things").insert({"_id": "b"})
+        doc = jobs.enqueue("test", {"n": "kept"})
+    assert stored(stores[1], doc["_id"])["state"] == PENDING
+
+
+def test_due_jobs_are_claimed_in_run_at_order_and_future_ones_wait(stores: list[SqliteStore], clock: Clock) -> None:
+    jobs = runner(stores[0], clock)
+    enqueue(jobs, "later", run_at=T0 + 100)
+    enqueue(jobs, "second", run_at=T0 - 5)
+    enqueue(jobs, "first", run_at=T0 - 10)
+    claimed = [jobs.claim(stores[0]), jobs.claim(stores[0]), jobs.claim(stores[0])]
+    assert [j.payload["n"] if j else None for j in claimed] == ["first", "second", None]
+    assert jobs.next_wait(stores[0]) == 10  # the poll interval, before the later job's 100 s
+    clock.advance(100)
+    job = jobs.claim(stores[0])
+    assert job is not None and job.payload["n"] == "later"
+
+
+def test_a_claim_holds_the_job_against_other_runners_until_its_lease_ends(
+        stores: list[SqliteStore], clock: Clock) -> None:
+    first, second = runner(stores[0], clock), runner(stores[1], clock)
+    doc = enqueue(first, "one")
+    job = first.claim(stores[0])
+    assert job is not None and job.attempts == 1
+    held = stored(stores[1], doc["_id"])
+    assert (held["state"], held["holder"], held["lease_until"]) == (RUNNING, first.holder, T0 + 60)
+    assert second.claim(stores[1]) is None
+    clock.advance(59)
+    assert second.claim(stores[1]) is None
+    assert second.next_wait(stores[1]) == pytest.approx(1)  # it looks again when the lease ends
+
+
+def test_a_lease_that_ends_is_taken_over_and_only_the_new_holder_records_done(
+        stores: list[SqliteStore], clock: Clock) -> None:
+    handler = Recorder()
+    first, second = runner(stores[0], clock, handler), runner(stores[1], clock, handler)
+    doc = enqueue(first, "one")
+    stale = first.claim(stores[0])  # then its runner stalls (or dies) past the lease
+    assert stale is not None
+    clock.advance(61)
+    taken = second.claim(stores[1])
+    assert taken is not None and taken.id == doc["_id"] and taken.attempts == 2
+    after_take_over = stored(stores[0], doc["_id"])
+    assert after_take_over["holder"] == second.holder
+    assert "lease ended" in after_take_over["last_error"] and first.holder in after_take_over["last_error"]
+    assert first.execute(stale) == LOST  # the old holder ran it, but records nothing
+    assert stored(stores[0], doc["_id"]) == after_take_over
+    assert second.execute(taken) == DONE
+    assert first.finish(stale) == LOST  # not even after the new holder's "done"
+    done = stored(stores[0], doc["_id"])
+    assert (done["state"], done["attempts"], done["finished"], done["holder"]) == (DONE, 2, T0 + 61, second.holder)
+    assert handler.runs == [("one", 1), ("one", 2)]  # at least once: both ran it
+
+
+def test_a_holder_whose_lease_ended_unclaimed_still_records_its_outcome(
+        stores: list[SqliteStore], clock: Clock) -> None:
+    jobs = runner(stores[0], clock)
+    doc = enqueue(jobs, "slow")
+    job = jobs.claim(stores[0])
+    assert job is not None
+    clock.advance(120)  # no other runner claimed it meanwhile
+    assert jobs.execute(job) == DONE
+    assert stored(stores[0], doc["_id"])["state"] == DONE
+    assert jobs.claim(stores[0]) is None
+
+
+def test_a_failure_is_retried_after_a_doubling_delay_then_fails_for_good(
+        stores: list[SqliteStore], clock: Clock) -> None:
+    handler = Recorder()
+    finished: list[tuple[str, str]] = []
+    jobs = runner(stores[0], clock, handler, max_attempts=3,
+                  finished=lambda job, state: finished.append((job.payload["n"], state)))
+    doc = enqueue(jobs, "flaky")
+    handler.fail = ConnectionRefusedError("nobody listens")
+    delays = []
+    for attempt in (1, 2):
+        job = jobs.claim(stores[0])
+        assert job is not None and job.attempts == attempt
+        assert jobs.execute(job) == PENDING
+        retry = stored(stores[0], doc["_id"])
+        assert retry["last_error"] == "ConnectionRefusedError: nobody listens"
+        assert (retry["state"], retry["lease"], retry["lease_until"]) == (PENDING, None, 0.0)
+        delays.append(retry["run_at"] - clock.now)
+        clock.advance(delays[-1] - 1)
+        assert jobs.claim(stores[0]) is None  # not before its delay
+        clock.advance(1)
+    assert delays == [30, 60]
+    job = jobs.claim(stores[0])
+    assert job is not None and job.attempts == 3
+    assert finished == []
+    assert jobs.execute(job) == FAILED
+    failed = stored(stores[0], doc["_id"])
+    assert (failed["state"], failed["attempts"], failed["finished"]) == (FAILED, 3, clock.now)
+    assert finished == [("flaky", FAILED)]
+    clock.advance(10_000)
+    assert jobs.claim(stores[0]) is None  # never again
+    assert len(handler.runs) == 3
+
+
+def test_give_up_fails_the_job_without_retrying(stores: list[SqliteStore], clock: Clock) -> None:
+    handler = Recorder()
+    handler.fail = GiveUp("the address is refused for good")
+    jobs = runner(stores[0], clock, handler, max_attempts=5)
+    doc = enqueue(jobs, "hopeless")
+    job = jobs.claim(stores[0])
+    assert job is not None and jobs.execute(job) == FAILED
+    assert stored(stores[0], doc["_id"])["last_error"] == "GiveUp: the address is refused for good"
+
+
+def test_a_lease_that_ends_on_the_last_attempt_fails_the_job(stores: list[SqliteStore], clock: Clock) -> None:
+    """A job whose runs kill their runner (a poison job) is not run forever."""
+    finished: list[str] = []
+    first = runner(stores[0], clock, max_attempts=1)
+    second = runner(stores[1], clock, max_attempts=1, finished=lambda job, state: finished.append(state))
+    doc = enqueue(first, "poison")
+    assert first.claim(stores[0]) is not None  # and its process dies
+    clock.advance(61)
+    assert second.claim(stores[1]) is None
+    failed = stored(stores[1], doc["_id"])
+    assert (failed["state"], failed["attempts"]) == (FAILED, 1) and "lease ended" in failed["last_error"]
+    assert finished == [FAILED]
+
+
+def test_a_key_makes_the_enqueue_idempotent(stores: list[SqliteStore], clock: Clock) -> None:
+    jobs = runner(stores[0], clock)
+    first = enqueue(jobs, "a", key="item-1:publish")
+    again = enqueue(jobs, "b", key="item-1:publish")
+    other = enqueue(jobs, "c", key="item-2:publish")
+    assert first["_id"] == again["_id"] == "test:item-1:publish" and again["payload"] == {"n": "a"}
+    assert other["_id"] != first["_id"]
+    assert len(stores[1].collection(JOBS).find()) == 2
+    job = jobs.claim(stores[0])
+    assert job is not None and job.key == "item-1:publish"
+    assert jobs.execute(job) == DONE
+    assert enqueue(jobs, "d", key="item-1:publish")["state"] == DONE  # kept: still not enqueued again
+
+
+def test_only_kinds_with_a_handler_here_are_claimed(stores: list[SqliteStore], clock: Clock) -> None:
+    jobs = runner(stores[0], clock)
+    with stores[0].transaction():
+        jobs.enqueue("webhook", {"n": "for another module"})
+    assert jobs.claim(stores[0]) is None
+    assert jobs.next_wait(stores[0]) == 10
+
+
+def test_finished_jobs_are_pruned_after_their_keep_time(stores: list[SqliteStore], clock: Clock) -> None:
+    handler = Recorder()
+    jobs = runner(stores[0], clock, handler, max_attempts=1,
+                  settings={"keep_done_seconds": 100, "keep_failed_seconds": 1000})
+    done = enqueue(jobs, "done")
+    job = jobs.claim(stores[0])
+    assert job is not None and jobs.execute(job) == DONE
+    handler.fail = ValueError("bad")
+    failed = enqueue(jobs, "failed")
+    job = jobs.claim(stores[0])
+    assert job is not None and jobs.execute(job) == FAILED
+    waiting = enqueue(jobs, "waiting", run_at=T0 + 10_000)
+    clock.advance(100)
+    assert jobs.prune(stores[0], force=True) == 1
+    ids = {doc["_id"] for doc in stores[0].collection(JOBS).find()}
+    assert ids == {failed["_id"], waiting["_id"]} and done["_id"] not in ids
+    clock.advance(700)
+    assert jobs.prune(stores[0], force=True) == 0  # the failed job is kept 1000 s
+    clock.advance(200)
+    assert jobs.prune(stores[0]) == 0  # due now, but the last prune was 200 s ago
+    clock.advance(100)
+    assert jobs.prune(stores[0]) == 1  # PRUNE_EVERY (300 s) after it
+    assert {doc["_id"] for doc in stores[0].collection(JOBS).find()} == {waiting["_id"]}
+
+
+def test_bad_kinds_payloads_keys_and_late_handlers_are_refused(stores: list[SqliteStore], clock: Clock) -> None:
+    jobs = runner(stores[0], clock)
+    for kind in ("", "Email", "a:b", "x" * 65, "has space"):
+        with pytest.raises(ValueError):
+            jobs.handle(kind, Recorder())
+    with pytest.raises(ValueError):
+        jobs.handle("test", Recorder())
+    with pytest.raises(TypeError):
+        jobs.enqueue("test", ["not", "an", "object"])
+    with pytest.raises(ValueError):
+        jobs.enqueue("test", {}, key="")
+    jobs.start()
+    try:
+        with pytest.raises(RuntimeError):
+            jobs.handle("late", Recorder())
+    finally:
+        jobs.close()
+
+
+def wait_for(check: Any, timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+    return result
+
+
+def test_two_runner_threads_on_one_database_run_each_job_once(stores: list[SqliteStore]) -> None:
+    handler = Recorder()
+    prepared: list[SqliteStore] = []
+    runners = []
+    for store in stores:
+        jobs = Jobs(store, settings(poll_seconds=1))
+        jobs.handle("test", handler, lease_seconds=60, prepare=prepared.append)
+        runners.append(jobs)
+    try:
+        for i in range(20):
+            enqueue(runners[i % 2], f"j{i}")
+        for jobs in runners:
+            jobs.wake()  # starts the thread
+        for i in range(20, 40):
+            enqueue(runners[i % 2], f"j{i}")
+            runners[i % 2].wake()
+        wait_for(lambda: stores[0].refresh() is not None
+                 and stores[0].collection(JOBS).count({"state": DONE}) == 40)
+    finally:
+        for jobs in runners:
+            jobs.close()
+    assert sorted(n for n, _ in handler.runs) == sorted(f"j{i}" for i in range(40))
+    assert {attempts for _, attempts in handler.runs} == {1}
+    # each runner prepared once, on a store object of its thread's own
+    assert len(prepared) == 2 and not {id(s) for s in prepared} & {id(s) for s in stores}
+
+
+HOOK = '''
+from pathlib import Path
+
+
+def register(events, quire):
+    out = Path(quire.settings.data_dir) / "crm.txt"
+
+    def notify(job):
+        with out.open("a") as f:
+            f.write(f"{job.payload['id']} {job.attempts}\\n")
+
+    quire.jobs.handle("site.crm", notify)
+
+    async def queue(form, record):
+        async with quire.store.atomic():
+            quire.jobs.enqueue("site.crm", {"id": record["_id"]}, key=record["_id"])
+        quire.jobs.wake()
+
+    events.on("inbox.submit.after", queue)
+'''
+
+
+def test_a_hook_registers_a_kind_and_the_jobs_it_enqueues_run(data_dir: Path) -> None:
+    """The app's jobs (`quire.jobs`) as docs/hooks.md shows them: a kind
+    registered in `register`, a job enqueued after a submission, run by
+    the runner the server's start started."""
+    (data_dir / "hooks").mkdir(parents=True)
+    (data_dir / "hooks" / "crm.py").write_text(HOOK, encoding="utf-8")
+    app = build_app(load_settings(data_dir, env={"QUIRE_SERVER_QUIET": "true", "QUIRE_INBOX_RATE_LIMIT": "0"}))
+    quire = app.state.quire
+    try:
+        with TestClient(app) as client:
+            admin = Api(client, str(quire.auth.create_key("k", "admin")["key"]))
+            form = make_form(admin)
+            ids = [submit(client, form["token"], json={"data": {"n": i}}).json()["record"]["_id"] for i in range(2)]
+            out = data_dir / "crm.txt"
+            wait_for(lambda: out.exists() and len(out.read_text().splitlines()) == 2)
+    finally:
+        quire.close()
+    assert sorted(out.read_text().splitlines()) == sorted(f"{i} 1" for i in ids)
