@@ -168,6 +168,13 @@ def test_exact_matches_rank_before_typo_matches_with_lower_scores(engine: Postgr
     assert [h.id for h in hits] == ["typo"] and total == 2
 
 
+def test_corrections_add_nothing_to_the_score_of_an_exact_match(engine: PostgresEngine) -> None:
+    build(engine, [Doc("plain", "default", ["planet", "alpha beta gamma"]),
+                   Doc("noisy", "default", ["planet", "planes planes gamma"])])
+    hits, total = engine.search("ix", 1, parse("planet "), None, [1.0, 1.0], 10, 0)
+    assert total == 2 and hits[0].score == hits[1].score > 0
+
+
 def test_variants_are_words_of_the_index_a_typo_away(words: PostgresEngine) -> None:
     assert words.variants("ix", 1, 2, "planat") == ["planet"]
     assert words.variants("ix", 1, 2, "moan") == []  # too short
@@ -401,3 +408,34 @@ def test_a_role_that_may_not_create_pg_trgm_gets_the_command_to_ask_for(unprivil
     assert raised.value.status == 503
     with pytest.raises(MissingExtension):
         engine.writer("ix", 1, 1, fresh=True)
+
+
+# -- connections ------------------------------------------------------------------------------
+
+
+def test_connections_in_autocommit_mode_still_write_in_one_transaction(pg_url: str) -> None:
+    engine = PostgresEngine(lambda: psycopg.connect(pg_url, autocommit=True))
+    build(engine, [Doc("a", "default", ["planet", ""]), Doc("b", "default", ["mission", ""])])
+    writer = engine.writer("ix", 1, 2)
+    writer.replace("a", [])
+    assert ids(engine, "planet ") == ["a"]  # not committed yet
+    writer.abort()
+    assert ids(engine, "planet ") == ["a"]
+    assert ids(engine, "planat ") == ["a"]  # the trigram threshold holds for the whole search
+
+
+def test_a_pool_gets_its_connection_back_after_commit_abort_and_errors(pg_url: str) -> None:
+    from psycopg_pool import ConnectionPool
+
+    with ConnectionPool(pg_url, min_size=1, max_size=1, open=True, timeout=5) as pool:
+        engine = PostgresEngine(pool.connection)
+        build(engine, [Doc("a", "default", ["planet", ""])])
+        engine.writer("ix", 1, 2).abort()
+        with pytest.raises(Unavailable):
+            engine.search("ix", 7, parse("planet"), None, [1.0], 10, 0)
+        with pytest.raises(Unavailable):
+            engine.writer("ix", 7, 2)
+        writer = engine.writer("ix", 1, 2)  # one connection in all: each of the above gave it back
+        writer.add([Doc("b", "default", ["planets", ""])])
+        writer.commit()
+        assert sorted(ids(engine, "planet ")) == ["a", "b"]

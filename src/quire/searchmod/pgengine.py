@@ -31,8 +31,8 @@ a phrase inside one field.
 
 Ranking: `ts_rank_cd` of the document against the query's terms (any
 of them; the match decides which documents, the rank only orders them),
-with the per-call field weights as the label weights and the score
-divided by 1 + log of the document's length. There is no IDF: a rare word
+with the per-call field weights as the label weights, divided by 1 + the
+log of the document's number of words. There is no IDF: a rare word
 weighs what a common one does. Hits found only through a corrected typo
 rank after the exact ones, squeezed below the lowest exact score, as the
 embedded engine does.
@@ -45,6 +45,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -94,18 +95,25 @@ def _quoted(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def document(texts: list[str], fields: int) -> tuple[str, set[str]]:
-    """A document's `tsvector` literal (its fields' stems and unstemmed
-    words with positions and weight labels) and its unstemmed words."""
+@dataclass
+class Vector:
+    literal: str  # the `tsvector`: stems and unstemmed words with positions and weight labels
+    words: set[str]  # the unstemmed words (the vocabulary's part)
+    length: int  # how many words (what the score is divided by the log of)
+
+
+def document(texts: list[str], fields: int) -> Vector:
+    """A document as the table holds it."""
     positions: dict[str, list[str]] = {}
     words: set[str] = set()
-    size, at = 0, 0
+    size, at, length = 0, 0, 0
     for i, text in enumerate(texts[:fields]):
         label = LABELS[min(i, len(LABELS) - 1)]
         for word in tokens(text):
             if len(word.encode()) >= LONGEST:
                 continue  # hashes, base64: a search never types them (as the embedded engine)
             at += 1
+            length += 1
             words.add(word)
             mark = f"{min(at, MAX_POSITION)}{label}"
             for lexeme in {word, stem(word)}:
@@ -120,7 +128,7 @@ def document(texts: list[str], fields: int) -> tuple[str, set[str]]:
                     size += 2
         at += 1  # the gap between fields
     literal = " ".join(f"{_quoted(lexeme)}:{','.join(marks)}" for lexeme, marks in positions.items())
-    return literal, words
+    return Vector(literal, words, length)
 
 
 def _possible(word: str) -> bool:
@@ -243,12 +251,14 @@ class PostgresEngine:
 
     @contextlib.contextmanager
     def _reading(self, name: str) -> Iterator[psycopg.Connection[Any]]:
+        """A connection in a transaction of its own (`set_config(..., true)`
+        lasts until its end, even on a connection in autocommit mode)."""
         self.prepare()
-        with self.connect() as conn:
-            try:
+        try:
+            with self.connect() as conn, conn.transaction():
                 yield conn
-            except errors.UndefinedTable:
-                raise Unavailable(f"Index '{name}' has lost its tables: rebuild it") from None
+        except errors.UndefinedTable:
+            raise Unavailable(f"Index '{name}' has lost its tables: rebuild it") from None
 
     # -- writing ----------------------------------------------------------
 
@@ -259,7 +269,7 @@ class PostgresEngine:
 
     def drop(self, name: str, keep: int | None = None) -> None:
         prefix = table_prefix(name)
-        with self.connect() as conn:
+        with self.connect() as conn, conn.transaction():
             rows = conn.execute(
                 "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
                 " AND relkind = 'r' AND starts_with(relname, %s)", (prefix,)).fetchall()
@@ -315,15 +325,16 @@ class PostgresEngine:
             variants = {w: found for w in dict.fromkeys(query.words)
                         if typos and (found := self._variants(conn, tables, w))}
             exact = exact_query(query)
-            tier = _Tier(conn, tables, locale, label_weights(weights), rank_query(query, variants))
+            tier = _Tier(conn, tables, locale, label_weights(weights))
             page: list[tuple[str, float]] = []
             total, lowest = 0, None
-            if exact is not None:
-                page, total, lowest = tier.run(exact, None, limit, offset)
+            if exact is not None:  # scored by the words as typed (a correction adds nothing)
+                page, total, lowest = tier.run(exact, None, rank_query(query, {}), limit, offset)
             fuzzy = fuzzy_query(query, variants) if variants else None
             if fuzzy is not None:
                 wanted = max(limit - len(page), 0)
-                more, more_total, _ = tier.run(fuzzy, exact, wanted, max(0, offset - total))
+                more, more_total, _ = tier.run(fuzzy, exact, rank_query(query, variants), wanted,
+                                               max(0, offset - total))
                 total += more_total
                 floor = lowest if lowest is not None else 1.0
                 page += [(item, floor * s / (s + 1)) for item, s in more]
@@ -335,24 +346,28 @@ class _Tier:
     typos): its page, its exact count and its lowest score, in one statement."""
 
     def __init__(self, conn: psycopg.Connection[Any], tables: _Tables, locale: str | None,
-                 weights: list[float], rank: str) -> None:
-        self.conn, self.tables, self.locale, self.weights, self.rank = conn, tables, locale, weights, rank
+                 weights: list[float]) -> None:
+        self.conn, self.tables, self.locale, self.weights = conn, tables, locale, weights
 
-    def run(self, match: str, unless: str | None, limit: int,
+    def run(self, match: str, unless: str | None, rank: str, limit: int,
             offset: int) -> tuple[list[tuple[str, float]], int, float | None]:
+        """Documents matching `match` and not `unless`, ordered by their
+        `ts_rank_cd` against `rank` (ties by id, so pages partition)."""
         where = [sql.SQL("doc @@ %(match)s::tsquery")]
         if self.locale is not None:
             where.append(sql.SQL("locale = %(locale)s"))
         if unless is not None:
             where.append(sql.SQL("NOT doc @@ %(unless)s::tsquery"))
         statement = sql.SQL(
-            "WITH m AS MATERIALIZED (SELECT id, ts_rank_cd(%(weights)s::float4[], doc, %(rank)s::tsquery, 1)"
-            "::float8 AS score FROM {docs} WHERE {where})"
+            # normalised here, not by ts_rank_cd's flag 1: its length would
+            # count a word's stem and unstemmed form twice
+            "WITH m AS MATERIALIZED (SELECT id, ts_rank_cd(%(weights)s::float4[], doc, %(rank)s::tsquery, 0)"
+            " / (1 + ln(greatest(length, 1)))::float8 AS score FROM {docs} WHERE {where})"
             " SELECT NULL::text, count(*)::float8, min(score) FROM m"
             " UNION ALL (SELECT id, score, NULL FROM m ORDER BY score DESC, id LIMIT %(limit)s OFFSET %(offset)s)"
         ).format(docs=self.tables.docs, where=sql.SQL(" AND ").join(where))
         rows = self.conn.execute(statement, {
-            "weights": self.weights, "rank": self.rank, "match": match, "unless": unless,
+            "weights": self.weights, "rank": rank, "match": match, "unless": unless,
             "locale": self.locale, "limit": limit, "offset": offset}).fetchall()
         page, total, lowest = [], 0, None
         for item, value, least in rows:
@@ -372,10 +387,12 @@ class PostgresWriter:
                  trgm: sql.Identifier) -> None:
         self.tables, self.fields, self.fresh, self.trgm = tables, fields, fresh, trgm
         self._stack = ExitStack()
-        self.conn = self._stack.enter_context(connect())
         self.words: set[str] = set()  # unstemmed words written (for the vocabulary)
         self.gone: set[str] = set()  # lexemes of replaced documents (words that may have left it)
         try:
+            self.conn = self._stack.enter_context(connect())
+            # a transaction of our own, also on a connection in autocommit mode
+            self._stack.enter_context(self.conn.transaction())
             # one writer per generation across every process: the caller's
             # lock may be a file lock on one machine
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (tables.base,))
@@ -393,20 +410,20 @@ class PostgresWriter:
     def _create(self) -> None:
         t = self.tables
         self.conn.execute(sql.SQL("DROP TABLE IF EXISTS {}, {}").format(t.docs, t.words))
-        self.conn.execute(sql.SQL("CREATE TABLE {} (id text NOT NULL, locale text NOT NULL, doc tsvector NOT NULL)")
-                          .format(t.docs))
+        self.conn.execute(sql.SQL("CREATE TABLE {} (id text NOT NULL, locale text NOT NULL, length integer NOT NULL,"
+                                  " doc tsvector NOT NULL)").format(t.docs))
         self.conn.execute(sql.SQL('CREATE TABLE {} (word text COLLATE "C" PRIMARY KEY)').format(t.words))
 
     def add(self, docs: list[Doc]) -> None:
         rows = []
         for doc in docs:
-            vector, words = document(doc.texts, self.fields)
-            self.words |= words
-            rows.append((doc.id, doc.locale, vector))
+            vector = document(doc.texts, self.fields)
+            self.words |= vector.words
+            rows.append((doc.id, doc.locale, vector.length, vector.literal))
         if not rows:
             return
         with self.conn.cursor() as cursor, cursor.copy(
-                sql.SQL("COPY {} (id, locale, doc) FROM STDIN").format(self.tables.docs)) as copy:
+                sql.SQL("COPY {} (id, locale, length, doc) FROM STDIN").format(self.tables.docs)) as copy:
             for row in rows:
                 copy.write_row(row)
 
@@ -429,11 +446,10 @@ class PostgresWriter:
             self._write_vocabulary()
             if self.fresh:
                 self._index()
-            self.conn.commit()
         except BaseException:
             self.abort()
             raise
-        self._stack.close()
+        self._stack.close()  # commits, then gives the connection back (or rolls back if COMMIT fails)
 
     def _write_vocabulary(self) -> None:
         """New words in; words of replaced documents that no document holds
@@ -462,10 +478,8 @@ class PostgresWriter:
 
     def abort(self) -> None:
         """Roll back what was not committed and give the connection back."""
-        with contextlib.suppress(Exception):  # a broken connection refuses either
-            self.conn.rollback()
-        with contextlib.suppress(Exception):
-            self._stack.close()
+        with contextlib.suppress(Exception):  # a broken connection refuses to roll back: it is closed anyway
+            self._stack.__exit__(psycopg.Rollback, psycopg.Rollback(), None)
 
 
 def _ensure_trgm(conn: psycopg.Connection[Any]) -> sql.Identifier:
