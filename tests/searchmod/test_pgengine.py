@@ -17,6 +17,7 @@ from quire.searchmod.engine import Doc
 from quire.searchmod.pgengine import (
     MissingExtension,
     PostgresEngine,
+    document,
     similarity_floor,
     table_prefix,
 )
@@ -130,6 +131,14 @@ def test_query_syntax_of_postgresql_is_never_interpreted(corpus: PostgresEngine,
     found = ids(corpus, q)  # no error, and words are only words
     if "mars" in q:
         assert set(found) <= {"mars"}
+
+
+def test_a_document_holds_stems_and_unstemmed_words_at_the_same_positions() -> None:
+    vector = document(["Running runs", "run", "x" * 70], 3)
+    assert vector.literal.split() == ["'running':1A", "'run':1A,2A,4B", "'runs':2A"]
+    assert vector.words == {"running", "runs", "run"}
+    assert vector.length == 3  # the word too long to be indexed is not counted
+    assert document(["a b"], 1).literal == "'a':1A 'b':2A"
 
 
 # -- typos ------------------------------------------------------------------------------------
@@ -325,6 +334,14 @@ def test_huge_and_odd_documents_are_written(engine: PostgresEngine) -> None:
     assert ids(engine, "w39999 ") == ["huge"]
     assert ids(engine, "slash ") == ["odd"]
     assert ids(engine, "x" * 200 + " ") == []  # too long a word to be indexed, as in the embedded engine
+
+
+def test_a_document_past_postgresqls_tsvector_limit_keeps_its_first_words(engine: PostgresEngine) -> None:
+    words = [f"word{i:07}" for i in range(150_000)]  # 1.6 MB of distinct words
+    build(engine, [Doc("vast", "default", ["first", " ".join(words)])])
+    assert ids(engine, "first ") == ["vast"]
+    assert ids(engine, "word0000001 ") == ["vast"]
+    assert ids(engine, "word0149999 ") == []
 
 
 # -- generations and tables -------------------------------------------------------------------

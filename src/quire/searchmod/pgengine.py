@@ -92,7 +92,9 @@ class _Tables:
 def _quoted(lexeme: str) -> str:
     """A lexeme in `tsvector`/`tsquery` input syntax (words are `\\w`
     characters, but the quoting does not rely on it)."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+    if "'" in lexeme or "\\" in lexeme:
+        lexeme = lexeme.replace("\\", "\\\\").replace("'", "''")
+    return f"'{lexeme}'"
 
 
 @dataclass
@@ -102,33 +104,46 @@ class Vector:
     length: int  # how many words (what the score is divided by the log of)
 
 
+# "1A", "2A", ...: a position with its label, as `tsvector` input writes it (made once, not per word)
+_MARKS = {label: [f"{p}{label}" for p in range(MAX_POSITION + 1)] for label in LABELS}
+
+
 def document(texts: list[str], fields: int) -> Vector:
     """A document as the table holds it."""
-    positions: dict[str, list[str]] = {}
-    words: set[str] = set()
-    size, at, length = 0, 0, 0
+    marks: dict[str, list[str]] = {}  # unstemmed word -> its positions with labels
+    at = 0
     for i, text in enumerate(texts[:fields]):
-        label = LABELS[min(i, len(LABELS) - 1)]
+        table = _MARKS[LABELS[min(i, len(LABELS) - 1)]]
         for word in tokens(text):
-            if len(word.encode()) >= LONGEST:
-                continue  # hashes, base64: a search never types them (as the embedded engine)
             at += 1
-            length += 1
-            words.add(word)
-            mark = f"{min(at, MAX_POSITION)}{label}"
-            for lexeme in {word, stem(word)}:
-                found = positions.get(lexeme)
-                if found is None:
-                    if size > MAX_VECTOR:
-                        continue  # a huge document keeps the words it had room for
-                    found = positions[lexeme] = []
-                    size += len(lexeme.encode()) + 4
-                if len(found) < MAX_POSITIONS:
-                    found.append(mark)
-                    size += 2
-        at += 1  # the gap between fields
-    literal = " ".join(f"{_quoted(lexeme)}:{','.join(marks)}" for lexeme, marks in positions.items())
-    return Vector(literal, words, length)
+            mark = table[at if at < MAX_POSITION else MAX_POSITION]
+            found = marks.get(word)
+            if found is None:
+                marks[word] = [mark]
+            else:
+                found.append(mark)
+        at += 1  # the gap between fields: a phrase never spans two
+    length = at - min(fields, len(texts))
+    lexemes: dict[str, list[str]] = {}
+    size = 0
+    for word in list(marks):
+        if len(word) >= LONGEST // 4 and len(word.encode()) >= LONGEST:
+            length -= len(marks.pop(word))  # hashes, base64: a search never types them (as the embedded engine)
+            continue
+        if size > MAX_VECTOR:
+            del marks[word]  # a huge document keeps the words it had room for
+            continue
+        found = marks[word]
+        stemmed = stem(word)
+        for lexeme in (word,) if stemmed == word else (word, stemmed):
+            kept = lexemes.get(lexeme)
+            if kept is None:
+                lexemes[lexeme] = found
+            else:  # the stem of one word is another word of the document
+                lexemes[lexeme] = sorted(kept + found, key=lambda m: int(m[:-1]))
+            size += (len(lexeme) if lexeme.isascii() else len(lexeme.encode())) + 2 * len(found) + 4
+    literal = " ".join(f"{_quoted(lexeme)}:{','.join(found[:MAX_POSITIONS])}" for lexeme, found in lexemes.items())
+    return Vector(literal, set(marks), length)
 
 
 def _possible(word: str) -> bool:
