@@ -456,3 +456,23 @@ def test_a_pool_gets_its_connection_back_after_commit_abort_and_errors(pg_url: s
         writer.add([Doc("b", "default", ["planets", ""])])
         writer.commit()
         assert sorted(ids(engine, "planet ")) == ["a", "b"]
+
+
+def test_an_unreachable_database_is_a_503_not_a_500() -> None:
+    engine = PostgresEngine(lambda: psycopg.connect("postgresql://quire@127.0.0.1:1/none", connect_timeout=2))
+    calls = [lambda: engine.search("ix", 1, parse("planet"), None, [1.0], 10, 0), lambda: engine.count("ix", 1, "x"),
+             lambda: engine.variants("ix", 1, 1, "planat"), lambda: engine.writer("ix", 1, 1, fresh=True),
+             lambda: engine.drop("ix")]
+    for call in calls:
+        with pytest.raises(Unavailable) as raised:
+            call()
+        assert raised.value.status == 503 and raised.value.message == "Index 'ix' cannot be reached now: try again"
+
+
+def test_the_writer_lock_is_had_by_one_holder_at_a_time(engine: PostgresEngine) -> None:
+    with engine.writer_lock("ix") as first:
+        assert first
+        with engine.writer_lock("ix") as second, engine.writer_lock("other") as other:
+            assert not second and other
+    with engine.writer_lock("ix") as again:
+        assert again

@@ -268,23 +268,33 @@ class PostgresEngine:
     def _reading(self, name: str) -> Iterator[psycopg.Connection[Any]]:
         """A connection in a transaction of its own (`set_config(..., true)`
         lasts until its end, even on a connection in autocommit mode)."""
-        self.prepare()
-        try:
+        with _answering(name):
+            self.prepare()
             with self.connect() as conn, conn.transaction():
                 yield conn
-        except errors.UndefinedTable:
-            raise Unavailable(f"Index '{name}' has lost its tables: rebuild it") from None
+
+    @contextlib.contextmanager
+    def writer_lock(self, name: str) -> Iterator[bool]:
+        """The index's writer lock across every server instance, if it is
+        free (True), without waiting: what `follow.writer_lock` (a file
+        lock, one machine) is to one server. A transaction advisory lock
+        on a connection of its own, so a process that dies drops it."""
+        with _answering(name), self.connect() as conn, conn.transaction():
+            row = conn.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))",
+                               (f"quire-search-writer:{name}",)).fetchone()
+            yield bool(row and row[0])
 
     # -- writing ----------------------------------------------------------
 
     def writer(self, name: str, generation: int, fields: int, fresh: bool = False) -> PostgresWriter:
-        self.prepare()
+        with _answering(name):
+            self.prepare()
         assert self._trgm is not None
         return PostgresWriter(self.connect, name, _Tables(name, generation), fields, fresh, self._trgm)
 
     def drop(self, name: str, keep: int | None = None) -> None:
         prefix = table_prefix(name)
-        with self.connect() as conn, conn.transaction():
+        with _answering(name), self.connect() as conn, conn.transaction():
             rows = conn.execute(
                 "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
                 " AND relkind = 'r' AND starts_with(relname, %s)", (prefix,)).fetchall()
@@ -400,11 +410,11 @@ class PostgresWriter:
 
     def __init__(self, connect: Connect, name: str, tables: _Tables, fields: int, fresh: bool,
                  trgm: sql.Identifier) -> None:
-        self.tables, self.fields, self.fresh, self.trgm = tables, fields, fresh, trgm
+        self.name, self.tables, self.fields, self.fresh, self.trgm = name, tables, fields, fresh, trgm
         self._stack = ExitStack()
         self.words: set[str] = set()  # unstemmed words written (for the vocabulary)
         self.gone: set[str] = set()  # lexemes of replaced documents (words that may have left it)
-        try:
+        with self._failing():
             self.conn = self._stack.enter_context(connect())
             # a transaction of our own, also on a connection in autocommit mode
             self._stack.enter_context(self.conn.transaction())
@@ -415,9 +425,13 @@ class PostgresWriter:
                 self._create()
             else:
                 self.conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 0").format(tables.docs))
-        except errors.UndefinedTable:
-            self.abort()
-            raise Unavailable(f"Index '{name}' has lost its tables: rebuild it") from None
+
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        """A failure rolls everything back and frees the connection."""
+        try:
+            with _answering(self.name):
+                yield
         except BaseException:
             self.abort()
             raise
@@ -430,6 +444,10 @@ class PostgresWriter:
         self.conn.execute(sql.SQL('CREATE TABLE {} (word text COLLATE "C" PRIMARY KEY)').format(t.words))
 
     def add(self, docs: list[Doc]) -> None:
+        with self._failing():
+            self._add(docs)
+
+    def _add(self, docs: list[Doc]) -> None:
         rows = []
         for doc in docs:
             vector = document(doc.texts, self.fields)
@@ -443,28 +461,27 @@ class PostgresWriter:
                 copy.write_row(row)
 
     def replace(self, item_id: str, docs: list[Doc]) -> None:
-        removed = self.conn.execute(sql.SQL("DELETE FROM {} WHERE id = %s RETURNING tsvector_to_array(doc)")
-                                    .format(self.tables.docs), (item_id,)).fetchall()
-        for (lexemes,) in removed:
-            self.gone.update(lexemes)
-        self.add(docs)
+        with self._failing():
+            removed = self.conn.execute(sql.SQL("DELETE FROM {} WHERE id = %s RETURNING tsvector_to_array(doc)")
+                                        .format(self.tables.docs), (item_id,)).fetchall()
+            for (lexemes,) in removed:
+                self.gone.update(lexemes)
+            self._add(docs)
 
     def clear(self) -> None:
-        # DELETE, not TRUNCATE: searches keep reading the committed rows meanwhile
-        self.conn.execute(sql.SQL("DELETE FROM {}").format(self.tables.docs))
-        self.conn.execute(sql.SQL("DELETE FROM {}").format(self.tables.words))
+        with self._failing():
+            # DELETE, not TRUNCATE: searches keep reading the committed rows meanwhile
+            self.conn.execute(sql.SQL("DELETE FROM {}").format(self.tables.docs))
+            self.conn.execute(sql.SQL("DELETE FROM {}").format(self.tables.words))
         self.words.clear()
         self.gone.clear()
 
     def commit(self) -> None:
-        try:
+        with self._failing():
             self._write_vocabulary()
             if self.fresh:
                 self._index()
-        except BaseException:
-            self.abort()
-            raise
-        self._stack.close()  # commits, then gives the connection back (or rolls back if COMMIT fails)
+            self._stack.close()  # commits, then gives the connection back (or rolls back if COMMIT fails)
 
     def _write_vocabulary(self) -> None:
         """New words in; words of replaced documents that no document holds
@@ -495,6 +512,17 @@ class PostgresWriter:
         """Roll back what was not committed and give the connection back."""
         with contextlib.suppress(Exception):  # a broken connection refuses to roll back: it is closed anyway
             self._stack.__exit__(psycopg.Rollback, psycopg.Rollback(), None)
+
+
+@contextlib.contextmanager
+def _answering(name: str) -> Iterator[None]:
+    """Database failures as the API's errors: a 503, never a 500."""
+    try:
+        yield
+    except errors.UndefinedTable:
+        raise Unavailable(f"Index '{name}' has lost its tables: rebuild it") from None
+    except psycopg.OperationalError as exc:  # the server is gone, a timeout, a lock not had in time
+        raise Unavailable(f"Index '{name}' cannot be reached now: try again") from exc
 
 
 def _ensure_trgm(conn: psycopg.Connection[Any]) -> sql.Identifier:
