@@ -11,6 +11,7 @@ answering from the old one until the new one is switched in.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -53,6 +54,10 @@ class Engine(Protocol):
     def writer(self, name: str, generation: int, fields: int, fresh: bool = False) -> Writer:
         """A writer for one generation of an index (`fresh`: a new, empty
         one); only one process may hold it at a time (the caller's lock)."""
+
+    def writer_lock(self, name: str) -> AbstractContextManager[bool]:
+        """The index's writer lock if it is free (True), without waiting:
+        held by one process of every one that shares the index."""
 
     def drop(self, name: str, keep: int | None = None) -> None:
         """Remove the index's generations but `keep` (all when None)."""

@@ -10,8 +10,10 @@ drops the rows, in one SQLite transaction. A process killed anywhere in
 between leaves the rows in the queue, and writing them again is harmless
 (each row says "index this item as it is now"), so nothing is lost.
 
-One writer per index at a time, across processes: a file lock
-(`<data>/search/<name>.lock`, released by the system if its holder dies).
+One writer per index at a time, across processes: the engine's writer
+lock (the embedded engine's is a file lock, `<data>/search/<name>.lock`,
+released by the system if its holder dies; PostgreSQL's an advisory lock,
+across instances).
 The process that made a write catches up right after its commit (so it
 reads its own writes); a poller in every server process catches up within
 `POLL` seconds with writes whose process could not (killed, or the lock
@@ -27,11 +29,8 @@ generation).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,25 +91,6 @@ def queue_end(store: Store) -> int:
     return Queue(store, QUEUE).end()
 
 
-@contextlib.contextmanager
-def writer_lock(root: Path, name: str) -> Iterator[bool]:
-    """The index's writer lock if free (True), without waiting."""
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / f"{name}.lock", os.O_CREAT | os.O_RDWR, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
 class Follower:
     """Catches indexes up with the queue. `docs(index, item_ids)` answers,
     per item, the documents it has now (None: it is not in the index)."""
@@ -161,7 +141,7 @@ class Follower:
             rows = Queue(self.store, QUEUE).after(index["name"], applied, BATCH)
             if not rows:
                 return True
-            with writer_lock(self.root, index["name"]) as mine:
+            with self.engine.writer_lock(index["name"]) as mine:
                 if not mine:
                     return False  # another process writes this index: it loops until the queue is empty
                 if marks.live() != live or (marks.number("applied") or 0) != applied:

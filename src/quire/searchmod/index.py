@@ -20,8 +20,11 @@ when it matches most documents.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -127,10 +130,33 @@ class _Writer:
             self.writer.wait_merging_threads()
 
 
+@contextlib.contextmanager
+def file_lock(root: Path, name: str) -> Iterator[bool]:
+    """The index's writer lock if free (True), without waiting."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / f"{name}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 class TantivyEngine:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._readers: dict[tuple[str, int], _Reader] = {}
+
+    def writer_lock(self, name: str) -> AbstractContextManager[bool]:
+        """A file lock beside the index (the processes of one machine)."""
+        return file_lock(self.root, name)
 
     def path(self, name: str, generation: int) -> Path:
         return self.root / name / str(generation)

@@ -276,7 +276,7 @@ class PostgresEngine:
     @contextlib.contextmanager
     def writer_lock(self, name: str) -> Iterator[bool]:
         """The index's writer lock across every server instance, if it is
-        free (True), without waiting: what `follow.writer_lock` (a file
+        free (True), without waiting: what `index.file_lock` (a file
         lock, one machine) is to one server. A transaction advisory lock
         on a connection of its own, so a process that dies drops it."""
         with _answering(name), self.connect() as conn, conn.transaction():

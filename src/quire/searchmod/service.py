@@ -32,12 +32,13 @@ from quire.content.service import PUBLISHED, ContentService
 from quire.errors import BadRequest, NotFound, ValidationError
 from quire.events import Events
 from quire.searchmod.engine import Doc, Engine, Hit, Writer
-from quire.searchmod.follow import POLL, Follower, Marks, ensure_queue, push, queue_end, writer_lock
+from quire.searchmod.follow import POLL, Follower, Marks, ensure_queue, push, queue_end
 from quire.searchmod.highlight import Marker
 from quire.searchmod.index import TantivyEngine
+from quire.searchmod.pgengine import PostgresEngine
 from quire.searchmod.query import Query, parse
 from quire.searchmod.text import searchable
-from quire.store import Store
+from quire.store import PostgresStore, Store
 from quire.store import match as reference
 from quire.store.query import And, Cond, Node, parse_filter
 
@@ -66,7 +67,10 @@ class SearchService:
         self.models = models
         self.events = events
         self.root = root
-        self.engine: Engine = TantivyEngine(self.root)
+        # the store's own database when it is PostgreSQL: every instance
+        # searches the same index; else the embedded engine beside the data
+        self.engine: Engine = (PostgresEngine(store.open_stream_connection) if isinstance(store, PostgresStore)
+                               else TantivyEngine(self.root))
         self.indexes = store.collection(INDEXES)
         ensure_queue(store)
         self.follower = Follower(store, self.engine, self.root, self._all_definitions, self._docs)
@@ -203,7 +207,7 @@ class SearchService:
             self._definition(name)
             self.indexes.delete(name)
             Marks(self.store, name).forget()
-        with writer_lock(self.root, name):
+        with self.engine.writer_lock(name):
             self.engine.drop(name)
 
     # -- building and following -------------------------------------------
@@ -235,7 +239,7 @@ class SearchService:
         except BaseException:
             writer.abort()
             raise
-        with writer_lock(self.root, name):
+        with self.engine.writer_lock(name):
             async with self.store.atomic():
                 live = marks.live()
                 current = self.indexes.get(name)

@@ -127,7 +127,7 @@ class PostgresStore(Transactions):
         self.channel = "quire_" + format(zlib.crc32(self.schema.encode()), "08x")
         self._lock_key = zlib.crc32(self.schema.encode()) - 2**31
         self._setup()
-        self._streams = ConnectionPool(url, min_size=0, max_size=4, open=True, timeout=CONNECT_TIMEOUT,
+        self._streams = ConnectionPool(url, min_size=0, max_size=8, open=True, timeout=CONNECT_TIMEOUT,
                                        kwargs={"connect_timeout": CONNECT_TIMEOUT},
                                        configure=self._configure, name="quire-streams")
         self._listener = threading.Thread(target=self._listen, name="quire-pg-listen", daemon=True)
