@@ -4,14 +4,16 @@ independent MongoDB-semantics implementation) select the same documents."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quire.store import SqliteStore, parse_filter
+from quire.store import Store, parse_filter
 from quire.store import match as reference
+from tests.store.conftest import BACKENDS, any_store
 
 montydb = pytest.importorskip("montydb")
 MontyFailure = pytest.importorskip("montydb.errors").OperationFailure
@@ -136,9 +138,11 @@ def _has_fraction(value: Any) -> bool:
     return False
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
-    return SqliteStore(tmp_path_factory.mktemp("sem") / "store.db")
+@pytest.fixture(scope="module", params=BACKENDS)
+def store(request: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    opened = any_store(request, tmp_path_factory.mktemp("sem"))
+    yield opened
+    opened.close()
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +156,7 @@ counter = iter(range(10**9))
 @settings(max_examples=int(__import__("os").environ.get("QUIRE_PROPERTY_EXAMPLES", "800")), deadline=None, suppress_health_check=list(HealthCheck))
 @given(docs=st.lists(documents, min_size=1, max_size=6), spec=filters())
 def test_sql_reference_and_montydb_select_the_same_documents(
-    store: SqliteStore, monty: Any, docs: list[dict[str, Any]], spec: dict[str, Any]
+    store: Store, monty: Any, docs: list[dict[str, Any]], spec: dict[str, Any]
 ) -> None:
     name = f"c{next(counter)}"
     coll = store.collection(name)

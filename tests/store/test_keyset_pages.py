@@ -5,6 +5,7 @@ fields (compared as SQL values) and the others (MongoDB sort keys) alike."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from quire.errors import BadRequest
-from quire.store import SqliteStore, parse_filter
+from quire.store import Store, parse_filter
 from quire.store.sqlite import Position
+from tests.store.conftest import BACKENDS, any_store
 
 KEYS = ["a", "b", "c"]
 scalars = st.one_of(
@@ -53,15 +55,17 @@ def _walk(coll: Any, node: Any, sort: list[Any], size: int) -> list[bytes]:
     return seen
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
-    return SqliteStore(tmp_path_factory.mktemp("keyset") / "store.db")
+@pytest.fixture(scope="module", params=BACKENDS)
+def store(request: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    opened = any_store(request, tmp_path_factory.mktemp("keyset"))
+    yield opened
+    opened.close()
 
 
 counter = iter(range(10**9))
 
 
-def _check(store: SqliteStore, docs: list[dict[str, Any]], sort: list[Any], size: int,
+def _check(store: Store, docs: list[dict[str, Any]], sort: list[Any], size: int,
            hints: dict[str, str] | None, spec: dict[str, Any]) -> None:
     name = f"c{next(counter)}"
     try:
@@ -77,7 +81,7 @@ def _check(store: SqliteStore, docs: list[dict[str, Any]], sort: list[Any], size
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(docs=st.lists(documents, max_size=9), sort=sorts, size=st.integers(1, 4))
-def test_pages_walked_by_position_are_the_whole_sorted_list(store: SqliteStore, docs: Any, sort: Any, size: int) -> None:
+def test_pages_walked_by_position_are_the_whole_sorted_list(store: Store, docs: Any, sort: Any, size: int) -> None:
     _check(store, docs, sort, size, None, {})
 
 
@@ -86,13 +90,13 @@ def test_pages_walked_by_position_are_the_whole_sorted_list(store: SqliteStore, 
        sort=st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from([1, -1])), max_size=3,
                      unique_by=lambda t: t[0]),
        size=st.integers(1, 4), hinted=st.booleans())
-def test_pages_on_hinted_fields_are_the_whole_sorted_list(store: SqliteStore, docs: Any, sort: Any, size: int, hinted: bool) -> None:
+def test_pages_on_hinted_fields_are_the_whole_sorted_list(store: Store, docs: Any, sort: Any, size: int, hinted: bool) -> None:
     _check(store, docs, sort, size, HINTS if hinted else None, {})
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(docs=st.lists(hinted_documents, max_size=9), size=st.integers(1, 3))
-def test_pages_of_a_filtered_list_keep_the_filter(store: SqliteStore, docs: Any, size: int) -> None:
+def test_pages_of_a_filtered_list_keep_the_filter(store: Store, docs: Any, size: int) -> None:
     _check(store, docs, [("a", -1)], size, HINTS, {"c": {"$ne": True}})
 
 
@@ -101,7 +105,7 @@ def test_pages_of_a_filtered_list_keep_the_filter(store: SqliteStore, docs: Any,
        sort=st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from([1, -1])), max_size=2,
                      unique_by=lambda t: t[0]),
        start=st.integers(0, 8), skip=st.integers(0, 5), size=st.integers(1, 3))
-def test_skip_after_a_position_counts_off_from_there(store: SqliteStore, docs: Any, sort: Any, start: int,
+def test_skip_after_a_position_counts_off_from_there(store: Store, docs: Any, sort: Any, start: int,
                                                      skip: int, size: int) -> None:
     """What deep `skip` pages are read with: rows counted off after a
     position, across the ranges of a descending sort with nulls too."""
@@ -122,7 +126,7 @@ def test_skip_after_a_position_counts_off_from_there(store: SqliteStore, docs: A
         store.drop_collection(name)
 
 
-def test_a_position_of_another_sort_is_refused(store: SqliteStore) -> None:
+def test_a_position_of_another_sort_is_refused(store: Store) -> None:
     coll = store.collection("refused", HINTS)
     for n in range(3):
         coll.insert({"a": n})
@@ -136,7 +140,7 @@ def test_a_position_of_another_sort_is_refused(store: SqliteStore) -> None:
         coll.find_page(None, [(("a",), 1)], 1, Position((True,), 1))
 
 
-def test_the_last_page_has_no_position(store: SqliteStore) -> None:
+def test_the_last_page_has_no_position(store: Store) -> None:
     coll = store.collection("last")
     for n in range(4):
         coll.insert({"a": n})
@@ -146,7 +150,7 @@ def test_the_last_page_has_no_position(store: SqliteStore) -> None:
     assert len(rows) == 2 and position is None
 
 
-def test_a_made_up_position_sqlite_cannot_take_is_refused_not_an_error(store: SqliteStore) -> None:
+def test_a_made_up_position_sqlite_cannot_take_is_refused_not_an_error(store: Store) -> None:
     coll = store.collection("made_up", HINTS)
     coll.insert({"a": 1, "b": "x"})
     for keys, rowid in [((1,), 2**64), ((2**70,), 1), (("\ud800",), 1)]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -15,11 +16,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from quire.errors import BadRequest
-from quire.store import SqliteStore
+from quire.store import Store
 from quire.store.pipeline import aggregate, split
 from quire.store.query import Cond
 from quire.store.stages import Lookup, parse_pipeline
 from quire.store.values import SortKey
+from tests.store.conftest import BACKENDS, any_store
 
 mongomock = pytest.importorskip("mongomock")
 
@@ -231,7 +233,7 @@ def mongomock_deviates(pipeline: list[dict[str, Any]], docs: list[Any]) -> bool:
     return False
 
 
-def empty_group(store: SqliteStore, name: str, names: dict[str, str], pipeline: list[Any]) -> bool:
+def empty_group(store: Store, name: str, names: dict[str, str], pipeline: list[Any]) -> bool:
     """mongomock answers `$group` and `$count` over no documents with one
     document (`{"_id": null}`, `{"n": 0}`); MongoDB answers none."""
     for i, stage in enumerate(pipeline):
@@ -240,22 +242,24 @@ def empty_group(store: SqliteStore, name: str, names: dict[str, str], pipeline: 
     return False
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> SqliteStore:
-    return SqliteStore(tmp_path_factory.mktemp("agg") / "store.db")
+@pytest.fixture(scope="module", params=BACKENDS)
+def store(request: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    opened = any_store(request, tmp_path_factory.mktemp("agg"))
+    yield opened
+    opened.close()
 
 
 counter = iter(range(10**9))
 
 
-def fetcher(store: SqliteStore, names: dict[str, str]) -> Any:
+def fetcher(store: Store, names: dict[str, str]) -> Any:
     def fetch(stage: Lookup, keys: list[Any]) -> list[dict[str, Any]]:
         return store.collection(names.get(stage.source, "nothing")).find(Cond(stage.foreign, "in", keys))
 
     return fetch
 
 
-def run_quire(store: SqliteStore, name: str, names: dict[str, str], pipeline: list[Any], in_sql: bool) -> Any:
+def run_quire(store: Store, name: str, names: dict[str, str], pipeline: list[Any], in_sql: bool) -> Any:
     try:
         stages = parse_pipeline(pipeline)
         return list(aggregate(store.collection(name), stages, fetcher(store, names), push=in_sql))
@@ -270,7 +274,7 @@ def run_quire(store: SqliteStore, name: str, names: dict[str, str], pipeline: li
     raw=st.lists(stages, min_size=1, max_size=4),
 )
 def test_pipelines_answer_what_mongomock_answers(
-    store: SqliteStore, docs: list[dict[str, Any]], others: list[dict[str, Any]], raw: list[dict[str, Any]]
+    store: Store, docs: list[dict[str, Any]], others: list[dict[str, Any]], raw: list[dict[str, Any]]
 ) -> None:
     pipeline, ordered = settle(raw)
     n = next(counter)
@@ -376,7 +380,7 @@ def expression_deviates(error: str) -> bool:
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(docs=st.lists(full_documents, min_size=1, max_size=4), expr=top_expressions(),
        stage=st.sampled_from(["$addFields", "$project"]))
-def test_expressions_evaluate_as_in_mongomock(store: SqliteStore, docs: list[dict[str, Any]], expr: Any,
+def test_expressions_evaluate_as_in_mongomock(store: Store, docs: list[dict[str, Any]], expr: Any,
                                               stage: str) -> None:
     if isinstance(expr, int | float):
         stage = "$addFields"  # in $project a bare number is an inclusion flag
@@ -458,7 +462,7 @@ hostile_stages = st.one_of(
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(docs=st.lists(documents, max_size=4), pipeline=st.lists(hostile_stages, max_size=4))
-def test_any_pipeline_answers_or_is_a_400(store: SqliteStore, docs: list[dict[str, Any]], pipeline: Any) -> None:
+def test_any_pipeline_answers_or_is_a_400(store: Store, docs: list[dict[str, Any]], pipeline: Any) -> None:
     name = f"h{next(counter)}"
     coll = store.collection(name)
     for i, d in enumerate(docs):

@@ -193,6 +193,18 @@ def sort_exprs(sort: list[tuple[Path, int]], hints: Hints) -> list[tuple[str, bo
     return out
 
 
+def key_fits(key: Any, hint: str) -> bool:
+    """Whether a position's key can be compared with a hinted field's
+    values (a made-up cursor may hold any JSON value)."""
+    if key is None:
+        return hint != "id"
+    if hint in ("text", "id"):
+        return isinstance(key, str) and not values.bad_text(key)
+    if hint == "bool":
+        return isinstance(key, bool)
+    return _bindable(key) and not isinstance(key, bool | str) and key is not None
+
+
 def order_by(terms: list[tuple[str, bool]]) -> str:
     """Hinted values order as SQLite orders them: NULL (missing or null)
     first ascending, last descending; ties by insertion, in the direction of

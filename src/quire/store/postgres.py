@@ -50,6 +50,7 @@ from quire.store.pgcompile import (
     Compiled,
     after_clause,
     compile_filter,
+    key_fits,
     order_by,
     sort_exprs,
     typed_expr,
@@ -89,14 +90,6 @@ def _number(value: Any) -> Any:
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     return value
-
-
-def _key_ok(key: Any) -> bool:
-    if isinstance(key, str):
-        return not any(0xD800 <= ord(c) <= 0xDFFF or c == "\x00" for c in key)
-    if isinstance(key, bool) or key is None or isinstance(key, float):
-        return True
-    return isinstance(key, int) and -(2**63) <= key < 2**63
 
 
 class PostgresStore(Transactions):
@@ -244,10 +237,11 @@ class PostgresStore(Transactions):
                 writer.execute(f"SET LOCAL lock_timeout = {max(int(wait * 1000), 1)}")
                 try:
                     writer.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, self._lock_key))
-                    got = True
                 except psycopg.errors.LockNotAvailable:
-                    got = False
+                    writer.execute("ROLLBACK")
+                    return False
                 writer.execute("SET LOCAL lock_timeout = 0")
+                got = True
         except psycopg.OperationalError as exc:
             self._discard(writer)
             raise self._down(exc) from None
@@ -534,7 +528,7 @@ class PgCollection:
         parsed, compiled = self._where(node)
         terms = sort_exprs(sort or [], self.hints)
         if after is not None:
-            self._check_position(after, terms, len(sort or []))
+            self._check_position(after, sort or [], terms is not None)
         if terms is not None:
             columns = ", ".join(["body", *(e for e, _ in terms), "seq"])
             where, params = compiled.sql, list(compiled.params)
@@ -570,12 +564,11 @@ class PgCollection:
         row, keys = keyed[limit - 1]
         return docs, Position(tuple(keys), row[0])
 
-    @staticmethod
-    def _check_position(position: Position, terms: list[tuple[str, bool]] | None, n: int) -> None:
-        ok = len(position.keys) == n and isinstance(position.rowid, int) and not isinstance(position.rowid, bool) \
-            and -(2**63) <= position.rowid < 2**63
-        if ok and terms is not None:
-            ok = all(_key_ok(k) and not isinstance(k, bytes) for k in position.keys)
+    def _check_position(self, position: Position, sort: list[tuple[Path, int]], in_sql: bool) -> None:
+        ok = len(position.keys) == len(sort) and isinstance(position.rowid, int) \
+            and not isinstance(position.rowid, bool) and -(2**63) <= position.rowid < 2**63
+        if ok and in_sql:
+            ok = all(key_fits(k, self.hints[p[0]]) for k, (p, _) in zip(position.keys, sort, strict=True))
         elif ok:
             ok = all(isinstance(k, bytes) for k in position.keys)
         if not ok:
