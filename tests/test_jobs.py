@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 from quire.app import build_app
 from quire.config import JobsSettings, load_settings
 from quire.jobs import DONE, FAILED, JOBS, LOST, PENDING, RUNNING, GiveUp, Job, Jobs
-from quire.store import SqliteStore
+from quire.store import PostgresStore, SqliteStore, Store
 from tests.conftest import Api
 from tests.inbox.conftest import make_form, submit
 
@@ -48,10 +48,15 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "quire.db"
 
 
-@pytest.fixture
-def stores(db: Path) -> Iterator[list[SqliteStore]]:
-    """Two store objects on one database, as two processes have."""
-    opened = [SqliteStore(db), SqliteStore(db)]
+@pytest.fixture(params=["sqlite", "postgresql"])
+def stores(request: pytest.FixtureRequest, db: Path) -> Iterator[list[Store]]:
+    """Two store objects on one database, as two processes (or instances) have."""
+    opened: list[Store]
+    if request.param == "postgresql":
+        url = request.getfixturevalue("pg_url")
+        opened = [PostgresStore(url), PostgresStore(url)]
+    else:
+        opened = [SqliteStore(db), SqliteStore(db)]
     yield opened
     for store in opened:
         store.close()
@@ -99,7 +104,7 @@ def enqueue(jobs: Jobs, n: str, **kw: Any) -> dict[str, Any]:
         return jobs.enqueue("test", {"n": n}, **kw)
 
 
-def test_a_job_commits_with_the_transaction_that_enqueued_it(stores: list[SqliteStore], clock: Clock) -> None:
+def test_a_job_commits_with_the_transaction_that_enqueued_it(stores: list[Store], clock: Clock) -> None:
     jobs = runner(stores[0], clock)
     with pytest.raises(RuntimeError), stores[0].transaction():
         stores[0].collection("things").insert({"_id": "a"})
@@ -112,7 +117,7 @@ def test_a_job_commits_with_the_transaction_that_enqueued_it(stores: list[Sqlite
     assert stored(stores[1], doc["_id"])["state"] == PENDING
 
 
-def test_due_jobs_are_claimed_in_run_at_order_and_future_ones_wait(stores: list[SqliteStore], clock: Clock) -> None:
+def test_due_jobs_are_claimed_in_run_at_order_and_future_ones_wait(stores: list[Store], clock: Clock) -> None:
     jobs = runner(stores[0], clock)
     enqueue(jobs, "later", run_at=T0 + 100)
     enqueue(jobs, "second", run_at=T0 - 5)
@@ -126,7 +131,7 @@ def test_due_jobs_are_claimed_in_run_at_order_and_future_ones_wait(stores: list[
 
 
 def test_a_claim_holds_the_job_against_other_runners_until_its_lease_ends(
-        stores: list[SqliteStore], clock: Clock) -> None:
+        stores: list[Store], clock: Clock) -> None:
     first, second = runner(stores[0], clock), runner(stores[1], clock)
     doc = enqueue(first, "one")
     job = first.claim(stores[0])
@@ -140,7 +145,7 @@ def test_a_claim_holds_the_job_against_other_runners_until_its_lease_ends(
 
 
 def test_a_lease_that_ends_is_taken_over_and_only_the_new_holder_records_done(
-        stores: list[SqliteStore], clock: Clock) -> None:
+        stores: list[Store], clock: Clock) -> None:
     handler = Recorder()
     first, second = runner(stores[0], clock, handler), runner(stores[1], clock, handler)
     doc = enqueue(first, "one")
@@ -162,7 +167,7 @@ def test_a_lease_that_ends_is_taken_over_and_only_the_new_holder_records_done(
 
 
 def test_a_holder_whose_lease_ended_unclaimed_still_records_its_outcome(
-        stores: list[SqliteStore], clock: Clock) -> None:
+        stores: list[Store], clock: Clock) -> None:
     jobs = runner(stores[0], clock)
     doc = enqueue(jobs, "slow")
     job = jobs.claim(stores[0])
@@ -174,7 +179,7 @@ def test_a_holder_whose_lease_ended_unclaimed_still_records_its_outcome(
 
 
 def test_a_failure_is_retried_after_a_doubling_delay_then_fails_for_good(
-        stores: list[SqliteStore], clock: Clock) -> None:
+        stores: list[Store], clock: Clock) -> None:
     handler = Recorder()
     finished: list[tuple[str, str]] = []
     jobs = runner(stores[0], clock, handler, max_attempts=3,
@@ -206,7 +211,7 @@ def test_a_failure_is_retried_after_a_doubling_delay_then_fails_for_good(
     assert len(handler.runs) == 3
 
 
-def test_give_up_fails_the_job_without_retrying(stores: list[SqliteStore], clock: Clock) -> None:
+def test_give_up_fails_the_job_without_retrying(stores: list[Store], clock: Clock) -> None:
     handler = Recorder()
     handler.fail = GiveUp("the address is refused for good")
     jobs = runner(stores[0], clock, handler, max_attempts=5)
@@ -216,7 +221,7 @@ def test_give_up_fails_the_job_without_retrying(stores: list[SqliteStore], clock
     assert stored(stores[0], doc["_id"])["last_error"] == "GiveUp: the address is refused for good"
 
 
-def test_a_lease_that_ends_on_the_last_attempt_fails_the_job(stores: list[SqliteStore], clock: Clock) -> None:
+def test_a_lease_that_ends_on_the_last_attempt_fails_the_job(stores: list[Store], clock: Clock) -> None:
     """A job whose runs kill their runner (a poison job) is not run forever."""
     finished: list[str] = []
     first = runner(stores[0], clock, max_attempts=1)
@@ -230,7 +235,7 @@ def test_a_lease_that_ends_on_the_last_attempt_fails_the_job(stores: list[Sqlite
     assert finished == [FAILED]
 
 
-def test_a_key_makes_the_enqueue_idempotent(stores: list[SqliteStore], clock: Clock) -> None:
+def test_a_key_makes_the_enqueue_idempotent(stores: list[Store], clock: Clock) -> None:
     jobs = runner(stores[0], clock)
     first = enqueue(jobs, "a", key="item-1:publish")
     again = enqueue(jobs, "b", key="item-1:publish")
@@ -244,7 +249,7 @@ def test_a_key_makes_the_enqueue_idempotent(stores: list[SqliteStore], clock: Cl
     assert enqueue(jobs, "d", key="item-1:publish")["state"] == DONE  # kept: still not enqueued again
 
 
-def test_only_kinds_with_a_handler_here_are_claimed(stores: list[SqliteStore], clock: Clock) -> None:
+def test_only_kinds_with_a_handler_here_are_claimed(stores: list[Store], clock: Clock) -> None:
     jobs = runner(stores[0], clock)
     with stores[0].transaction():
         jobs.enqueue("webhook", {"n": "for another module"})
@@ -252,7 +257,7 @@ def test_only_kinds_with_a_handler_here_are_claimed(stores: list[SqliteStore], c
     assert jobs.next_wait(stores[0]) == 10
 
 
-def test_finished_jobs_are_pruned_after_their_keep_time(stores: list[SqliteStore], clock: Clock) -> None:
+def test_finished_jobs_are_pruned_after_their_keep_time(stores: list[Store], clock: Clock) -> None:
     handler = Recorder()
     jobs = runner(stores[0], clock, handler, max_attempts=1,
                   settings={"keep_done_seconds": 100, "keep_failed_seconds": 1000})
@@ -277,7 +282,7 @@ def test_finished_jobs_are_pruned_after_their_keep_time(stores: list[SqliteStore
     assert {doc["_id"] for doc in stores[0].collection(JOBS).find()} == {waiting["_id"]}
 
 
-def test_bad_kinds_payloads_keys_and_late_handlers_are_refused(stores: list[SqliteStore], clock: Clock) -> None:
+def test_bad_kinds_payloads_keys_and_late_handlers_are_refused(stores: list[Store], clock: Clock) -> None:
     jobs = runner(stores[0], clock)
     for kind in ("", "Email", "a:b", "x" * 65, "has space"):
         with pytest.raises(ValueError):
@@ -304,7 +309,7 @@ def wait_for(check: Any, timeout: float = 20.0) -> Any:
     return result
 
 
-def test_two_runner_threads_on_one_database_run_each_job_once(stores: list[SqliteStore]) -> None:
+def test_two_runner_threads_on_one_database_run_each_job_once(stores: list[Store]) -> None:
     handler = Recorder()
     prepared: list[SqliteStore] = []
     runners = []
