@@ -25,6 +25,7 @@ from typing import Any
 
 from quire.config import SmtpSettings
 from quire.emails import normal_email
+from quire.files import Files
 from quire.ids import new_id
 from quire.store import SqliteStore, Store
 
@@ -34,7 +35,7 @@ IDLE_WAIT = 30.0  # seconds between looks at the outbox when nothing is due
 
 
 def compose(form: dict[str, Any], record: dict[str, Any], subject: str | None,
-            uploads: Path, max_attach: int, cleanup: bool) -> dict[str, Any]:
+            uploads: Files, max_attach: int, cleanup: bool) -> dict[str, Any]:
     """The outbox document for a submission: addresses, subject, text and
     HTML bodies, and the attachments to add when sending."""
     title = _one_line(subject) or f"New submission: {form['name']}"
@@ -88,7 +89,7 @@ class Mailer:
     """Sends the outbox. `wake()` after a commit that queued mail; the
     thread starts on first use and stops with `close()`."""
 
-    def __init__(self, settings: SmtpSettings, db_path: Path, uploads: Path) -> None:
+    def __init__(self, settings: SmtpSettings, db_path: Path, uploads: Files) -> None:
         self.settings = settings
         self.db_path = db_path
         self.uploads = uploads
@@ -191,8 +192,7 @@ class Mailer:
     def _cleanup(self, message: dict[str, Any]) -> None:
         """Attachments of a form that does not store submissions live only
         until their e-mail is sent (or given up)."""
-        for relative in message.get("cleanup") or []:
-            (self.uploads / relative).unlink(missing_ok=True)
+        self.uploads.delete_many(message.get("cleanup") or [])
 
     def build(self, message: dict[str, Any]) -> EmailMessage:
         mail = EmailMessage()
@@ -207,11 +207,12 @@ class Mailer:
         mail.set_content(message["text"])
         mail.add_alternative(message["html"], subtype="html")
         for item in message["attachments"]:
-            path = self.uploads / item["file"]
-            if path.is_file():  # the submission may have been deleted since
-                maintype, _, subtype = item["mime"].partition("/")
-                mail.add_attachment(path.read_bytes(), maintype=maintype, subtype=subtype or "octet-stream",
-                                    filename=item["name"])
+            try:
+                data = self.uploads.read(item["file"])
+            except FileNotFoundError:  # the submission may have been deleted since
+                continue
+            maintype, _, subtype = item["mime"].partition("/")
+            mail.add_attachment(data, maintype=maintype, subtype=subtype or "octet-stream", filename=item["name"])
         return mail
 
     def _send(self, message: dict[str, Any]) -> None:
