@@ -264,14 +264,23 @@ class LocalFiles(Files):
         target = self.path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         lock_file = target.with_name(f".{target.name}.lock")
-        with open(lock_file, "a+b") as handle:
+        while True:
+            handle = open(lock_file, "a+b")  # noqa: SIM115 - closed below, after the unlink
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-        with contextlib.suppress(OSError):
-            lock_file.unlink()
+                # the holder before us may have removed the file after we opened it:
+                # a lock on that old file excludes no one who opens the name now
+                if os.fstat(handle.fileno()).st_ino == os.stat(lock_file).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            handle.close()
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                lock_file.unlink()  # while still held, so no one locks the removed file unknowingly
+            handle.close()
 
 
 class S3Files(Files):
@@ -285,9 +294,13 @@ class S3Files(Files):
         self.bucket = bucket
         self.prefix = prefix  # "" or ends with "/"
         self._locks = locks or _KeyLocks()
+        # False once the service answered that it has no conditional writes (Backblaze B2)
+        self.conditional = [True]  # a list: shared with the objects `under` makes
 
     def under(self, prefix: str) -> S3Files:
-        return S3Files(self.client, self.bucket, f"{self.prefix}{check_key(prefix)}/", self._locks)
+        made = S3Files(self.client, self.bucket, f"{self.prefix}{check_key(prefix)}/", self._locks)
+        made.conditional = self.conditional
+        return made
 
     def _key(self, key: str) -> str:
         return self.prefix + check_key(key)
@@ -325,6 +338,8 @@ class S3Files(Files):
         from botocore.exceptions import ClientError
 
         name = self._key(key)
+        if not self.conditional[0]:
+            return self._put_if_absent(key, data)
         with self._answering("write", key):
             for attempt in range(5):
                 try:
@@ -335,11 +350,24 @@ class S3Files(Files):
                     code = _code(exc)
                     if code in ("PreconditionFailed", "412"):
                         return False
+                    if code in ("NotImplemented", "501"):
+                        log.warning("files: bucket %s has no conditional writes (If-None-Match); generated images "
+                                    "are looked for before they are written instead", self.bucket)
+                        self.conditional[0] = False
+                        return self._put_if_absent(key, data)
                     # 409: another conditional write of the key is in flight; once it ends, ours fails or wins
                     if code not in ("ConditionalRequestConflict", "409") or attempt == 4:
                         raise
                     time.sleep(0.05 * 2**attempt)
         return False  # not reached: the last attempt returns or raises
+
+    def _put_if_absent(self, key: str, data: bytes) -> bool:
+        """put_new without the service's help: another instance may write
+        between the look and the write (the later write then wins)."""
+        if self.exists(key):
+            return False
+        self.put(key, data)
+        return True
 
     def read(self, key: str) -> bytes:
         return b"".join(self.chunks(key))
