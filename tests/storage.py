@@ -40,18 +40,19 @@ class S3Server:
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
-
-    def client(self) -> Any:
         import boto3
 
-        return boto3.session.Session().client("s3", endpoint_url=self.endpoint, region_name=REGION,
-                                               aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+        self._session = boto3.session.Session()  # loads the API's models once, not per client
+        self._admin = self.client()
+
+    def client(self) -> Any:
+        """A client of the test's own (close it)."""
+        return self._session.client("s3", endpoint_url=self.endpoint, region_name=REGION,
+                                    aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
 
     def new_bucket(self) -> str:
         name = f"quire-test-{uuid.uuid4().hex[:16]}"
-        client = self.client()
-        client.create_bucket(Bucket=name)
-        client.close()
+        self._admin.create_bucket(Bucket=name)
         return name
 
     def env(self, bucket: str, prefix: str = "site") -> dict[str, str]:
@@ -61,6 +62,7 @@ class S3Server:
                 "QUIRE_ASSETS_S3_SECRET_KEY": SECRET_KEY}
 
     def stop(self) -> None:
+        self._admin.close()
         self._server.stop()
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import io
 import logging
 import mimetypes
@@ -149,6 +150,7 @@ class LocalFiles(Files):
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._real_root: Path | None = None  # resolved once it exists (it may be made after us)
 
     def under(self, prefix: str) -> LocalFiles:
         return LocalFiles(self.root / check_key(prefix))
@@ -156,7 +158,12 @@ class LocalFiles(Files):
     def path(self, key: str) -> Path:
         """The file of `key`; never outside the root (symbolic links too)."""
         target = (self.root / check_key(key)).resolve()
-        if not target.is_relative_to(self.root.resolve()):
+        real_root = self._real_root
+        if real_root is None:
+            real_root = self.root.resolve()
+            if self.root.exists():
+                self._real_root = real_root
+        if not target.is_relative_to(real_root):
             raise BadKey(f"not a file key: {key!r}")
         return target
 
@@ -484,6 +491,30 @@ class _Counting:
         return piece
 
 
+_SESSION_LOCK = threading.Lock()
+
+
+@functools.cache
+def _shared_session() -> Any:
+    import boto3
+
+    return boto3.session.Session()
+
+
+def discard(files: Files, keys: Iterable[str]) -> None:
+    """Delete `keys` as a cleanup (after a commit, or after another error):
+    a storage that fails now leaves the files behind and says so in the
+    log, instead of turning a finished request into an error."""
+    keys = list(keys)
+    if not keys:
+        return
+    try:
+        files.delete_many(keys)
+    except (StorageUnavailable, OSError) as exc:
+        log.warning("files: %d file(s) could not be removed and are left behind (%s), first %s",
+                    len(keys), type(exc).__name__, keys[0])
+
+
 def _mime(key: str) -> str:
     return mimetypes.guess_type(key)[0] or "application/octet-stream"
 
@@ -516,7 +547,11 @@ def open_files(settings: AssetSettings, data_dir: Path) -> Files:
     if settings.s3_access_key:
         credentials = {"aws_access_key_id": settings.s3_access_key,
                        "aws_secret_access_key": settings.s3_secret_key}
-    client = boto3.session.Session().client("s3", endpoint_url=settings.s3_endpoint or None, region_name=region,
-                                             config=config, **credentials)
+    # a session loads the API's models (half a second); one with keys of its own can be shared.
+    # Without keys, a new session finds the current environment's (or role's) credentials.
+    with _SESSION_LOCK:  # sessions are not safe to share between threads while making clients
+        session = _shared_session() if credentials else boto3.session.Session()
+        client = session.client("s3", endpoint_url=settings.s3_endpoint or None, region_name=region, config=config,
+                                **credentials)
     log.info("files: in bucket %s%s", bucket, f" under {prefix}" if prefix else "")
     return S3Files(client, bucket, prefix)

@@ -187,7 +187,8 @@ def test_deleting_an_asset_removes_its_objects(make_app: Any) -> None:
     assert [key.split("/")[0] for key in stored_keys(assets.thumbs)] == [keep["_id"]]
 
 
-def test_a_bucket_that_is_gone_answers_503_with_retry_after(make_app: Any, s3_server: Any, s3_bucket: str) -> None:
+def test_a_bucket_that_is_gone_answers_503_with_retry_after(make_app: Any, s3_server: Any, s3_bucket: str,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
     app = make_app()
     admin = admin_of(app)
     asset = upload_one(admin, "red.png", solid(8, 8))
@@ -202,3 +203,7 @@ def test_a_bucket_that_is_gone_answers_503_with_retry_after(make_app: Any, s3_se
         assert answer.status_code == 503, answer.text
         assert answer.headers["retry-after"] == "5"
         assert answer.json() == {"error": "The file storage is not available; try again shortly"}
+    # a delete is committed before its files go: it answers 200, and the log says what was left
+    assert admin.delete(f"/api/assets/{asset['_id']}").status_code == 200
+    assert "could not be removed" in caplog.text
+    assert admin.get(f"/api/assets/{asset['_id']}").status_code == 404

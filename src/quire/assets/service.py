@@ -44,7 +44,7 @@ from quire.errors import (
     ValidationError,
 )
 from quire.events import Events, Reject
-from quire.files import BadKey, Files, LocalFiles, check_key
+from quire.files import BadKey, Files, LocalFiles, StorageUnavailable, check_key, discard
 from quire.ids import is_id, new_id
 from quire.numbers import parse_int
 from quire.ratelimit import RateLimiter
@@ -269,7 +269,7 @@ class AssetService:
                     self.assets.insert(doc)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await self.blocking(self.uploads.delete_many, [self.key_of(path) for path in written])
+                await self.blocking(discard, self.uploads, [self.key_of(path) for path in written])
             raise
         return [doc for doc, _ in prepared]
 
@@ -354,11 +354,9 @@ class AssetService:
                 self.assets.replace(updated)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await self.blocking(self.uploads.delete, self.key_of(fresh["path"]))
+                await self.blocking(discard, self.uploads, [self.key_of(fresh["path"])])
             raise
-        if current["path"] != updated["path"]:
-            await self.blocking(self.uploads.delete, self.key_of(current["path"]))
-        await anyio.to_thread.run_sync(self._remove_generated, asset_id)
+        await self._remove_files(current["path"] if current["path"] != updated["path"] else None, asset_id)
         return updated
 
     # -- editing ------------------------------------------------------------
@@ -423,8 +421,19 @@ class AssetService:
             except Reject as exc:
                 raise BadRequest(exc.message) from None
         # after the commit: a failed delete must not lose the file
-        await self.blocking(self.uploads.delete, self.key_of(doc["path"]))
-        await anyio.to_thread.run_sync(self._remove_generated, doc["_id"])
+        await self._remove_files(doc["path"], doc["_id"])
+
+    async def _remove_files(self, path: str | None, asset_id: str) -> None:
+        """Remove an asset's file (when `path` is given) and its generated
+        images, after the commit. The change is made by then: storage that
+        fails now leaves files no record names, which is logged, not
+        answered as an error."""
+        try:
+            if path is not None:
+                await self.blocking(self.uploads.delete, self.key_of(path))
+            await anyio.to_thread.run_sync(self._remove_generated, asset_id)
+        except StorageUnavailable:
+            log.warning("asset %s: its files could not be removed; they are left in the storage", asset_id)
 
     def _remove_generated(self, asset_id: str) -> None:
         size = self.thumbs.delete_prefix(check_key(asset_id))

@@ -25,7 +25,7 @@ from typing import Any
 
 from quire.config import SmtpSettings
 from quire.emails import normal_email
-from quire.files import Files
+from quire.files import Files, discard
 from quire.ids import new_id
 from quire.store import SqliteStore, Store
 
@@ -192,7 +192,7 @@ class Mailer:
     def _cleanup(self, message: dict[str, Any]) -> None:
         """Attachments of a form that does not store submissions live only
         until their e-mail is sent (or given up)."""
-        self.uploads.delete_many(message.get("cleanup") or [])
+        discard(self.uploads, message.get("cleanup") or [])
 
     def build(self, message: dict[str, Any]) -> EmailMessage:
         mail = EmailMessage()

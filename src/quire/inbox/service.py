@@ -28,7 +28,7 @@ from quire.assets.service import safe_name
 from quire.config import AssetSettings, InboxSettings
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
 from quire.events import Events, Reject
-from quire.files import Files
+from quire.files import Files, discard
 from quire.ids import new_id
 from quire.inbox import language
 from quire.inbox.forms import FIELD_NAME
@@ -110,12 +110,12 @@ class SubmitService:
             record = await self._save(form, record, sent.subject)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await self._blocking(self.uploads.delete_many, written)
+                await self._blocking(discard, self.uploads, written)
             raise
         await self.events.emit_after("inbox.submit.after", form=form, record=record)
         if form["store"] is False and not (self.mailer.enabled and form["emails"]):
             # nothing keeps them: not the record, not an e-mail
-            await self._blocking(self.uploads.delete_many, written)
+            await self._blocking(discard, self.uploads, written)
         return Outcome(record, redirect)
 
     async def _blocking(self, fn: Any, *args: Any) -> Any:

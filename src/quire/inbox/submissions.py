@@ -19,7 +19,7 @@ from quire.auth.service import Identity
 from quire.cache import Cache
 from quire.errors import BadRequest, NotFound, PreconditionFailed
 from quire.events import Events, refusals_as_412
-from quire.files import FileInfo, Files
+from quire.files import FileInfo, Files, discard
 from quire.ids import is_id
 from quire.inbox.forms import MANAGE, FormService
 from quire.inbox.reads import ReadState
@@ -143,7 +143,7 @@ class SubmissionService:
             self.submissions.delete(record["_id"])
         self.reads.removed([r["_id"] for r in records])
         files = [a["file"] for r in records for items in r.get("attachments", {}).values() for a in items]
-        self.store.after_commit(lambda: anyio.to_thread.run_sync(self.uploads.delete_many, files))
+        self.store.after_commit(lambda: anyio.to_thread.run_sync(discard, self.uploads, files))
 
     async def delete_form(self, form_id: str, identity: Identity) -> None:
         """A form goes with its submissions and their files."""
