@@ -240,3 +240,18 @@ def test_a_service_without_conditional_writes_still_keeps_the_first_file(s3_serv
     assert thumbs.read("a/x.png") == b"first"
     assert "no conditional writes" in caplog.text
     files.close()
+
+
+def test_open_answers_the_size_and_the_bytes(files: Files) -> None:
+    data = bytes(range(256)) * 600
+    files.put("uploads/o.bin", data)
+    opened = files.open("uploads/o.bin")
+    assert opened is not None
+    info, pieces = opened
+    assert (info.key, info.size) == ("uploads/o.bin", len(data))
+    assert b"".join(pieces) == data
+    again = files.open("uploads/o.bin")
+    assert again is not None
+    assert next(again[1]) == data[:64 * 1024]
+    again[1].close()  # not read to the end: closed all the same
+    assert files.open("uploads/none.bin") is None and files.open("../x") is None

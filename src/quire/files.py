@@ -111,6 +111,12 @@ class Files(ABC):
         """Size and times of the file at `key`; None when there is none
         (or the key is not a file key)."""
 
+    @abstractmethod
+    def open(self, key: str) -> tuple[FileInfo, Pieces] | None:
+        """The file at `key`, its size and times and its bytes, in one
+        request to a bucket; None when there is none. Close the pieces
+        when they are not read to the end."""
+
     def exists(self, key: str) -> bool:
         return self.stat(key) is not None
 
@@ -216,21 +222,19 @@ class LocalFiles(Files):
             raise FileNotFoundError(key) from None
 
     def chunks(self, key: str, start: int = 0, end: int | None = None) -> Iterator[bytes]:
-        handle = open(self.path(key), "rb")  # noqa: SIM115 - closed by the generator below
+        handle = open(self.path(key), "rb")  # noqa: SIM115 - the pieces close it
+        handle.seek(start)
+        return Pieces(handle, None if end is None else end - start)
 
-        def pieces() -> Iterator[bytes]:
-            with handle:
-                handle.seek(start)
-                left = None if end is None else end - start
-                while left is None or left > 0:
-                    piece = handle.read(CHUNK if left is None else min(CHUNK, left))
-                    if not piece:
-                        return
-                    if left is not None:
-                        left -= len(piece)
-                    yield piece
-
-        return pieces()
+    def open(self, key: str) -> tuple[FileInfo, Pieces] | None:
+        info = self.stat(key)
+        if info is None:
+            return None
+        try:
+            handle = open(self.path(key), "rb")  # noqa: SIM115 - the pieces close it
+        except OSError:  # removed since the stat
+            return None
+        return info, Pieces(handle, info.size)
 
     def stat(self, key: str) -> FileInfo | None:
         try:
@@ -392,12 +396,25 @@ class S3Files(Files):
                 if _code(exc) in ("NoSuchKey", "404", "NotFound"):
                     raise FileNotFoundError(key) from None
                 raise
+        return Pieces(body, None)
 
-        def pieces() -> Iterator[bytes]:
-            with contextlib.closing(body):
-                yield from body.iter_chunks(CHUNK)
+    def open(self, key: str) -> tuple[FileInfo, Pieces] | None:
+        from botocore.exceptions import ClientError
 
-        return pieces()
+        try:
+            name = self._key(key)
+        except BadKey:
+            return None
+        with self._answering("read", key):
+            try:
+                got = self.client.get_object(Bucket=self.bucket, Key=name)
+            except ClientError as exc:
+                if _code(exc) in ("NoSuchKey", "404", "NotFound"):
+                    return None
+                raise
+        written = int(got["LastModified"].timestamp()) * 1_000_000_000
+        size = int(got["ContentLength"])
+        return FileInfo(key, size, written, written), Pieces(got["Body"], size)
 
     def stat(self, key: str) -> FileInfo | None:
         from botocore.exceptions import ClientError
@@ -451,6 +468,31 @@ class S3Files(Files):
 
     def close(self) -> None:
         self.client.close()
+
+
+class Pieces:
+    """The bytes of an open file or object, CHUNK at a time, up to `left`
+    bytes (None: to its end); closed at the end, or by `close()`."""
+
+    def __init__(self, source: Any, left: int | None) -> None:
+        self._source = source
+        self._left = left
+
+    def __iter__(self) -> Pieces:
+        return self
+
+    def __next__(self) -> bytes:
+        want = CHUNK if self._left is None else min(CHUNK, self._left)
+        piece = self._source.read(want) if want else b""
+        if not piece:
+            self.close()
+            raise StopIteration
+        if self._left is not None:
+            self._left -= len(piece)
+        return piece
+
+    def close(self) -> None:
+        self._source.close()
 
 
 class _KeyLocks:

@@ -259,24 +259,43 @@ async def _serve(request: Request, assets: AssetService, files: Files, key: str,
     404 otherwise."""
     if any(part in ("", ".", "..") or part.startswith(".") for part in key.split("/")):
         raise NotFound("File not found")
-    info = await assets.blocking(files.stat, key)
+    # from a bucket: one GET answers the size, the times and the bytes (no HEAD first)
+    opened = await anyio.to_thread.run_sync(files.open, key) if files.remote else None
+    info = opened[0] if opened is not None else None if files.remote else files.stat(key)
     if info is None:
         raise NotFound("File not found")
-    etag = f'"{info.size:x}-{info.modified_ns:x}"'
-    mime = mimetypes.guess_type(key.rpartition("/")[2])[0] or "application/octet-stream"
-    headers = {**_cache_headers(etag, info.modified), **FILE_HEADERS}
-    if mime == "image/svg+xml" or mime.startswith("text/") or mime.endswith("xml"):
-        headers["Content-Security-Policy"] = SANDBOX_POLICY
-    if used is not None:
-        used(key)
-    if _not_modified(request, etag, info.modified):
-        return Response(status_code=304, headers=headers)
-    if info.size <= SMALL_FILE:
-        try:
-            return Response(await assets.blocking(files.read, key), media_type=mime, headers=headers)
-        except FileNotFoundError:  # removed since the stat
-            raise NotFound("File not found") from None
-    return send_stored(request, files, info, mime, headers, etag)
+    body = opened[1] if opened is not None else None
+    try:
+        etag = f'"{info.size:x}-{info.modified_ns:x}"'
+        mime = mimetypes.guess_type(key.rpartition("/")[2])[0] or "application/octet-stream"
+        headers = {**_cache_headers(etag, info.modified), **FILE_HEADERS}
+        if mime == "image/svg+xml" or mime.startswith("text/") or mime.endswith("xml"):
+            headers["Content-Security-Policy"] = SANDBOX_POLICY
+        if used is not None:
+            used(key)
+        if _not_modified(request, etag, info.modified):
+            return Response(status_code=304, headers=headers)
+        if info.size <= SMALL_FILE:
+            if body is not None:
+                data = await anyio.to_thread.run_sync(_read_all, body)
+            else:
+                try:
+                    data = files.read(key)
+                except FileNotFoundError:  # removed since the stat
+                    raise NotFound("File not found") from None
+            return Response(data, media_type=mime, headers=headers)
+        if body is not None and not request.headers.get("range"):
+            answer = _streaming(body, info, mime, headers, 200)
+            body = None  # the answer reads and closes it
+            return answer
+        return send_stored(request, files, info, mime, headers, etag)
+    finally:
+        if body is not None:
+            await anyio.to_thread.run_sync(body.close)
+
+
+def _read_all(pieces: Iterator[bytes]) -> bytes:
+    return b"".join(pieces)
 
 
 def send_stored(request: Request, files: Files, info: FileInfo, mime: str, headers: dict[str, str],
@@ -287,32 +306,43 @@ def send_stored(request: Request, files: Files, info: FileInfo, mime: str, heade
     path = files.local_path(info.key)
     if path is not None:
         return FileResponse(path, media_type=mime, headers=headers, stat_result=os.stat(path))
-    headers = {**headers, "Accept-Ranges": "bytes"}
     wanted = _one_range(request, info, etag)
     if isinstance(wanted, str):  # "unsatisfiable"
-        return Response(status_code=416, headers={**headers, "Content-Range": f"bytes */{info.size}"})
+        return Response(status_code=416, headers={**headers, "Accept-Ranges": "bytes",
+                                                  "Content-Range": f"bytes */{info.size}"})
     start, end, status = 0, info.size, 200
     if wanted is not None:
         start, end = wanted
         status = 206
-        headers["Content-Range"] = f"bytes {start}-{end - 1}/{info.size}"
-    headers["Content-Length"] = str(end - start)
-    return StreamingResponse(_streamed(files, info.key, start, end), status_code=status, media_type=mime,
-                             headers=headers)
+        headers = {**headers, "Content-Range": f"bytes {start}-{end - 1}/{info.size}"}
+    return _streaming(_ranged(files, info.key, start, end), info, mime, headers, status, end - start)
 
 
-async def _streamed(files: Files, key: str, start: int, end: int) -> AsyncIterator[bytes]:
-    """The object's bytes, each piece fetched in a worker thread so a slow
-    bucket never holds up the event loop."""
-    pieces: Iterator[bytes] = await anyio.to_thread.run_sync(files.chunks, key, start, end)
-    done = object()
+def _streaming(pieces: Iterator[bytes] | AsyncIterator[bytes], info: FileInfo, mime: str, headers: dict[str, str],
+               status: int, length: int | None = None) -> Response:
+    headers = {**headers, "Accept-Ranges": "bytes", "Content-Length": str(info.size if length is None else length)}
+    body = pieces if isinstance(pieces, AsyncIterator) else _off_the_loop(pieces)
+    return StreamingResponse(body, status_code=status, media_type=mime, headers=headers)
+
+
+async def _ranged(files: Files, key: str, start: int, end: int) -> AsyncIterator[bytes]:
+    pieces = await anyio.to_thread.run_sync(files.chunks, key, start, end)
+    async for piece in _off_the_loop(pieces):
+        yield piece
+
+
+async def _off_the_loop(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """The pieces, each fetched in a worker thread so a slow bucket never
+    holds up the event loop; closed however the answer ends."""
+    done = b""
     try:
-        while (piece := await anyio.to_thread.run_sync(next, pieces, done)) is not done:
-            yield piece  # type: ignore[misc]
+        while piece := await anyio.to_thread.run_sync(next, pieces, done):
+            yield piece
     finally:
         close = getattr(pieces, "close", None)
         if close is not None:
-            await anyio.to_thread.run_sync(close)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(close)
 
 
 def _one_range(request: Request, info: FileInfo, etag: str | None) -> tuple[int, int] | str | None:

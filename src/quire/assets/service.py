@@ -557,14 +557,19 @@ class AssetService:
 
     def _answer(self, asset: dict[str, Any], opts: images.ImageOptions, key: str, load: bool) -> ImageAnswer | None:
         """The answer for the generated image `key`; None when it is not there."""
-        info = self.thumbs.stat(key)
-        if info is None:
-            return None
+        data = None
+        if load:  # size, times and bytes in one read (one request to a bucket)
+            opened = self.thumbs.open(key)
+            if opened is None:
+                return None
+            info, pieces = opened
+            data = b"".join(pieces)
+        else:
+            found = self.thumbs.stat(key)
+            if found is None:
+                return None
+            info = found
         self.thumb_cache.touch(key)
-        try:
-            data = self.thumbs.read(key) if load else None
-        except FileNotFoundError:  # evicted since the stat
-            return None
         name = key.rsplit("/", 1)[1]
         return ImageAnswer(url=f"/storage/thumbs/{key}", key=key, etag=f'"{name.rsplit(".", 1)[0]}"',
                            mime=images.OUTPUT_MIME[opts.format], data=data, modified=info.modified)
