@@ -4,8 +4,10 @@ from a bucket on a local S3 server (`S3Files`, moto on 127.0.0.1), and the
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -255,3 +257,38 @@ def test_open_answers_the_size_and_the_bytes(files: Files) -> None:
     assert next(again[1]) == data[:64 * 1024]
     again[1].close()  # not read to the end: closed all the same
     assert files.open("uploads/none.bin") is None and files.open("../x") is None
+
+
+def test_a_conflicting_conditional_write_is_tried_again(s3_server: Any, s3_bucket: str, tmp_path: Path) -> None:
+    """AWS answers 409 ConditionalRequestConflict while another conditional
+    write of the key is in flight; once it ends, ours fails or wins."""
+    from botocore.exceptions import ClientError
+
+    files = open_files(s3_settings(s3_server, s3_bucket), tmp_path)
+    assert isinstance(files, S3Files)
+    real_put = files.client.put_object
+    conflicts = [2]
+
+    def put_while_busy(**args: Any) -> Any:
+        if conflicts[0]:
+            conflicts[0] -= 1
+            raise ClientError({"Error": {"Code": "ConditionalRequestConflict", "Message": "busy"},
+                               "ResponseMetadata": {"HTTPStatusCode": 409}}, "PutObject")
+        return real_put(**args)
+
+    files.client.put_object = put_while_busy
+    assert files.put_new("a.png", b"mine") is True
+    assert conflicts == [0] and files.read("a.png") == b"mine"
+    files.close()
+
+
+def test_put_new_on_a_file_system_without_hard_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_links(*args: Any) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    files = LocalFiles(tmp_path / "data")
+    assert files.put_new("thumbs/a/x.png", b"first") is True
+    assert files.put_new("thumbs/a/x.png", b"second") is False
+    assert files.read("thumbs/a/x.png") == b"first"
+    assert [p.name for p in (tmp_path / "data" / "thumbs" / "a").iterdir()] == ["x.png"]

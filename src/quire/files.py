@@ -208,10 +208,16 @@ class LocalFiles(Files):
         try:
             with open(temp, "xb") as handle:
                 handle.write(data)
-            os.link(temp, self.path(key))  # a hard link fails if the name exists: create-only, atomically
+            target = self.path(key)
+            try:
+                os.link(temp, target)  # a hard link fails if the name exists: create-only, atomically
+            except FileExistsError:
+                return False
+            except OSError:  # a file system without hard links: look, then rename (callers hold lock(key))
+                if target.exists():
+                    return False
+                os.replace(temp, target)
             return True
-        except FileExistsError:
-            return False
         finally:
             temp.unlink(missing_ok=True)
 
