@@ -28,7 +28,7 @@ from quire.assets import presets
 from quire.assets.service import AssetService, Upload
 from quire.auth.request import identify
 from quire.errors import BadRequest, NotFound, PayloadTooLarge
-from quire.files import FileInfo, Files
+from quire.files import FileInfo, Files, Pieces
 from quire.http import (
     content_length,
     int_param,
@@ -259,12 +259,17 @@ async def _serve(request: Request, assets: AssetService, files: Files, key: str,
     404 otherwise."""
     if any(part in ("", ".", "..") or part.startswith(".") for part in key.split("/")):
         raise NotFound("File not found")
-    # from a bucket: one GET answers the size, the times and the bytes (no HEAD first)
-    opened = await anyio.to_thread.run_sync(files.open, key) if files.remote else None
-    info = opened[0] if opened is not None else None if files.remote else files.stat(key)
+    body: Pieces | None = None
+    revalidating = "if-none-match" in request.headers or "if-modified-since" in request.headers
+    if files.remote and not revalidating:  # one GET answers the size, the times and the bytes
+        opened = await anyio.to_thread.run_sync(files.open, key)
+        info, body = opened if opened is not None else (None, None)
+    elif files.remote:  # likely a 304: a HEAD, and the bytes only if they are wanted after all
+        info = await anyio.to_thread.run_sync(files.stat, key)
+    else:  # on disk: a stat, then the file as Starlette sends it (ranges included)
+        info = files.stat(key)
     if info is None:
         raise NotFound("File not found")
-    body = opened[1] if opened is not None else None
     try:
         etag = f'"{info.size:x}-{info.modified_ns:x}"'
         mime = mimetypes.guess_type(key.rpartition("/")[2])[0] or "application/octet-stream"
@@ -280,7 +285,7 @@ async def _serve(request: Request, assets: AssetService, files: Files, key: str,
                 data = await anyio.to_thread.run_sync(_read_all, body)
             else:
                 try:
-                    data = files.read(key)
+                    data = await assets.blocking(files.read, key)
                 except FileNotFoundError:  # removed since the stat
                     raise NotFound("File not found") from None
             return Response(data, media_type=mime, headers=headers)
