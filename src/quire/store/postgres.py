@@ -537,7 +537,8 @@ class PgCollection:
                 where, params = f"{where} AND {more}", params + more_params
             sql = f"SELECT {columns} FROM {self.table} WHERE {where} ORDER BY {order_by(terms)}"
             if compiled.exact:
-                rows = self.store.execute_read(sql + " LIMIT %s OFFSET %s", [*params, limit + 1, skip or 0]).fetchall()
+                rows = self.store.execute_read(sql + " LIMIT %s OFFSET %s",
+                                              [*params, min(limit + 1, 2**63 - 1), skip or 0]).fetchall()
             else:
                 rows = []
                 left = skip or 0
