@@ -876,6 +876,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nInterrupted; the servers were stopped.", file=sys.stderr)
         return 130
+    except RuntimeError as exc:  # an instance, nginx or PostgreSQL that would not start
+        print(f"\nerror: {exc}", file=sys.stderr)
+        return 1
     finally:
         limit.remove()
 
