@@ -1256,7 +1256,8 @@ def measure(args: argparse.Namespace, work: Path, dataset: Dataset, run: Backend
     ids = dataset.ids_file.read_text().split()
     with _server(data_dir, args, run.log, env) as server, contextlib.ExitStack() as stack:
         pids = server.wait_ready()
-        print(f"{run.name}: serving on {server.base}: main pid {server.proc.pid if server.proc else '?'}, "
+        who = "" if args.backends == ["sqlite"] else f"{run.name}: "  # alone, the output of old
+        print(f"{who}Serving on {server.base}: main pid {server.proc.pid if server.proc else '?'}, "
               f"worker pids {pids}", flush=True)
         plan = scenarios(args.posts, dataset.ids_file, ids[len(ids) // 2])
         ceiling = stack.enter_context(_ceiling(args, work, server.base, key, plan)) if ceiling_runs else None
