@@ -43,9 +43,10 @@ lint: $(VENV)/.dev
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## make bench: load 100k posts, serve with 2 workers, drive with wrk
+## make bench: load 100k posts, serve with 2 workers, drive with wrk; the same
+## on PostgreSQL (started by the benchmark), then several instances behind nginx
 bench: $(VENV)/.dev
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py --backends sqlite,postgresql
 	$(BIN)/python bench/run.py --pictures 0.7
 	$(BIN)/python bench/cursor_pages.py
 	$(BIN)/python bench/noindex.py
@@ -58,6 +59,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/studio_l10n.py
 	$(BIN)/python bench/studio_inbox.py
 	$(BIN)/python bench/studio_assets.py
+	$(BIN)/python bench/instances.py
 
 ## make vendor: rebuild the studio's third-party browser code (htmx, Sortable,
 ## the TipTap/CodeMirror bundle) from vendor/package-lock.json into
