@@ -6,7 +6,7 @@ DATA ?= ./data
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: run test lint bench install dev clean vendor
+.PHONY: run test test-backends lint bench install dev clean vendor
 
 $(BIN)/quire: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -37,6 +37,12 @@ test: $(VENV)/.dev tests/oidc/node_modules/.installed
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -n 2
+
+## make test-backends: the API suite again on PostgreSQL (a server the tests start),
+## and the asset and form suites with their files on S3 (a local S3 server the tests start)
+test-backends: $(VENV)/.dev tests/oidc/node_modules/.installed
+	$(BIN)/pytest -n 2 --backend postgresql --ignore=tests/studio --ignore=tests/test_schemathesis.py
+	QUIRE_TEST_STORAGE=s3 $(BIN)/pytest -n 2 tests/assets tests/inbox
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
