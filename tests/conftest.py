@@ -148,37 +148,6 @@ def anon(client: TestClient) -> Api:
     return Api(client, None)
 
 
-class OtherInstance(Api):
-    """A client of a second app on the same database (another worker, or
-    another instance). On SQLite the first app sees its commits on its next
-    request; on PostgreSQL when the commit's notice reaches it (within
-    milliseconds): each write here waits for that, so tests read after it
-    as they would a moment later."""
-
-    def __init__(self, client: TestClient, key: str | None, first: Any) -> None:
-        super().__init__(client, key)
-        self.first = first
-
-    def request(self, method: str, url: str, **kw: Any) -> Any:
-        store = self.first.state.quire.store
-        before = store.generation
-        response = super().request(method, url, **kw)
-        if method != "GET" and hasattr(store, "channel"):  # PostgreSQL
-            deadline = time.monotonic() + 5
-            while store.generation == before and time.monotonic() < deadline:
-                time.sleep(0.005)
-        return response
-
-    def post(self, url: str, **kw: Any) -> Any:
-        return self.request("POST", url, **kw)
-
-    def put(self, url: str, **kw: Any) -> Any:
-        return self.request("PUT", url, **kw)
-
-    def delete(self, url: str, **kw: Any) -> Any:
-        return self.request("DELETE", url, **kw)
-
-
 def put_model(admin: Api, name: str, **definition: Any) -> dict[str, Any]:
     response = admin.put(f"/api/system/models/{name}", json={"name": name, **definition})
     assert response.status_code == 200, response.text

@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 from quire.app import build_app
 from quire.config import load_settings
 from quire.events import Events
-from tests.conftest import Api, OtherInstance, create_item, put_model, role_key
+from tests.conftest import Api, create_item, put_model, role_key
 
 PAGE = {"limit": 2, "skip": 0}
 
@@ -129,7 +129,7 @@ def other(data_dir: Path, app: Any, admin_key: str, app_env: dict[str, str]) -> 
     """A second app on the same data dir, as another worker process is."""
     second = build_app(load_settings(data_dir, env=app_env), Events())
     try:
-        yield OtherInstance(TestClient(second, raise_server_exceptions=False), admin_key, app)
+        yield Api(TestClient(second, raise_server_exceptions=False), admin_key)
     finally:
         second.state.quire.close()
 

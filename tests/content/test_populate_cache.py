@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from quire.app import build_app
 from quire.config import load_settings
 from quire.events import Events
-from tests.conftest import Api, OtherInstance, create_item, put_model, role_key
+from tests.conftest import Api, create_item, put_model, role_key
 from tests.serving import quire_server
 
 LOCALES = [{"i18n": "de", "name": "Deutsch"}, {"i18n": "fr", "name": "Français"}]
@@ -144,7 +144,7 @@ def other(data_dir: Path, app: Any, admin_key: str, app_env: dict[str, str]) -> 
     its own store connections and its own caches."""
     second = build_app(load_settings(data_dir, env=app_env), Events())
     try:
-        yield OtherInstance(TestClient(second, raise_server_exceptions=False), admin_key, app)
+        yield Api(TestClient(second, raise_server_exceptions=False), admin_key)
     finally:
         second.state.quire.close()
 

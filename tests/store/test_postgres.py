@@ -131,6 +131,34 @@ def test_a_commit_of_another_instance_moves_the_generation(pg_url: str) -> None:
         two.close()
 
 
+def test_the_next_request_of_another_instance_sees_a_commit(pg_url: str) -> None:
+    """No waiting for the notice: a request (`mark_stale`, then its first
+    cached read) looks at the events table, as SQLite looks at its data
+    version, so a load balancer's next request never answers stale."""
+    one, two = PostgresStore(pg_url), PostgresStore(pg_url)
+    try:
+        two.collection("c").insert({"_id": "x"})
+        for n in range(20):
+            two.mark_stale()
+            before = two.generation
+            one.collection("c").insert({"_id": f"y{n}"})
+            two.mark_stale()
+            assert two.generation != before
+            two.mark_stale()
+            settled = two.generation
+            two.mark_stale()
+            assert two.generation == settled  # nothing new: nothing dropped
+        own = two.generation
+        two.collection("c").insert({"_id": "z"})  # its own commit: moved once, not again on the next look
+        moved = two.generation
+        assert moved != own
+        two.mark_stale()
+        assert two.generation == moved
+    finally:
+        one.close()
+        two.close()
+
+
 def test_write_transactions_of_two_instances_take_turns(pg_url: str) -> None:
     """The site's advisory lock: a second instance's write waits (or says
     busy) while another holds a transaction; a duplicate id is a 400 that

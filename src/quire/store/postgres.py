@@ -113,7 +113,7 @@ class PostgresStore(Transactions):
         self._known_tables: set[str] = set()
         self._touched: set[str] = set()  # tables written by the open transaction
         self._remote = 0  # notices of other processes' commits (the listener's count)
-        self._remote_seen = 0
+        self._seen_seq = 0  # the newest events row `refresh` saw
         self._commits = 0
         self.queries = 0
         self.auto = None  # automatic indexes are SQLite's (docs/query-language.md)
@@ -125,6 +125,7 @@ class PostgresStore(Transactions):
         self._lock_key = zlib.crc32(self.schema.encode()) - 2**31
         self._setup()
         self._streams = ConnectionPool(url, min_size=0, max_size=8, open=True, timeout=CONNECT_TIMEOUT,
+                                       check=ConnectionPool.check_connection,
                                        kwargs={"connect_timeout": CONNECT_TIMEOUT},
                                        configure=self._configure, name="quire-streams")
         self._listener = threading.Thread(target=self._listen, name="quire-pg-listen", daemon=True)
@@ -164,16 +165,24 @@ class PostgresStore(Transactions):
         log.warning("database %s unavailable: %s", self.where, reason)
         return StoreUnavailable("The database cannot be reached; try again shortly", retry_after=RETRY_AFTER)
 
-    def _run(self, conn: psycopg.Connection[Any], sql: str, params: Any = ()) -> psycopg.Cursor[Any]:
+    def _run(self, conn: psycopg.Connection[Any], sql: str, params: Any = (),
+             reader: bool = False) -> psycopg.Cursor[Any]:
+        """Run one statement; a read outside a transaction whose connection
+        the server closed (it restarted since) runs once more on a new one."""
         try:
             return conn.execute(sql, params)
         except psycopg.errors.QueryCanceled:
             raise StoreBusy("The database took too long to answer; try again shortly",
                             retry_after=RETRY_AFTER) from None
         except psycopg.OperationalError as exc:
-            if conn.closed:
-                raise self._down(exc) from None
-            raise
+            if not conn.closed:
+                raise
+            if reader:
+                try:
+                    return self._conn("_reader").execute(sql, params)
+                except psycopg.OperationalError:
+                    pass
+            raise self._down(exc) from None
 
     def _setup(self) -> None:
         with self.transaction():
@@ -217,22 +226,36 @@ class PostgresStore(Transactions):
 
     @property
     def generation(self) -> int:
+        if self._stale:
+            self._fresh()
         return self._generation + self._remote
 
     def refresh(self) -> bool:
-        """Whether another process committed since the last look (the
-        listener has counted its notice)."""
-        remote = self._remote
-        if remote != self._remote_seen:
-            self._remote_seen = remote
+        """Whether another process committed since the last look, by the
+        newest row of the events table (once per request, as SQLite reads
+        `PRAGMA data_version`): a request never answers from what was kept
+        before a commit another instance made before it arrived. Writes
+        commit in `seq` order (the write lock), so the newest row is enough."""
+        row = self.execute_read("SELECT max(seq) FROM _quire_events").fetchone()
+        seq = row[0] if row and row[0] is not None else 0
+        changed = seq != self._seen_seq
+        self._seen_seq = seq
+        if changed:
             self._known_tables.clear()  # another process may have dropped one
-            return True
-        return False
+            self._bump()
+        return changed
 
     # -- transactions (the primitives of `base.Transactions`) -------------
 
     def _try_begin(self, wait: float) -> bool:
-        writer = self._conn("_writer")
+        try:
+            return self._begin_on(self._conn("_writer"), wait)
+        except StoreUnavailable:
+            # the server may have restarted since the writer's last use:
+            # one more try on a new connection before answering 503
+            return self._begin_on(self._conn("_writer"), wait)
+
+    def _begin_on(self, writer: psycopg.Connection[Any], wait: float) -> bool:
         try:
             writer.execute("BEGIN")
             if wait <= 0:
@@ -262,15 +285,20 @@ class PostgresStore(Transactions):
 
     def _commit(self) -> None:
         writer = self._conn("_writer")
+        own = None
         try:
             if self._touched:
-                writer.execute("INSERT INTO _quire_events (at, pid, tables) VALUES (%s, pg_backend_pid(), %s)",
-                               (time.time(), sorted(self._touched)))
+                row = writer.execute("INSERT INTO _quire_events (at, pid, tables) VALUES "
+                                     "(%s, pg_backend_pid(), %s) RETURNING seq",
+                                     (time.time(), sorted(self._touched))).fetchone()
+                own = row[0] if row else None
                 writer.execute(f"NOTIFY {self.channel}")
                 self._commits += 1
                 if self._commits % PRUNE_EVERY == 0:
                     writer.execute("DELETE FROM _quire_events WHERE at < %s", (time.time() - EVENTS_KEPT_SECONDS,))
             writer.execute("COMMIT")
+            if self._touched and own == self._seen_seq + 1:
+                self._seen_seq = own  # nobody else committed since the last look
         except psycopg.OperationalError as exc:
             self._discard(writer)
             raise self._down(exc) from None
@@ -293,12 +321,11 @@ class PostgresStore(Transactions):
     def _savepoint(self, depth: int, action: str) -> None:
         self._run(self._conn("_writer"), f"{action} s{depth}")
 
-    def _read_conn(self) -> psycopg.Connection[Any]:
-        return self._conn("_writer") if _in_tx.get() else self._conn("_reader")
-
     def execute_read(self, sql: str, params: Any = ()) -> psycopg.Cursor[Any]:
         self.queries += 1
-        return self._run(self._read_conn(), sql, params)
+        if _in_tx.get():
+            return self._run(self._conn("_writer"), sql, params)
+        return self._run(self._conn("_reader"), sql, params, reader=True)
 
     def write(self, sql: str, params: Any = ()) -> psycopg.Cursor[Any]:
         """Run SQL in the open transaction (or its own)."""
