@@ -236,7 +236,9 @@ class PostgresStore(Transactions):
         `PRAGMA data_version`): a request never answers from what was kept
         before a commit another instance made before it arrived. Writes
         commit in `seq` order (the write lock), so the newest row is enough."""
-        row = self.execute_read("SELECT max(seq) FROM _quire_events").fetchone()
+        # (not counted in `queries`: the look SQLite's data_version is)
+        conn = self._conn("_writer") if _in_tx.get() else self._conn("_reader")
+        row = self._run(conn, "SELECT max(seq) FROM _quire_events", reader=not _in_tx.get()).fetchone()
         seq = row[0] if row and row[0] is not None else 0
         changed = seq != self._seen_seq
         self._seen_seq = seq
