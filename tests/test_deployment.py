@@ -194,11 +194,14 @@ class Nginx:
             "events { worker_connections 512; }\n"
             f"http {{\n  access_log {root / 'logs' / 'access.log'};\n{temp}\n"
             f"  include {root / 'site.conf'};\n}}\n")
-        checked = subprocess.run([binary, "-t", "-p", str(root), "-c", str(root / "nginx.conf")],
+        # -e: nginx opens its error log before it reads the file; the built-in
+        # path (/var/log/nginx) is not writable without root
+        self.options = ["-p", str(root), "-c", str(root / "nginx.conf"), "-e", str(root / "logs" / "error.log")]
+        checked = subprocess.run([binary, "-t", *self.options],
                                  capture_output=True, text=True)
         assert checked.returncode == 0, checked.stderr
         self.out = open(root / "nginx.out", "wb")  # noqa: SIM115 (closed by stop)
-        self.process = subprocess.Popen([binary, "-p", str(root), "-c", str(root / "nginx.conf")],
+        self.process = subprocess.Popen([binary, *self.options],
                                         stdout=self.out, stderr=subprocess.STDOUT)
         wait_until(self._listening, "nginx listens")
 
@@ -370,9 +373,9 @@ def admin_login(http: httpx.Client, user: str, password: str,
 
 
 def test_an_admin_session_started_on_one_instance_opens_the_other(cluster: Cluster) -> None:
-    with httpx.Client(base_url=cluster.a.base) as on_a:
+    with httpx.Client(base_url=cluster.a.base, timeout=30) as on_a:
         assert admin_login(on_a, "admin", cluster.password).status_code == 303
-        with httpx.Client(base_url=cluster.b.base, cookies=on_a.cookies) as on_b:
+        with httpx.Client(base_url=cluster.b.base, cookies=on_a.cookies, timeout=30) as on_b:
             assert on_b.get("/").status_code == 200
 
 
@@ -392,7 +395,8 @@ def test_login_throttling_holds_across_instances(cluster: Cluster) -> None:
     # Each instance is talked to directly, the test in nginx's place: the
     # X-Forwarded-For nginx would send names the client.
     client = {"x-forwarded-for": "198.51.100.7"}
-    with httpx.Client(base_url=cluster.a.base) as a, httpx.Client(base_url=cluster.b.base) as b:
+    with httpx.Client(base_url=cluster.a.base, timeout=30) as a, \
+            httpx.Client(base_url=cluster.b.base, timeout=30) as b:
         for attempt in range(5):  # [admin] login_attempts, counted once for the cluster
             response = admin_login((a, b)[attempt % 2], "mallory", "wrong", client)
             assert response.status_code == 401, response.text
@@ -404,9 +408,27 @@ def test_login_throttling_holds_across_instances(cluster: Cluster) -> None:
         assert admin_login(b, "mallory", "wrong", {"x-forwarded-for": "198.51.100.8"}).status_code == 429
 
 
+def test_concurrent_failed_logins_on_both_instances_are_counted_once(cluster: Cluster) -> None:
+    client = {"x-forwarded-for": "198.51.100.9"}
+    with contextlib.ExitStack() as stack:
+        browsers = [stack.enter_context(httpx.Client(base_url=cluster.instances[i % 2].base, timeout=30))
+                    for i in range(8)]
+        forms = []
+        for http in browsers:  # each browser has the login page (its CSRF cookie and field) first
+            csrf = re.search(r'name="csrf" value="([^"]*)"', http.get("/auth/login").text)
+            assert csrf
+            forms.append({"csrf": csrf.group(1), "user": "trudy", "password": "wrong"})
+
+        def attempt(http: httpx.Client, form: dict[str, str]) -> Callable[[], httpx.Response]:
+            return lambda: http.post("/auth/login", data=form, headers=client)
+
+        results = race([attempt(h, f) for h, f in zip(browsers, forms, strict=True)])
+    assert sorted(r.status_code for r in results) == [401] * 5 + [429] * 3
+
+
 def test_nginx_passes_the_client_address_the_client_cannot_choose(cluster: Cluster) -> None:
     name = f"spoofer{time.monotonic_ns()}"
-    with httpx.Client(base_url=cluster.nginx.base) as http:
+    with httpx.Client(base_url=cluster.nginx.base, timeout=30) as http:
         response = admin_login(http, name, "wrong", {"x-forwarded-for": "203.0.113.9"})
     assert response.status_code == 401
     # proxy_hops = 1: the entry nginx appended (the peer it saw), not the one the client wrote
@@ -603,3 +625,18 @@ def test_the_first_streamed_list_after_the_database_returned_succeeds(cluster: C
         with cluster.client(instance.base) as direct:
             response = direct.get("/api/content/items/returnr", params={"fields": '{"_id": 1}'})
             assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("unit", ["quire.service", "quire@.service"])
+def test_the_systemd_units_pass_systemd_analyze(unit: str, tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed")
+    # a template is checked as one of its instances
+    target = tmp_path / unit.replace("@.", "@8001.")
+    shutil.copy(DEPLOY / "systemd" / unit, target)
+    out = subprocess.run([analyze, "verify", str(target)], capture_output=True, text=True)
+    # The program is installed where the unit says only on a real host.
+    problems = [line for line in (out.stdout + out.stderr).splitlines()
+                if line.strip() and "/opt/quire/.venv/bin/quire" not in line]
+    assert not problems, "\n".join(problems)
