@@ -509,9 +509,11 @@ def test_kill_9_of_an_instance_loses_no_acknowledged_write(cluster: Cluster) -> 
             writer.join()
         if cluster.a.process is None:
             cluster.a.start()  # back, for the tests after this one
-    with cluster.client(cluster.b.base) as b, cluster.client(cluster.a.base) as a:
+    with cluster.client(cluster.b.base) as b, cluster.client(cluster.a.base) as a, \
+            cluster.client(cluster.nginx.base) as proxied:
         assert set(acknowledged) <= ids_in(b, "ledger")
         assert set(acknowledged) <= ids_in(a, "ledger")  # the restarted instance sees them too
+        assert ids_in(proxied, "ledger") == ids_in(b, "ledger")  # the whole streamed list through nginx
 
 
 def test_backchannel_logout_received_by_one_instance_reaches_a_stream_on_the_other(cluster: Cluster) -> None:
@@ -561,6 +563,7 @@ def database_away(cluster: Cluster) -> Iterator[None]:
 
 def test_the_database_going_away_answers_503_json_through_nginx_and_recovers(cluster: Cluster) -> None:
     make_model(cluster, "outage")
+    logged = [len(i.output()) for i in cluster.instances]
     with cluster.client(cluster.nginx.base) as http:
         with database_away(cluster):
             for _ in range(4):  # each instance more than once: none of the answers is luck
@@ -588,6 +591,11 @@ def test_the_database_going_away_answers_503_json_through_nginx_and_recovers(clu
                 assert_unavailable(response)
                 return False
             wait_until(listed, f"instance {instance.port} lists both writes")
+    # an outage is expected weather: warnings, no tracebacks (nor errors) in the logs
+    for instance, start in zip(cluster.instances, logged, strict=True):
+        during = instance.output()[start:]
+        assert "database unavailable" in during
+        assert "Traceback" not in during and " ERROR " not in during, during
 
 
 def come_back(cluster: Cluster, model: str) -> None:
@@ -625,6 +633,15 @@ def test_the_first_streamed_list_after_the_database_returned_succeeds(cluster: C
         with cluster.client(instance.base) as direct:
             response = direct.get("/api/content/items/returnr", params={"fields": '{"_id": 1}'})
             assert response.status_code == 200, response.text
+
+
+def test_nginx_takes_uploads_as_large_as_quire_does() -> None:
+    from quire.config import AssetSettings
+
+    limit = re.search(r"client_max_body_size (\d+)m;", SITE_CONF.read_text())
+    assert limit, "the site sets client_max_body_size in MiB"
+    # a larger upload must reach Quire, which answers it with its own 413 JSON
+    assert int(limit.group(1)) * 1024 * 1024 == AssetSettings().max_request_bytes
 
 
 @pytest.mark.parametrize("unit", ["quire.service", "quire@.service"])
