@@ -235,6 +235,7 @@ class Cluster:
     nginx: Nginx
     key: str  # the demo's admin API key
     password: str  # the demo admin's password
+    form_token: str  # the demo's contact form
     data: Path
     provider: Provider | None
     provider_missing: str = ""
@@ -247,14 +248,16 @@ class Cluster:
         return httpx.Client(base_url=base, timeout=30, headers={"api-key": self.key} if key else {})
 
 
-def demo(data: Path, env: dict[str, str]) -> tuple[str, str]:
-    """`quire demo` on the shared database: (admin API key, admin password)."""
+def demo(data: Path, env: dict[str, str]) -> tuple[str, str, str]:
+    """`quire demo` on the shared database: (admin API key, admin password,
+    the contact form's token)."""
     out = subprocess.run([sys.executable, "-m", "quire", "demo", "--data", str(data)], capture_output=True,
                          text=True, timeout=180, env={**os.environ, **env})
     assert out.returncode == 0, out.stderr
     password = re.search(r"log in as user admin, password (\S+)", out.stdout)
-    assert password, out.stdout
-    return out.stdout.strip().splitlines()[-1], password.group(1)
+    token = re.search(r"Contact form token: (\S+)", out.stdout)
+    assert password and token, out.stdout
+    return out.stdout.strip().splitlines()[-1], password.group(1), token.group(1)
 
 
 def settings_file(nginx_base: str, provider: Provider | None) -> str:
@@ -280,7 +283,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         stack.callback(pg.destroy)
         ports = [free_port(), free_port()]
         env = unit_environment(pg.url())
-        key, password = demo(data, env)
+        key, password, form_token = demo(data, env)
         provider: Provider | None = None
         missing = ""
         proxy = Nginx(nginx, tmp / "nginx", ports)
@@ -300,7 +303,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         for instance in (a, b):
             stack.callback(instance.stop)
             instance.start()
-        yield Cluster(pg, a, b, proxy, key, password, data, provider, missing)
+        yield Cluster(pg, a, b, proxy, key, password, form_token, data, provider, missing)
 
 
 def make_model(cluster: Cluster, name: str) -> None:
@@ -424,6 +427,21 @@ def test_concurrent_failed_logins_on_both_instances_are_counted_once(cluster: Cl
 
         results = race([attempt(h, f) for h, f in zip(browsers, forms, strict=True)])
     assert sorted(r.status_code for r in results) == [401] * 5 + [429] * 3
+
+
+def test_the_form_rate_limit_holds_across_instances(cluster: Cluster) -> None:
+    client = {"x-forwarded-for": "198.51.100.20"}  # as nginx would send it
+    message = {"data": {"name": "Ann", "email": "ann@example.org", "message": "Hello"}}
+    path = f"/api/inbox/submit/{cluster.form_token}"
+    with cluster.client(cluster.a.base, key=False) as a, cluster.client(cluster.b.base, key=False) as b:
+        for n in range(10):  # [inbox] rate_limit per address and form, for the cluster
+            sent = (a, b)[n % 2].post(path, json=message, headers=client)
+            assert sent.status_code == 200, sent.text
+        for http in (a, b):
+            refused = http.post(path, json=message, headers=client)
+            assert refused.status_code == 429, refused.text
+            assert refused.json() == {"error": "Too many submissions, try again later"}
+            assert int(refused.headers["retry-after"]) > 0
 
 
 def test_nginx_passes_the_client_address_the_client_cannot_choose(cluster: Cluster) -> None:
