@@ -12,6 +12,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -119,7 +120,9 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop the server (fast shutdown: sessions are ended)."""
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
+            # SIGINT is PostgreSQL's fast shutdown; SIGTERM (smart) would let
+            # open sessions go on and wait for them to end
+            self.process.send_signal(signal.SIGINT)
             try:
                 self.process.wait(20)
             except subprocess.TimeoutExpired:

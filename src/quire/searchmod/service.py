@@ -29,7 +29,7 @@ from quire.cache import Cache
 from quire.content.fields import is_empty
 from quire.content.models import Model, ModelService
 from quire.content.service import PUBLISHED, ContentService
-from quire.errors import BadRequest, NotFound, ValidationError
+from quire.errors import BadRequest, NotFound, Unavailable, ValidationError
 from quire.events import Events
 from quire.searchmod.engine import Doc, Engine, Hit, Writer
 from quire.searchmod.follow import POLL, Follower, Marks, ensure_queue, push, queue_end
@@ -97,6 +97,10 @@ class SearchService:
             if self.follower.pending():
                 try:
                     self.follower.catch_up()
+                except Unavailable as exc:
+                    # The database went away or is busy: expected, and the
+                    # store has logged it; no traceback every round until it is back.
+                    log.warning("search: catching up postponed: %s", exc.message)
                 except Exception:  # noqa: BLE001 (logged; the next round tries again)
                     log.exception("search: catching up failed")
 
