@@ -1,4 +1,4 @@
-"""The `quire` command: serve, init, demo, keys, users, models, export, import."""
+"""The `quire` command: serve, init, demo, keys, users, models, export, import, migrate."""
 
 from __future__ import annotations
 
@@ -297,6 +297,104 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Copy the data dir's SQLite database to PostgreSQL, or (`--verify`)
+    compare the two; see docs/deployment.md."""
+    import psycopg
+
+    from quire import migrate
+    from quire.errors import ApiError
+    from quire.store import PostgresStore, SqliteStore
+
+    url = args.to
+    if not migrate.is_postgres_url(url):
+        return _refuse("--to must be a postgresql:// address (postgresql://user:password@host:port/database)")
+    if args.batch < 1:
+        return _refuse("--batch must be at least 1")
+    settings = load_settings(args.data, args.config, overrides={"store": {"url": url}})
+    if not settings.db_path.is_file():
+        return _refuse(f"{args.data} holds no database ({settings.db_path.name}): nothing to migrate")
+    shown = migrate.redacted(url)
+    try:
+        target = PostgresStore(url, lock_timeout=60.0)
+    except (ApiError, psycopg.Error) as exc:
+        return _refuse(f"cannot reach {shown}: {_reason(exc, url)}")
+    source = SqliteStore(settings.db_path)
+    started = time.perf_counter()
+    try:
+        if args.verify:
+            checks = migrate.verify(source, target)
+            print(migrate.verify_table(checks))
+            differ = [c.name for c in checks if not c.same]
+            if differ:
+                print(f"{len(differ)} of {len(checks)} collections differ between {settings.db_path} and {shown}")
+                return 1
+            same_text = all(c.same_text for c in checks)
+            print(f"All {len(checks)} collections of {settings.db_path} match {shown} (documents compared as "
+                  f"parsed JSON; {'the stored text is byte for byte the same too' if same_text else 'the stored text differs where marked'})")
+            return 0
+        gone_before = migrate.search_index_names(target)
+        totals = migrate.copy_site(source, target, args.batch)
+    except (ApiError, psycopg.Error) as exc:
+        print(f"error: {_reason(exc, url)}; what was copied stays, run the same migration again to complete it",
+              file=sys.stderr)
+        return 1
+    finally:
+        source.close()
+        target.close()
+    return _finish_migration(settings, totals, gone_before, shown, started)
+
+
+def _finish_migration(settings: Settings, totals: Any, gone_before: list[str], shown: str, started: float) -> int:
+    """Build the services on the target (each module makes its indexes),
+    then the content models' indexes and the search indexes."""
+    import psycopg
+
+    from quire import migrate
+    from quire.app import Quire
+    from quire.errors import ApiError
+
+    try:
+        quire = Quire(settings)
+        try:
+            finished = migrate.finish(quire, gone_before)
+        finally:
+            quire.close()
+    except (ApiError, psycopg.Error) as exc:
+        print(f"error: {_reason(exc, settings.store.url)}; the documents are copied, run the same migration "
+              "again to build the indexes", file=sys.stderr)
+        return 1
+    searched = ", ".join(f"{name} ({n} items)" for name, n in finished.searched.items()) or "none"
+    removed = f", {totals.removed} removed from the target" if totals.removed else ""
+    dropped = f", {len(totals.dropped)} collections dropped" if totals.dropped else ""
+    print(f"Migrated {totals.documents} documents in {len(totals.collections)} collections to {shown}"
+          f"{removed}{dropped}; {totals.meta} metadata keys; indexes of {finished.models} content models; "
+          f"search indexes rebuilt: {searched}; in {migrate.elapsed(started)}")
+    print(f"Files (uploads, thumbnails) stay in {settings.data_dir}: serve the site from it, "
+          f"with [store] url = \"{shown}\"")
+    return 0
+
+
+def _reason(exc: BaseException, url: str) -> str:
+    """What went wrong, in one line without the password: the driver's own
+    words too where the store's message stands in for them."""
+    import psycopg
+
+    from quire import migrate
+    from quire.errors import ApiError
+
+    text = exc.message if isinstance(exc, ApiError) else str(exc)
+    cause = exc.__context__
+    if isinstance(exc, ApiError) and isinstance(cause, psycopg.Error) and str(cause).strip():
+        text = f"{text} ({str(cause).strip().splitlines()[0]})"
+    return migrate.scrubbed(text.strip().splitlines()[0] if text.strip() else type(exc).__name__, url)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="quire", description="Quire: a headless CMS with a JSON REST API."
@@ -375,6 +473,16 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "documents of items that left it; searches keep working meanwhile.")
     rebuild.add_argument("name", help="index name")
     search.set_defaults(func=cmd_search)
+
+    mig = sub.add_parser("migrate", parents=[common], help="copy the SQLite database to PostgreSQL",
+                         description="Copy every collection of the data dir's SQLite database to PostgreSQL, "
+                                     "in batches; running it again brings the target up to date (documents "
+                                     "deleted in the source are removed there). --verify only compares: "
+                                     "counts and checksums per collection, exit status 1 on a difference.")
+    mig.add_argument("--to", required=True, metavar="URL", help="postgresql://user:password@host:port/database")
+    mig.add_argument("--verify", action="store_true", help="compare source and target; copy nothing")
+    mig.add_argument("--batch", type=int, default=500, metavar="N", help="documents per transaction (default 500)")
+    mig.set_defaults(func=cmd_migrate)
 
     from quire.l10n.cli import add_parser as add_l10n
 
