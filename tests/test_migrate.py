@@ -223,6 +223,24 @@ def test_refusals_are_clear_and_never_show_the_password(site: tuple[Path, str, s
     assert not (empty / "quire.db").exists()  # refusing made none
 
 
+def test_a_target_holding_another_sites_data_is_refused(site: tuple[Path, str, str], pg_url: str,
+                                                        tmp_path: Path, apps: Any) -> None:
+    data, _, _ = site
+    other = apps(tmp_path / "other", pg_url)  # a site served from PostgreSQL already
+    other.state.quire.auth.create_key("theirs", "admin")
+    refused = quire("migrate", "--data", str(data), "--to", pg_url, check=False)
+    assert refused.returncode == 2 and "already holds 1 documents" in refused.stderr
+    assert [k["name"] for k in other.state.quire.auth.list_keys()] == ["theirs"]
+
+
+def test_an_app_started_on_the_empty_target_first_is_no_obstacle(site: tuple[Path, str, str], pg_url: str,
+                                                                 tmp_path: Path, apps: Any) -> None:
+    data, _, _ = site
+    apps(tmp_path / "other", pg_url)  # its modules make their (empty) collections
+    quire("migrate", "--data", str(data), "--to", pg_url)
+    quire("migrate", "--data", str(data), "--to", pg_url, "--verify")
+
+
 def test_redacted_hides_passwords_in_the_user_part_and_in_parameters() -> None:
     assert redacted("postgresql://ann:secret@db:5432/site") == "postgresql://ann:***@db:5432/site"
     assert redacted("postgresql://ann@db/site") == "postgresql://ann@db/site"

@@ -338,6 +338,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             print(f"All {len(checks)} collections of {settings.db_path} match {shown} (documents compared as "
                   f"parsed JSON; {'the stored text is byte for byte the same too' if same_text else 'the stored text differs where marked'})")
             return 0
+        foreign = migrate.foreign_documents(target)
+        if foreign:
+            return _refuse(f"{shown} already holds {foreign} documents that `quire migrate` did not write "
+                           "(another site?); migrate into an empty database or schema")
         gone_before = migrate.search_index_names(target)
         totals = migrate.copy_site(source, target, args.batch)
     except (ApiError, psycopg.Error) as exc:

@@ -46,7 +46,9 @@ ID_ORDER: list[tuple[tuple[str, ...], int]] = [(("_id",), 1)]
 # keep their own (search marks are made again by the rebuild; the system
 # version is moved on the target so that every instance reloads).
 SQLITE_ONLY_META = ("searchmod/",)
-TARGET_OWN_META = ("system_version",)
+# the target's own: the system version, and the mark of a migration
+MARK = "migrate/source"
+TARGET_OWN_META = ("system_version", MARK)
 DEFAULT_BATCH = 500
 SCHEMES = ("postgresql://", "postgres://")
 
@@ -178,10 +180,21 @@ def source_collections(source: SqliteStore) -> list[str]:
     return [name for name in source.collection_names() if is_copied(name)]
 
 
+def foreign_documents(target: PostgresStore) -> int:
+    """How many documents the target holds when no migration wrote it (an
+    existing site there, whose data a migration would overwrite and prune):
+    0 for an empty database, or one a migration made."""
+    if target.get_meta(MARK) is not None:
+        return 0
+    return sum(target.collection(name).count() for name in target.collection_names() if is_copied(name))
+
+
 def copy_site(source: SqliteStore, target: PostgresStore, batch: int = DEFAULT_BATCH,
               out: TextIO | None = None) -> Totals:
     """Every collection and the data metadata of `source` into `target`,
-    batch by batch; what the target holds beyond the source goes."""
+    batch by batch; what the target holds beyond the source goes. The
+    target is marked as made by a migration first (`foreign_documents`)."""
+    target.set_meta(MARK, source.path)
     names = source_collections(source)
     progress = Progress(sum(source.collection(n).count() for n in names), out)
     totals = Totals()
