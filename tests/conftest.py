@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.events import Events
+from tests.storage import ON_S3
 
 logging.getLogger("absl").setLevel(logging.ERROR)
 
@@ -82,10 +83,14 @@ def backend(config: pytest.Config) -> str:
 @pytest.fixture
 def app_env(request: pytest.FixtureRequest) -> dict[str, str]:
     """The environment settings of the test's app: on `--backend
-    postgresql`, a schema of its own on the test process's server."""
+    postgresql`, a schema of its own on the test process's server; files
+    in a bucket of the test's own when QUIRE_TEST_STORAGE=s3
+    (tests/storage.py)."""
     env = {"QUIRE_SERVER_QUIET": "true"}
     if backend(request.config) == "postgresql":
         env["QUIRE_STORE_URL"] = request.getfixturevalue("pg_url")
+    if ON_S3:
+        env.update(request.getfixturevalue("s3_env"))
     return env
 
 
@@ -193,3 +198,28 @@ def pg_url(pg_server: Any) -> Iterator[str]:
     url = pg_server.fresh_url()
     yield url
     pg_server.drop_schema(url)
+
+
+# -- S3 (files in a bucket) -------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[Any]:
+    """moto's S3 server on 127.0.0.1 for this test process (tests/storage.py)."""
+    from tests.storage import S3Server
+
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: Any) -> str:
+    """A new, empty bucket of the test's own."""
+    return str(s3_server.new_bucket())
+
+
+@pytest.fixture
+def s3_env(s3_server: Any, s3_bucket: str) -> dict[str, str]:
+    """The QUIRE_* settings that put an app's files in `s3_bucket`."""
+    return dict(s3_server.env(s3_bucket))

@@ -115,8 +115,45 @@ class AssetSettings(Section):
         "application/rtf", "application/xml", "font/*",
     )
     refused_types: tuple[str, ...] = ()
+    # where files live: "" is the data folder, "s3://bucket/prefix" a bucket (docs/assets.md)
+    storage: str = ""
+    s3_endpoint: str = ""
+    s3_region: str = ""
+    s3_addressing: str = "auto"
+    s3_access_key: str = setting("", secret=True)
+    s3_secret_key: str = setting("", secret=True)
 
     # `presets` is checked by the assets module's rules (SECTION_CHECKS)
+
+    def check(self) -> None:
+        if self.storage:
+            s3_location(self.storage)
+        _check_url("assets.s3_endpoint", self.s3_endpoint)
+        if self.s3_addressing not in ("auto", "path", "virtual"):
+            raise ConfigError("setting 'assets.s3_addressing' must be \"auto\", \"path\" or \"virtual\"")
+        if bool(self.s3_access_key) != bool(self.s3_secret_key):
+            raise ConfigError("settings 'assets.s3_access_key' and 'assets.s3_secret_key' go together: "
+                              "give both, or neither (then the AWS_* environment variables are used)")
+
+
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_PREFIX_PART = re.compile(r"[A-Za-z0-9!_.*'()-]+")
+
+
+def s3_location(url: str) -> tuple[str, str]:
+    """(bucket, key prefix) of `[assets] storage = "s3://bucket/prefix"`;
+    the prefix is "" or ends with "/". The value is never echoed in the
+    error (a pasted URL might carry a secret)."""
+    scheme, _, rest = url.partition("://")
+    bucket, _, prefix = rest.partition("/")
+    if scheme != "s3" or not _BUCKET.fullmatch(bucket) or ".." in bucket:
+        raise ConfigError("setting 'assets.storage' must be \"\" (the data folder) or \"s3://bucket/prefix\" "
+                          "with an S3 bucket name (3-63 lower-case letters, digits, dots and hyphens)")
+    parts = [part for part in prefix.split("/") if part]
+    if any(not _PREFIX_PART.fullmatch(part) or part in (".", "..") for part in parts):
+        raise ConfigError("setting 'assets.storage': the prefix after the bucket may hold only letters, digits "
+                          "and !_.*'()- between slashes")
+    return bucket, "".join(f"{part}/" for part in parts)
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ wide = { w = 50, m = "fitToWidth", q = 60, mime = "jpeg" }
 
 
 @pytest.fixture
-def api(data_dir: Path) -> Iterator[Api]:
+def api(data_dir: Path, app_env: dict[str, str]) -> Iterator[Api]:
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / "quire.toml").write_text(TOML)
-    app = build_app(load_settings(data_dir, env={"QUIRE_SERVER_QUIET": "true"}))
+    app = build_app(load_settings(data_dir, env=app_env))
     key = app.state.quire.auth.create_key("admin", "admin")["key"]
     yield Api(TestClient(app, raise_server_exceptions=False), str(key))
     app.state.quire.close()

@@ -8,7 +8,6 @@ import asyncio
 import io
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -17,6 +16,7 @@ from PIL import Image
 from starlette.testclient import TestClient
 
 from quire.app import Quire
+from quire.files import LocalFiles
 from tests.assets.helpers import (
     BLUE,
     GREEN,
@@ -24,7 +24,6 @@ from tests.assets.helpers import (
     WHITE,
     animated_gif,
     encode,
-    files_under,
     halves,
     halves_image,
     near,
@@ -36,6 +35,7 @@ from tests.assets.helpers import (
     upload_one,
 )
 from tests.conftest import Api, role_key
+from tests.storage import stored_keys
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 BASE = "http://testserver"
@@ -350,18 +350,16 @@ def test_o1_bytes_equal_the_file_at_the_o0_url(admin: Api, anon: Api, wide: dict
     assert anon.get(url.removeprefix(BASE)).content == data
 
 
-def test_generated_image_is_cached_and_reused(admin: Api, quire: Quire, wide: dict[str, Any],
-                                              data_dir: Path) -> None:
+def test_generated_image_is_cached_and_reused(admin: Api, quire: Quire, wide: dict[str, Any]) -> None:
     first = get_image(admin, wide["_id"], w=30, h=20, mime="png", o=1)
     assert quire.assets.generated == 1
     second = get_image(admin, wide["_id"], w=30, h=20, mime="png", o=1)
     assert quire.assets.generated == 1
     assert first.content == second.content
-    assert len(files_under(data_dir / "thumbs" / wide["_id"])) == 1
+    assert len(stored_keys(quire.assets.thumbs, wide["_id"])) == 1
 
 
-def test_t_changes_the_cache_key_and_nothing_else(admin: Api, quire: Quire, wide: dict[str, Any],
-                                                  data_dir: Path) -> None:
+def test_t_changes_the_cache_key_and_nothing_else(admin: Api, quire: Quire, wide: dict[str, Any]) -> None:
     plain = get_image(admin, wide["_id"], w=30, h=20, mime="png")
     stamped = get_image(admin, wide["_id"], w=30, h=20, mime="png", t="1700000000")
     other = get_image(admin, wide["_id"], w=30, h=20, mime="png", t="1700000001")
@@ -369,7 +367,7 @@ def test_t_changes_the_cache_key_and_nothing_else(admin: Api, quire: Quire, wide
     assert len({plain.text, stamped.text, other.text}) == 3
     assert again.text == stamped.text
     assert quire.assets.generated == 3
-    assert len(files_under(data_dir / "thumbs" / wide["_id"])) == 3
+    assert len(stored_keys(quire.assets.thumbs, wide["_id"])) == 3
     images = [get_image(admin, wide["_id"], w=30, h=20, mime="png", o=1, **t).content
               for t in ({}, {"t": "1700000000"}, {"t": "1700000001"})]
     opened = [open_image(b) for b in images]
@@ -526,7 +524,7 @@ def test_non_image_answers_the_original_url(admin: Api, anon: Api, quire: Quire,
     assert quire.assets.generated == 0
 
 
-def test_svg_is_never_rasterised(admin: Api, anon: Api, quire: Quire, data_dir: Path) -> None:
+def test_svg_is_never_rasterised(admin: Api, anon: Api, quire: Quire) -> None:
     asset = upload_one(admin, "logo.svg", CLEAN_SVG, "image/svg+xml")
     original = f"{BASE}/storage/uploads{asset['path']}"
     for mime in ("png", "auto", "jpeg"):
@@ -538,7 +536,7 @@ def test_svg_is_never_rasterised(admin: Api, anon: Api, quire: Quire, data_dir: 
     served = anon.get(original.removeprefix(BASE))
     assert served.content == CLEAN_SVG and "content-security-policy" in served.headers
     assert quire.assets.generated == 0
-    assert files_under(data_dir / "thumbs") == []
+    assert stored_keys(quire.assets.thumbs) == []
 
 
 def test_non_image_still_validates_parameters(admin: Api) -> None:
@@ -552,8 +550,7 @@ def test_non_image_still_validates_parameters(admin: Api) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_burst_of_identical_requests_generates_the_image_once(app: Any, admin: Api, quire: Quire,
-                                                                      data_dir: Path) -> None:
+async def test_a_burst_of_identical_requests_generates_the_image_once(app: Any, admin: Api, quire: Quire) -> None:
     source = encode(noise(600, 400), "JPEG", quality=90)
     asset = upload_one(admin, "burst.jpg", source, "image/jpeg")
     transport = httpx2.ASGITransport(app=app)
@@ -568,9 +565,9 @@ async def test_a_burst_of_identical_requests_generates_the_image_once(app: Any, 
     assert len({r.headers["etag"] for r in responses}) == 1
     assert open_image(responses[0].content).size == (300, 200)
     assert quire.assets.generated == 1
-    generated = [p for p in files_under(data_dir / "thumbs" / asset["_id"]) if not p.name.endswith(".lock")]
-    assert len(generated) == 1
-    assert not [p for p in files_under(data_dir / "thumbs") if p.name.endswith((".part", ".lock"))]
+    assert len(stored_keys(quire.assets.thumbs, asset["_id"])) == 1
+    if isinstance(quire.assets.thumbs, LocalFiles):  # nor a lock or part file left in the folder
+        assert not [p for p in quire.assets.thumbs.root.rglob("*") if p.name.endswith((".part", ".lock"))]
 
 
 @pytest.mark.anyio
@@ -591,8 +588,7 @@ async def test_a_burst_of_different_requests_generates_each_once(app: Any, admin
 
 
 @pytest.mark.anyio
-async def test_concurrent_uploads_all_land_with_distinct_ids_and_files(app: Any, admin: Api, quire: Quire,
-                                                                       data_dir: Path) -> None:
+async def test_concurrent_uploads_all_land_with_distinct_ids_and_files(app: Any, admin: Api, quire: Quire) -> None:
     contents = [solid(10 + i, 10, (i * 20, 0, 0)) for i in range(10)]
     transport = httpx2.ASGITransport(app=app)
     async with httpx2.AsyncClient(transport=transport, base_url=BASE) as client:
@@ -606,13 +602,13 @@ async def test_concurrent_uploads_all_land_with_distinct_ids_and_files(app: Any,
     assert len({a["_id"] for a in assets}) == 10
     assert len({a["path"] for a in assets}) == 10
     for asset, content in zip(assets, contents, strict=True):
-        assert (data_dir / "uploads" / asset["path"].lstrip("/")).read_bytes() == content
+        assert quire.assets.uploads.read(asset["path"].lstrip("/")) == content
     assert sorted(a["width"] for a in assets) == [10 + i for i in range(10)]
-    assert len(files_under(data_dir / "uploads")) == 10
+    assert len(stored_keys(quire.assets.uploads)) == 10
     assert len(quire.assets.assets.find()) == 10
 
 
-def test_concurrent_uploads_from_threads_all_land(app: Any, admin_key: str, data_dir: Path) -> None:
+def test_concurrent_uploads_from_threads_all_land(app: Any, admin_key: str, quire: Quire) -> None:
     # one client used as a context manager: one event loop serves every
     # thread's request, as one server process does
     contents = [solid(5, 5 + i) for i in range(10)]
@@ -625,8 +621,8 @@ def test_concurrent_uploads_from_threads_all_land(app: Any, admin_key: str, data
         assert len({a["_id"] for a in assets}) == 10 and len({a["path"] for a in assets}) == 10
         assert sorted(a["height"] for a in assets) == [5 + i for i in range(10)]
         for asset, content in zip(assets, contents, strict=True):
-            assert (data_dir / "uploads" / asset["path"].lstrip("/")).read_bytes() == content
-        assert len(files_under(data_dir / "uploads")) == 10
+            assert quire.assets.uploads.read(asset["path"].lstrip("/")) == content
+        assert len(stored_keys(quire.assets.uploads)) == 10
         assert len(api.get("/api/assets").json()) == 10
 
 
@@ -644,7 +640,7 @@ def test_concurrent_identical_image_requests_from_threads_generate_once(app: Any
 
 
 def test_an_asset_whose_file_is_gone_answers_404_not_500(admin: Api, quire: Quire, wide: dict[str, Any]) -> None:
-    (quire.assets.uploads / wide["path"].lstrip("/")).unlink()
+    quire.assets.uploads.delete(wide["path"].lstrip("/"))
     response = admin.get(f"/api/assets/image/{wide['_id']}", params={"w": 33, "o": 1})
     assert response.status_code == 404
     assert response.json() == {"error": "The file of this asset is missing"}

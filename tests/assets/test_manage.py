@@ -4,14 +4,15 @@ images), and folders (issue 3 item 1, behaviour.md section 3)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from quire.app import Quire
-from tests.assets.helpers import BLUE, GREEN, RED, files_under, solid, upload_one
+from quire.files import LocalFiles
+from tests.assets.helpers import BLUE, GREEN, RED, solid, upload_one
 from tests.conftest import Api, role_key
+from tests.storage import stored_keys
 
 
 @pytest.fixture
@@ -250,27 +251,28 @@ def test_update_needs_assets_edit(admin: Api, anon: Api, three: list[dict[str, A
 # -- delete ---------------------------------------------------------------------
 
 
-def test_delete_removes_the_file_and_generated_images(admin: Api, anon: Api, data_dir: Path,
+def test_delete_removes_the_file_and_generated_images(admin: Api, anon: Api, quire: Quire,
                                                       three: list[dict[str, Any]]) -> None:
     asset = three[0]
     url = admin.get(f"/api/assets/image/{asset['_id']}", params={"w": 2, "h": 2, "mime": "png"})
     assert url.status_code == 200, url.text
-    thumbs = data_dir / "thumbs" / asset["_id"]
-    assert files_under(thumbs)
-    upload_file = data_dir / "uploads" / asset["path"].lstrip("/")
-    assert upload_file.exists()
+    assert stored_keys(quire.assets.thumbs, asset["_id"])
+    upload_file = asset["path"].lstrip("/")
+    assert quire.assets.uploads.exists(upload_file)
 
     response = admin.delete(f"/api/assets/{asset['_id']}")
     assert response.status_code == 200
     assert response.json() == {"success": True}
-    assert not upload_file.exists()
-    assert not thumbs.exists()
+    assert not quire.assets.uploads.exists(upload_file)
+    assert stored_keys(quire.assets.thumbs, asset["_id"]) == []
+    if isinstance(quire.assets.thumbs, LocalFiles):  # the folder goes too
+        assert not (quire.assets.thumbs.root / asset["_id"]).exists()
     assert admin.get(f"/api/assets/{asset['_id']}").status_code == 404
     assert anon.get(f"/storage/uploads{asset['path']}").status_code == 404
     assert ids(admin.get("/api/assets").json()) == ids(three[1:])
     # the other assets' files are untouched
     for other in three[1:]:
-        assert (data_dir / "uploads" / other["path"].lstrip("/")).exists()
+        assert quire.assets.uploads.exists(other["path"].lstrip("/"))
 
 
 def test_delete_unknown_asset_is_404(admin: Api) -> None:
@@ -286,14 +288,14 @@ def test_delete_twice_is_404_the_second_time(admin: Api, three: list[dict[str, A
     assert again.json() == {"error": "Asset not found"}
 
 
-def test_delete_needs_assets_delete(admin: Api, anon: Api, data_dir: Path, three: list[dict[str, Any]]) -> None:
+def test_delete_needs_assets_delete(admin: Api, anon: Api, quire: Quire, three: list[dict[str, Any]]) -> None:
     asset = three[0]
     assert anon.delete(f"/api/assets/{asset['_id']}").status_code == 401
     editor = role_key(admin, "editor", {"assets/read": True, "assets/edit": True, "assets/upload": True})
     response = editor.delete(f"/api/assets/{asset['_id']}")
     assert response.status_code == 403
     assert "error" in response.json()
-    assert (data_dir / "uploads" / asset["path"].lstrip("/")).exists()
+    assert quire.assets.uploads.exists(asset["path"].lstrip("/"))
     assert admin.get(f"/api/assets/{asset['_id']}").status_code == 200
 
 

@@ -12,8 +12,9 @@ import pytest
 
 from quire.app import Quire
 from quire.assets import sniff
-from tests.assets.helpers import files_under, solid, upload, upload_one
+from tests.assets.helpers import solid, upload, upload_one
 from tests.conftest import Api
+from tests.storage import stored_keys
 
 HEAD = b'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
 PNG64 = base64.b64encode(solid(2, 2)).decode()
@@ -78,7 +79,7 @@ def test_smuggled_script_or_remote_load_is_refused(admin: Api, quire: Quire, dat
     response = upload(admin, ("x.svg", svg(SMUGGLED[case]), "image/svg+xml"))
     assert response.status_code == 415, response.text
     assert response.json()["error"].startswith("File x.svg: SVG")
-    assert files_under(data_dir / "uploads") == []
+    assert stored_keys(quire.assets.uploads) == []
     assert quire.assets.assets.find() == []
 
 
@@ -142,7 +143,7 @@ PREFIXED = '<x:svg xmlns:x="http://www.w3.org/2000/svg" xmlns:xlink="http://www.
 
 @pytest.mark.parametrize("case", ["style @import url", "use href data:", "style attribute url", "xml:base",
                                   "animate style", "image remote", "unknown attribute"])
-def test_svg_under_a_namespace_prefix_meets_the_svg_check(admin: Api, data_dir: Path, case: str) -> None:
+def test_svg_under_a_namespace_prefix_meets_the_svg_check(admin: Api, quire: Quire, case: str) -> None:
     """`<x:svg xmlns:x="...svg">` has no `<svg` in it, so it was sniffed as
     XML and only met the XML deny-list: `@import` and `<use href="data:">`
     were stored (and a browser renders such a file as SVG)."""
@@ -151,7 +152,7 @@ def test_svg_under_a_namespace_prefix_meets_the_svg_check(admin: Api, data_dir: 
     response = upload(admin, ("x.xml", PREFIXED.format(prefixed).encode(), "application/xml"))
     assert response.status_code == 415, response.text
     assert "SVG" in response.json()["error"]
-    assert files_under(data_dir / "uploads") == []
+    assert stored_keys(quire.assets.uploads) == []
 
 
 def test_prefixed_svg_that_only_draws_is_accepted(admin: Api) -> None:

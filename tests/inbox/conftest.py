@@ -21,6 +21,7 @@ from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.events import Events
 from tests.conftest import Api
+from tests.storage import stored_keys
 
 PDF = (b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
        b"2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n")
@@ -67,8 +68,8 @@ def inbox_env() -> dict[str, str]:
 
 
 @pytest.fixture
-def app(data_dir: Path, events: Events, inbox_env: dict[str, str]) -> Iterator[Any]:
-    env = {"QUIRE_SERVER_QUIET": "true", **inbox_env}
+def app(data_dir: Path, events: Events, app_env: dict[str, str], inbox_env: dict[str, str]) -> Iterator[Any]:
+    env = {**app_env, **inbox_env}
     application = build_app(load_settings(data_dir, env=env), events)
     yield application
     application.state.quire.close()
@@ -87,14 +88,10 @@ def submit(client: TestClient, token: str, **kw: Any) -> Any:
     return client.post(f"/api/inbox/submit/{token}", **kw)
 
 
-def inbox_dir(quire: Quire) -> Path:
-    """Where form attachments live: <data>/uploads/inbox."""
-    return quire.assets.uploads / "inbox"
-
-
-def files_under(folder: Path) -> list[Path]:
-    """Every file below `folder` (none when it does not exist)."""
-    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+def inbox_files(quire: Quire) -> list[str]:
+    """The keys (as attachments name them: `inbox/uploads/...`) of every
+    stored form attachment, in the data folder or the bucket."""
+    return stored_keys(quire.assets.uploads, "inbox")
 
 
 def stored(quire: Quire, form_id: str | None = None) -> list[dict[str, Any]]:

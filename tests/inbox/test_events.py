@@ -17,7 +17,7 @@ from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.events import Events, Reject
 from tests.conftest import Api
-from tests.inbox.conftest import files_under, inbox_dir, make_form, png, stored, submit
+from tests.inbox.conftest import inbox_files, make_form, png, stored, submit
 
 
 def test_before_gets_form_and_record_and_may_change_the_record(client: TestClient, form: dict[str, Any],
@@ -70,7 +70,7 @@ def test_reject_is_412_with_its_message_and_leaves_nothing(client: TestClient, f
     response = submit(client, form["token"], data={"data[name]": "x", "success": "/thanks"},
                       files=[("data[f][]", ("a.png", png(), "image/png")), ("data[f][]", ("b.png", png(), "image/png"))])
     assert (response.status_code, response.json()) == (412, {"error": "Spam detected, sorry"})
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
     assert quire.store.collection("system/jobs").find() == []  # no e-mail queued
     assert after == []
 
@@ -87,7 +87,7 @@ def test_other_exception_is_412_submission_rejected_and_logged(client: TestClien
                           files={"data[f]": ("a.png", png(), "image/png")})
     assert (response.status_code, response.json()) == (412, {"error": "Submission rejected"})
     assert "secret-detail-42" not in response.text
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
     logged = [r for r in caplog.records if r.exc_info and "secret-detail-42" in str(r.exc_info[1])]
     assert logged, [r.getMessage() for r in caplog.records]
     assert logged[0].levelno >= logging.ERROR and "inbox.submit.before" in logged[0].getMessage()
@@ -105,7 +105,7 @@ def test_a_handler_that_breaks_the_record_is_rejected(client: TestClient, form: 
     events.on("inbox.submit.before", before)
     response = submit(client, form["token"], data={"data[name]": "x"}, files={"data[f]": ("a.png", png(), "image/png")})
     assert (response.status_code, response.json()) == (412, {"error": "Submission rejected"})
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
 
 
 def test_second_handler_rejecting_undoes_the_first_handlers_work(client: TestClient, form: dict[str, Any],
@@ -229,13 +229,13 @@ def register(events, quire):
 
 
 @pytest.fixture
-def hooked_app(data_dir: Path) -> Iterator[Any]:
+def hooked_app(data_dir: Path, app_env: dict[str, str]) -> Iterator[Any]:
     """An app built after its data dir received two hook files."""
     hooks = data_dir / "hooks"
     hooks.mkdir(parents=True)
     (hooks / "add_field.py").write_text(textwrap.dedent(ADD_FIELD))
     (hooks / "reject.py").write_text(textwrap.dedent(REJECT))
-    application = build_app(load_settings(data_dir, env={"QUIRE_SERVER_QUIET": "true"}))
+    application = build_app(load_settings(data_dir, env=app_env))
     yield application
     application.state.quire.close()
 
@@ -256,6 +256,6 @@ def test_hook_files_add_a_field_and_reject_over_http(hooked_app: Any) -> None:
                       files={"data[message]": ("x.png", png(), "image/png")})
     assert (response.status_code, response.json()) == (412, {"error": "Your message looks like spam"})
     assert [r["data"]["name"] for r in stored(quire, form["_id"])] == ["Ada"]
-    assert files_under(inbox_dir(quire)) == []
+    assert inbox_files(quire) == []
     response = submit(client, form["token"], json={"data": {"name": "Bot", "message": "buy viagra"}})
     assert response.status_code == 412

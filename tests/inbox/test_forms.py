@@ -14,7 +14,7 @@ from quire.app import Quire
 from quire.events import Events, Reject
 from quire.ids import new_id
 from tests.conftest import Api, role_key
-from tests.inbox.conftest import files_under, inbox_dir, make_form, png, stored, submit
+from tests.inbox.conftest import inbox_files, make_form, png, stored, submit
 
 FORM_FIELDS = {"_id", "name", "group", "token", "emails", "domains", "fields", "honeypot", "languages",
                "store", "_created", "_modified"}
@@ -163,14 +163,14 @@ def test_delete_removes_the_form_its_submissions_and_their_files(admin: Api, ano
         response = submit(anon.client, form["token"], data={"data[n]": "1"},
                           files={"data[pic]": ("p.png", png(), "image/png")})
         assert response.status_code == 200, response.text
-    assert len(files_under(inbox_dir(quire))) == 2
+    assert len(inbox_files(quire)) == 2
     response = admin.delete(f"/api/inbox/forms/{doomed['_id']}")
     assert (response.status_code, response.json()) == (200, {"success": True})
     assert admin.get(f"/api/inbox/forms/{doomed['_id']}").status_code == 404
     assert submit(anon.client, doomed["token"], json={"data": {"a": "1"}}).status_code == 404
     assert stored(quire, doomed["_id"]) == []
     assert len(stored(quire, kept["_id"])) == 1
-    left = files_under(inbox_dir(quire))
+    left = inbox_files(quire)
     assert len(left) == 1 and kept["_id"] in str(left[0])
     assert admin.get("/api/inbox/submissions", params={"form": doomed["_id"]}).status_code == 404
 
@@ -205,7 +205,7 @@ def test_form_remove_event_can_refuse_and_keeps_everything(admin: Api, anon: Api
     assert (response.status_code, response.json()) == (412, {"error": "Keep it"})
     assert admin.get(f"/api/inbox/forms/{form['_id']}").status_code == 200
     assert len(stored(quire, form["_id"])) == 1  # rolled back with the form
-    assert len(files_under(inbox_dir(quire))) == 1
+    assert len(inbox_files(quire)) == 1
 
 
 # -- permissions ------------------------------------------------------------------

@@ -22,7 +22,7 @@ from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.store import SqliteStore
 from tests.conftest import Api
-from tests.inbox.conftest import PDF, files_under, inbox_dir, make_form, png, stored, submit
+from tests.inbox.conftest import PDF, inbox_files, make_form, png, stored, submit
 
 FROM = "forms@quire.test"
 
@@ -226,12 +226,12 @@ def test_store_false_keeps_files_until_the_mail_is_sent(client: TestClient, admi
     assert stored(quire) == []
     # nothing listens yet: the file waits in the outbox's attachments
     wait_for(lambda: [m for m in outbox(quire) if m["attempts"] >= 1])
-    assert len(files_under(inbox_dir(quire))) == 1
+    assert len(inbox_files(quire)) == 1
     controller, inbox = start_smtp(smtp_port)
     try:
         [message] = inbox.wait()
         assert [a.get_content() for a in message.iter_attachments()] == [PDF]
-        wait_for(lambda: files_under(inbox_dir(quire)) == [])
+        wait_for(lambda: inbox_files(quire) == [])
     finally:
         controller.stop()
 
@@ -282,7 +282,7 @@ def test_after_max_attempts_the_message_is_failed(client: TestClient, admin: Api
     assert response.status_code == 200
     [failed] = wait_for(lambda: [m for m in outbox(quire) if m["status"] == "failed"])
     assert failed["attempts"] == 2 and failed["last_error"]
-    assert files_under(inbox_dir(quire)) == []  # given up: the unstored form's file goes too
+    assert inbox_files(quire) == []  # given up: the unstored form's file goes too
     time.sleep(1.2)
     assert outbox(quire)[0]["attempts"] == 2  # no more attempts
 
@@ -315,8 +315,9 @@ def test_login_with_user_and_password(client: TestClient, mail_form: dict[str, A
         controller.stop()
 
 
-def test_queued_mail_is_sent_after_a_restart(data_dir: Path, smtp_port: int, inbox_env: dict[str, str]) -> None:
-    env = {"QUIRE_SERVER_QUIET": "true", **inbox_env}
+def test_queued_mail_is_sent_after_a_restart(data_dir: Path, smtp_port: int, app_env: dict[str, str],
+                                             inbox_env: dict[str, str]) -> None:
+    env = {**app_env, **inbox_env}
     first = build_app(load_settings(data_dir, env=env))
     quire: Quire = first.state.quire
     admin = Api(TestClient(first), str(quire.auth.create_key("k", "admin")["key"]))
@@ -335,8 +336,9 @@ def test_queued_mail_is_sent_after_a_restart(data_dir: Path, smtp_port: int, inb
         controller.stop()
 
 
-def test_two_workers_send_each_message_once(data_dir: Path, smtp: Inbox, inbox_env: dict[str, str]) -> None:
-    env = {"QUIRE_SERVER_QUIET": "true", **inbox_env}
+def test_two_workers_send_each_message_once(data_dir: Path, smtp: Inbox, app_env: dict[str, str],
+                                            inbox_env: dict[str, str]) -> None:
+    env = {**app_env, **inbox_env}
     apps = [build_app(load_settings(data_dir, env=env)) for _ in range(2)]
     try:
         clients = [TestClient(a) for a in apps]

@@ -123,9 +123,9 @@ async def test_no_client_address_is_stored(quire: Quire) -> None:
 
 
 @pytest.fixture
-def two_apps(data_dir: Path) -> Iterator[tuple[Any, Any]]:
+def two_apps(data_dir: Path, app_env: dict[str, str]) -> Iterator[tuple[Any, Any]]:
     """Two instances on one data dir, like two worker processes."""
-    env = {"QUIRE_SERVER_QUIET": "true", "QUIRE_INBOX_RATE_LIMIT": "3"}
+    env = {**app_env, "QUIRE_INBOX_RATE_LIMIT": "3"}
     first = build_app(load_settings(data_dir, env=env))
     second = build_app(load_settings(data_dir, env=env))
     yield first, second

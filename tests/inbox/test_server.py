@@ -17,13 +17,17 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.inbox.conftest import PDF, files_under, multipart, png
+from quire.config import load_settings
+from quire.files import Files, open_files
+from tests.inbox.conftest import PDF, multipart, png
 from tests.serving import quire_server
+from tests.storage import stored_keys
 
 
 class Server:
-    def __init__(self, base: str, key: str, data: Path) -> None:
+    def __init__(self, base: str, key: str, data: Path, uploads: Files) -> None:
         self.base, self.key, self.data = base, key, data
+        self.uploads = uploads  # where the server keeps uploads (folder or bucket), seen from the test
 
     def call(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
              key: bool = True) -> tuple[int, Any]:
@@ -38,10 +42,14 @@ class Server:
 
 
 @contextlib.contextmanager
-def running(data: Path, **env: str) -> Iterator[Server]:
+def running(data: Path, app_env: dict[str, str], **env: str) -> Iterator[Server]:
     """`quire serve --workers 2` on a free port, with an admin key."""
-    with quire_server(data, {"QUIRE_SERVER_QUIET": "true", **env}) as (base, key, _):
-        yield Server(base, key, data)
+    files = open_files(load_settings(data, env=app_env).assets, data)
+    try:
+        with quire_server(data, {**app_env, **env}) as (base, key, _):
+            yield Server(base, key, data, files.under("uploads"))
+    finally:
+        files.close()
 
 
 def create_form(server: Server, **fields: Any) -> dict[str, Any]:
@@ -52,8 +60,8 @@ def create_form(server: Server, **fields: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    with running(tmp_path / "data", QUIRE_INBOX_RATE_LIMIT="0") as server:
+def server(tmp_path: Path, app_env: dict[str, str]) -> Iterator[Server]:
+    with running(tmp_path / "data", app_env, QUIRE_INBOX_RATE_LIMIT="0") as server:
         yield server
 
 
@@ -91,28 +99,26 @@ def test_200_concurrent_submissions_land_exactly_once(server: Server) -> None:
     markers = Counter(r["data"]["marker"] for r in records)
     assert markers == Counter(f"m{i:03d}" for i in range(200))
 
-    uploads = server.data / "uploads"
-    expected: dict[Path, bytes] = {}
+    expected: dict[str, bytes] = {}
     for record in records:
         i = int(record["data"]["marker"][1:])
         files = record["attachments"].get("files", [])
         wanted = [images[i]] + ([PDF] if i % 6 == 0 else []) if i % 3 == 0 else []
         assert [a["size"] for a in files] == [len(w) for w in wanted]
         for item, content in zip(files, wanted, strict=True):
-            expected[uploads / item["file"]] = content
+            expected[item["file"]] = content
     assert len(expected) == 67 + 34  # every attachment has its own file
-    on_disk = files_under(uploads / "inbox")
-    assert sorted(on_disk) == sorted(expected)  # each file once, nothing else (no .part left)
-    for path, content in expected.items():
-        assert path.read_bytes() == content
+    assert stored_keys(server.uploads, "inbox") == sorted(expected)  # each file once, nothing else (no .part left)
+    for key, content in expected.items():
+        assert server.uploads.read(key) == content
 
     some = next(iter(expected))
-    status, body = server.call("GET", "/storage/uploads/" + str(some.relative_to(uploads)), key=False)
+    status, body = server.call("GET", "/storage/uploads/" + some, key=False)
     assert status == 404 and "error" in body
 
 
-def test_the_rate_limit_holds_across_both_workers(tmp_path: Path) -> None:
-    with running(tmp_path / "data", QUIRE_INBOX_RATE_LIMIT="10") as server:
+def test_the_rate_limit_holds_across_both_workers(tmp_path: Path, app_env: dict[str, str]) -> None:
+    with running(tmp_path / "data", app_env, QUIRE_INBOX_RATE_LIMIT="10") as server:
         form = create_form(server)
 
         def one(i: int) -> int:

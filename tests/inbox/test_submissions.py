@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from quire.app import Quire
 from quire.events import Events, Reject
 from tests.conftest import Api, role_key
-from tests.inbox.conftest import PDF, files_under, inbox_dir, make_form, png, stored, submit
+from tests.inbox.conftest import PDF, inbox_files, make_form, png, stored, submit
 
 
 @pytest.fixture
@@ -201,7 +201,7 @@ def test_submission_events(admin: Api, client: TestClient, form: dict[str, Any],
     response = admin.delete(f"/api/inbox/submissions/{record['_id']}")
     assert (response.status_code, response.json()) == (412, {"error": "Keep all records"})
     assert admin.get(f"/api/inbox/submissions/{record['_id']}").json() == record
-    assert len(files_under(inbox_dir(quire))) == 1
+    assert len(inbox_files(quire)) == 1
 
 
 # -- permissions -------------------------------------------------------------------------

@@ -17,8 +17,7 @@ from quire.events import Events
 from tests.conftest import Api
 from tests.inbox.conftest import (
     HTML,
-    files_under,
-    inbox_dir,
+    inbox_files,
     make_form,
     multipart,
     png,
@@ -203,7 +202,7 @@ def test_upload_error_is_412_upload_failed(client: TestClient, form: dict[str, A
                       files={"data[page]": ("page.html", HTML, "text/html")})
     assert response.status_code == 412
     assert response.json()["error"] == "Upload failed"
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
 
 
 # -- the order of the checks ----------------------------------------------------------
@@ -237,7 +236,7 @@ def test_honeypot_is_checked_before_fields_limits_language_and_uploads(client: T
                       files={"data[file]": ("evil.html", HTML, "text/html")})
     record = record_of(response)
     assert "website" not in record["data"]
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
     assert calls == []  # the bot's submission reaches no handler
 
 
@@ -252,7 +251,7 @@ def test_language_is_checked_before_uploads(client: TestClient, admin: Api, quir
     response = submit(client, form["token"], data={"data[message]": GERMAN},
                       files={"data[file]": ("evil.html", HTML, "text/html")})
     assert response.json() == {"error": "Precondition failed"}
-    assert files_under(inbox_dir(quire)) == []
+    assert inbox_files(quire) == []
 
 
 def test_uploads_are_checked_before_the_before_event(client: TestClient, form: dict[str, Any],
@@ -277,7 +276,7 @@ def test_filled_honeypot_answers_success_and_keeps_nothing(client: TestClient, a
         "files": {"data[cv]": ("cv.png", png(), "image/png")}}
     record = record_of(submit(client, form["token"], **kw))
     assert record["data"] == {"name": "Bot"} and record["form"] == form["_id"]
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
     assert quire.store.collection("system/jobs").find() == []  # no e-mail queued
 
 
@@ -303,7 +302,7 @@ def test_a_file_in_the_honeypot_field_is_never_kept(client: TestClient, admin: A
                       files={"data[trap]": ("x.png", png(), "image/png")})
     assert response.status_code == 200
     assert stored(quire) == [] or all("trap" not in r["attachments"] for r in stored(quire))
-    assert all("trap" not in str(p) for p in files_under(inbox_dir(quire)))
+    assert all("trap" not in str(p) for p in inbox_files(quire))
 
 
 # -- allowed fields --------------------------------------------------------------------
@@ -317,7 +316,7 @@ def test_fields_not_listed_are_dropped(client: TestClient, admin: Api, quire: Qu
                                      "data[other]": ("o.png", png(), "image/png")}))
     assert record["data"] == {"name": "Ada"}
     assert list(record["attachments"]) == ["cv"]
-    assert len(files_under(inbox_dir(quire))) == 1
+    assert len(inbox_files(quire)) == 1
     assert stored(quire, form["_id"])[0]["data"] == {"name": "Ada"}
 
 
@@ -334,7 +333,7 @@ def test_nothing_left_after_dropping_is_412(client: TestClient, admin: Api, quir
                {"data": {"data[x]": "1"}, "files": {"data[file]": ("a.png", png(), "image/png")}}):
         response = submit(client, form["token"], **kw)
         assert (response.status_code, response.json()) == (412, {"error": "Item data is missing"})
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
 
 
 # -- field limits ------------------------------------------------------------------------
@@ -351,7 +350,7 @@ def test_more_than_max_fields_is_400(client: TestClient, form: dict[str, Any], q
         response = submit(client, form["token"], **kw)
         assert response.status_code == 400, response.text
         assert "error" in response.json()
-    assert len(stored(quire)) == 1 and files_under(inbox_dir(quire)) == []
+    assert len(stored(quire)) == 1 and inbox_files(quire) == []
 
 
 @pytest.mark.parametrize("encoding", ["urlencoded", "multipart"])

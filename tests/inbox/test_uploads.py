@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import re
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,14 +19,14 @@ from tests.inbox.conftest import (
     HTML,
     PDF,
     SCRIPT,
-    files_under,
-    inbox_dir,
+    inbox_files,
     make_form,
     multipart,
     png,
     stored,
     submit,
 )
+from tests.storage import local_only
 
 FILE = re.compile(r"inbox/uploads/(?P<form>[0-9a-f]{24})/(?P<month>\d{4}-\d{2})/(?P<stem>[a-z0-9-]+)_[0-9a-f]{16}\.(?P<ext>[a-z0-9]+)")
 
@@ -58,9 +57,8 @@ def test_one_file_is_stored_with_its_attachment_object(client: TestClient, form:
     assert match, item["file"]
     assert match["form"] == form["_id"] and match["month"] == datetime.now(UTC).strftime("%Y-%m")
     assert (match["stem"], match["ext"]) == ("my-photo", "png")
-    path = quire.assets.uploads / item["file"]
-    assert path.read_bytes() == image
-    assert files_under(inbox_dir(quire)) == [path]  # no temporary file left
+    assert quire.assets.uploads.read(item["file"]) == image
+    assert inbox_files(quire) == [item["file"]]  # no temporary file left
     assert stored(quire, form["_id"])[0]["attachments"] == record["attachments"]
 
 
@@ -73,9 +71,9 @@ def test_several_files_per_field_with_brackets(client: TestClient, form: dict[st
     assert [(a["name"], a["mime"]) for a in record["attachments"]["files"]] == [
         ("a.png", "image/png"), ("b.pdf", "application/pdf"), ("c.txt", "text/plain")]
     assert [a["name"] for a in record["attachments"]["cv"]] == ["cv.pdf"]
-    paths = [quire.assets.uploads / a["file"] for items in record["attachments"].values() for a in items]
-    assert sorted(paths) == files_under(inbox_dir(quire))
-    assert [p.read_bytes() for p in paths] == [png((1, 2, 3)), PDF, b"plain words", PDF]
+    keys = [a["file"] for items in record["attachments"].values() for a in items]
+    assert sorted(keys) == inbox_files(quire)
+    assert [quire.assets.uploads.read(key) for key in keys] == [png((1, 2, 3)), PDF, b"plain words", PDF]
 
 
 def test_repeated_field_without_brackets_keeps_every_file(client: TestClient, form: dict[str, Any]) -> None:
@@ -96,7 +94,7 @@ def test_same_name_twice_gets_two_unique_files(client: TestClient, form: dict[st
     second = ok(submit(client, form["token"], files=files[:1]))["attachments"]["f"]
     names = [a["file"] for a in first + second]
     assert len(set(names)) == 3
-    assert len(files_under(inbox_dir(quire))) == 3
+    assert len(inbox_files(quire)) == 3
 
 
 @pytest.mark.parametrize(("filename", "name"), [
@@ -112,8 +110,7 @@ def test_file_names_are_safe_on_disk_and_kept_for_people(client: TestClient, for
     [item] = record["attachments"]["f"]
     assert item["name"] == name
     assert FILE.fullmatch(item["file"]), item["file"]
-    path = (quire.assets.uploads / item["file"]).resolve()
-    assert path.is_file() and path.is_relative_to(inbox_dir(quire).resolve())
+    assert inbox_files(quire) == [item["file"]]  # in the attachments' folder, under its safe name
 
 
 def test_type_comes_from_the_bytes_not_the_client(client: TestClient, form: dict[str, Any]) -> None:
@@ -130,7 +127,7 @@ def test_empty_file_inputs_are_ignored(client: TestClient, form: dict[str, Any],
     record = ok(submit(client, form["token"], content=body, headers=headers))
     assert record["data"] == {"name": "Ada"}
     assert list(record["attachments"]) == ["more"] and len(record["attachments"]["more"]) == 1
-    assert len(files_under(inbox_dir(quire))) == 1
+    assert len(inbox_files(quire)) == 1
 
 
 # -- caps and refused types ---------------------------------------------------------------
@@ -143,7 +140,7 @@ def test_file_over_max_file_bytes_is_412(client: TestClient, form: dict[str, Any
         ("data[f][]", ("small.txt", b"b" * 10, "text/plain")),
         ("data[f][]", ("big.txt", b"c" * 2001, "text/plain"))]))
     assert "big.txt" in detail
-    assert len(stored(quire)) == 1 and len(files_under(inbox_dir(quire))) == 1  # only the first submission
+    assert len(stored(quire)) == 1 and len(inbox_files(quire)) == 1  # only the first submission
 
 
 @pytest.mark.parametrize(("filename", "content"), [
@@ -161,7 +158,7 @@ def test_refused_types_are_412_and_leave_nothing(client: TestClient, form: dict[
     response = submit(client, form["token"], data={"data[name]": "x"}, files=[
         ("data[f][]", ("fine.png", png(), "image/png")), ("data[f][]", (filename, content, "image/png"))])
     upload_failed(response)
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
 
 
 def test_safe_svg_is_accepted(client: TestClient, form: dict[str, Any]) -> None:
@@ -180,14 +177,14 @@ def test_types_refused_for_assets_are_refused_here(client: TestClient, form: dic
 def test_max_files_files_are_accepted(client: TestClient, form: dict[str, Any], quire: Quire) -> None:
     two = [("data[f][]", (f"{i}.png", png(), "image/png")) for i in range(2)]
     record = ok(submit(client, form["token"], files=two))
-    assert len(record["attachments"]["f"]) == 2 and len(files_under(inbox_dir(quire))) == 2
+    assert len(record["attachments"]["f"]) == 2 and len(inbox_files(quire)) == 2
 
 
 @pytest.mark.parametrize("inbox_env", [{"QUIRE_INBOX_MAX_FILES": "2"}])
 def test_more_than_max_files_is_412(client: TestClient, form: dict[str, Any], quire: Quire) -> None:
     three = [("data[f][]", (f"{i}.png", png(), "image/png")) for i in range(3)]
     upload_failed(submit(client, form["token"], data={"data[n]": "1"}, files=three))
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
 
 
 def test_more_than_the_default_ten_files_is_412(client: TestClient, form: dict[str, Any]) -> None:
@@ -218,38 +215,40 @@ def test_request_over_max_request_bytes_is_413(client: TestClient, form: dict[st
     response = submit(client, form["token"], content=iter([b'{"data": {"m": "', b"x" * 5000, b'"}}']),
                       headers={"content-type": "application/json"})
     assert response.status_code == 413 and "error" in response.json()
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
     ok(submit(client, form["token"], files={"data[f]": ("a.txt", b"a" * 1000, "text/plain")}))
 
 
+@local_only
 def test_a_write_error_is_412_and_leaves_nothing(client: TestClient, form: dict[str, Any], quire: Quire) -> None:
-    blocker = quire.assets.uploads / "inbox" / "uploads" / form["_id"]
+    blocker = quire.settings.data_dir / "uploads" / "inbox" / "uploads" / form["_id"]
     blocker.parent.mkdir(parents=True)
     blocker.write_bytes(b"a file where the form's folder should be")
     upload_failed(submit(client, form["token"], data={"data[n]": "1"},
                          files={"data[f]": ("a.png", png(), "image/png")}))
     assert stored(quire) == []
-    assert files_under(inbox_dir(quire)) == [blocker]
+    assert inbox_files(quire) == [f"inbox/uploads/{form['_id']}"]
 
 
 def test_a_failure_while_writing_the_second_file_removes_the_first(client: TestClient, form: dict[str, Any],
                                                                    quire: Quire,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    real = Path.write_bytes
-    calls: list[Path] = []
+    uploads = quire.assets.uploads
+    real = uploads.put
+    calls: list[str] = []
 
-    def flaky(self: Path, data: Any) -> int:
-        if inbox_dir(quire) in self.parents:
-            calls.append(self)
+    def flaky(key: str, data: bytes) -> None:
+        if key.startswith("inbox/"):
+            calls.append(key)
             if len(calls) == 2:
                 raise OSError(errno.ENOSPC, "No space left on device")
-        return real(self, data)
+        real(key, data)
 
-    monkeypatch.setattr(Path, "write_bytes", flaky)
+    monkeypatch.setattr(uploads, "put", flaky)
     upload_failed(submit(client, form["token"], files=[("data[f][]", ("1.png", png(), "image/png")),
                                                        ("data[f][]", ("2.png", png(), "image/png"))]))
     assert len(calls) == 2
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
 
 
 # -- privacy and downloads -----------------------------------------------------------
@@ -258,7 +257,7 @@ def test_a_failure_while_writing_the_second_file_removes_the_first(client: TestC
 def test_attachments_are_never_served_by_storage(client: TestClient, form: dict[str, Any], quire: Quire) -> None:
     record = ok(submit(client, form["token"], files={"data[f]": ("a.txt", b"secret", "text/plain")}))
     relative = record["attachments"]["f"][0]["file"]
-    assert (quire.assets.uploads / relative).read_bytes() == b"secret"
+    assert quire.assets.uploads.read(relative) == b"secret"
     for path in (f"/storage/uploads/{relative}", "/storage/uploads/" + relative.replace("/", "%2F"),
                  f"/storage/uploads/{relative.replace('inbox/', 'inbox//', 1)}",
                  f"/storage/uploads//{relative}"):
@@ -319,8 +318,8 @@ def test_unknown_attachments_are_404(admin: Api, client: TestClient, form: dict[
 def test_a_record_pointing_outside_the_inbox_folder_is_404(admin: Api, client: TestClient, form: dict[str, Any],
                                                            quire: Quire) -> None:
     record = ok(submit(client, form["token"], files={"data[f]": ("a.png", png(), "image/png")}))
-    (quire.assets.uploads / "public.txt").write_text("public asset")
-    (quire.settings.data_dir / "secret.txt").write_text("secret")
+    quire.assets.uploads.put("public.txt", b"public asset")
+    quire.assets.files.put("secret.txt", b"secret")  # beside the uploads folder
     for target in ("public.txt", "inbox/../public.txt", "inbox/uploads/../../../secret.txt"):
         record["attachments"]["f"][0]["file"] = target
         quire.store.collection("inbox/submissions").replace(record)
@@ -343,9 +342,9 @@ def test_deleting_a_submission_deletes_its_files(admin: Api, client: TestClient,
     gone = ok(submit(client, form["token"], files=[("data[f][]", ("a.png", png(), "image/png")),
                                                    ("data[f][]", ("b.pdf", PDF, "application/pdf"))]))
     kept = ok(submit(client, form["token"], files={"data[f]": ("c.png", png(), "image/png")}))
-    assert len(files_under(inbox_dir(quire))) == 3
+    assert len(inbox_files(quire)) == 3
     assert admin.delete(f"/api/inbox/submissions/{gone['_id']}").json() == {"success": True}
-    assert files_under(inbox_dir(quire)) == [quire.assets.uploads / kept["attachments"]["f"][0]["file"]]
+    assert inbox_files(quire) == [kept["attachments"]["f"][0]["file"]]
 
 
 def test_store_false_keeps_no_record_and_no_file_without_mail(client: TestClient, admin: Api,
@@ -355,5 +354,5 @@ def test_store_false_keeps_no_record_and_no_file_without_mail(client: TestClient
                       files={"data[f]": ("a.png", png(), "image/png")})
     record = ok(response)
     assert record["data"] == {"name": "Ada"} and len(record["attachments"]["f"]) == 1
-    assert stored(quire) == [] and files_under(inbox_dir(quire)) == []
+    assert stored(quire) == [] and inbox_files(quire) == []
     assert admin.get(f"/api/inbox/submissions/{record['_id']}").status_code == 404

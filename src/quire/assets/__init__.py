@@ -5,6 +5,7 @@ from __future__ import annotations
 from quire import config
 from quire.assets import openapi, presets, routes
 from quire.assets.service import AssetService
+from quire.files import open_files
 from quire.modules import Module, Services
 
 
@@ -18,7 +19,9 @@ config.add_check("assets.presets", check_settings)
 
 def build(services: Services) -> None:
     settings = services.settings
-    assets = services.add("assets", AssetService(services.store, services.cache, settings.data_dir, services.events,
+    files = open_files(settings.assets, settings.data_dir)
+    services.on_close(files.close)
+    assets = services.add("assets", AssetService(services.store, services.cache, files, services.events,
                                                  settings.assets))
     assets.ensure_indexes()
 

@@ -6,15 +6,21 @@ from __future__ import annotations
 import base64
 import mimetypes
 import os
-from collections.abc import Callable
+import re
+from collections.abc import AsyncIterator, Callable, Iterator
 from email.utils import formatdate, parsedate_to_datetime
-from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import FileResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    FileResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.types import Message, Receive
 
 from quire.asgi import route
@@ -22,6 +28,7 @@ from quire.assets import presets
 from quire.assets.service import AssetService, Upload
 from quire.auth.request import identify
 from quire.errors import BadRequest, NotFound, PayloadTooLarge
+from quire.files import FileInfo, Files, Pieces
 from quire.http import (
     content_length,
     int_param,
@@ -41,7 +48,7 @@ SMALL_FILE = 256 * 1024
 FILE_HEADERS = {"X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
 SANDBOX_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
 PRIVATE_DIR = "inbox"  # <data>/uploads/inbox holds form attachments, never public
-
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
 
 def absolute(request: Request, path: str) -> str:
@@ -175,7 +182,7 @@ async def image(request: Request) -> Response:
     headers = {"Vary": "Accept"} if vary else {}
     url = absolute(request, answer.url)
     # a non-image answers its original's URL whatever was asked
-    if answer.file is None:
+    if answer.key is None:
         if redirect or output:
             return RedirectResponse(url, status_code=307, headers=headers)
         return PlainTextResponse(url, headers=headers)
@@ -246,43 +253,148 @@ def _etag_matches(request: Request, etag: str) -> bool:
     return wanted.strip() == "*" or etag in [tag.strip().removeprefix("W/") for tag in wanted.split(",")]
 
 
-def _serve(request: Request, base: Path, relative: str, used: Callable[[Path], None] | None = None) -> Response:
-    """A file under `base`, never outside it; 404 otherwise."""
-    if any(part in ("", ".", "..") or part.startswith(".") for part in relative.split("/")):
+async def _serve(request: Request, assets: AssetService, files: Files, key: str,
+                 used: Callable[[str], None] | None = None) -> Response:
+    """A stored file of `files`, never outside it (hidden names neither);
+    404 otherwise."""
+    if any(part in ("", ".", "..") or part.startswith(".") for part in key.split("/")):
         raise NotFound("File not found")
-    root = base.resolve()
+    body: Pieces | None = None
+    revalidating = "if-none-match" in request.headers or "if-modified-since" in request.headers
+    if files.remote and not revalidating:  # one GET answers the size, the times and the bytes
+        opened = await anyio.to_thread.run_sync(files.open, key)
+        info, body = opened if opened is not None else (None, None)
+    elif files.remote:  # likely a 304: a HEAD, and the bytes only if they are wanted after all
+        info = await anyio.to_thread.run_sync(files.stat, key)
+    else:  # on disk: a stat, then the file as Starlette sends it (ranges included)
+        info = files.stat(key)
+    if info is None:
+        raise NotFound("File not found")
     try:
-        target = (root / relative).resolve()
-        if not target.is_relative_to(root) or not target.is_file():
-            raise NotFound("File not found")
-        stat = target.stat()
-    except OSError:  # a name or path too long for the file system, ...
-        raise NotFound("File not found") from None
-    etag = f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
-    mime = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-    headers = {**_cache_headers(etag, stat.st_mtime), **FILE_HEADERS}
-    if mime == "image/svg+xml" or mime.startswith("text/") or mime.endswith("xml"):
-        headers["Content-Security-Policy"] = SANDBOX_POLICY
-    if used is not None:
-        used(target)
-    if _not_modified(request, etag, stat.st_mtime):
-        return Response(status_code=304, headers=headers)
-    if stat.st_size <= SMALL_FILE:
-        with open(target, "rb") as handle:
-            return Response(handle.read(), media_type=mime, headers=headers)
-    return FileResponse(target, media_type=mime, headers=headers, stat_result=os.stat(target))
+        etag = f'"{info.size:x}-{info.modified_ns:x}"'
+        mime = mimetypes.guess_type(key.rpartition("/")[2])[0] or "application/octet-stream"
+        headers = {**_cache_headers(etag, info.modified), **FILE_HEADERS}
+        if mime == "image/svg+xml" or mime.startswith("text/") or mime.endswith("xml"):
+            headers["Content-Security-Policy"] = SANDBOX_POLICY
+        if used is not None:
+            used(key)
+        if _not_modified(request, etag, info.modified):
+            return Response(status_code=304, headers=headers)
+        if info.size <= SMALL_FILE:
+            if body is not None:
+                data = await anyio.to_thread.run_sync(_read_all, body)
+            else:
+                try:
+                    data = await assets.blocking(files.read, key)
+                except FileNotFoundError:  # removed since the stat
+                    raise NotFound("File not found") from None
+            return Response(data, media_type=mime, headers=headers)
+        if body is not None and not request.headers.get("range"):
+            answer = _streaming(body, info, mime, headers, 200)
+            body = None  # the answer reads and closes it
+            return answer
+        return send_stored(request, files, info, mime, headers, etag)
+    finally:
+        if body is not None:
+            await anyio.to_thread.run_sync(body.close)
+
+
+def _read_all(pieces: Iterator[bytes]) -> bytes:
+    return b"".join(pieces)
+
+
+def send_stored(request: Request, files: Files, info: FileInfo, mime: str, headers: dict[str, str],
+                etag: str | None = None) -> Response:
+    """A stored file as the body: from local disk as Starlette sends files
+    (ranges included); from a bucket streamed through this process, with
+    one range (`Range: bytes=a-b`) honoured and others answered whole."""
+    path = files.local_path(info.key)
+    if path is not None:
+        return FileResponse(path, media_type=mime, headers=headers, stat_result=os.stat(path))
+    wanted = _one_range(request, info, etag)
+    if isinstance(wanted, str):  # "unsatisfiable"
+        return Response(status_code=416, headers={**headers, "Accept-Ranges": "bytes",
+                                                  "Content-Range": f"bytes */{info.size}"})
+    start, end, status = 0, info.size, 200
+    if wanted is not None:
+        start, end = wanted
+        status = 206
+        headers = {**headers, "Content-Range": f"bytes {start}-{end - 1}/{info.size}"}
+    return _streaming(_ranged(files, info.key, start, end), info, mime, headers, status, end - start)
+
+
+def _streaming(pieces: Iterator[bytes] | AsyncIterator[bytes], info: FileInfo, mime: str, headers: dict[str, str],
+               status: int, length: int | None = None) -> Response:
+    headers = {**headers, "Accept-Ranges": "bytes", "Content-Length": str(info.size if length is None else length)}
+    body = pieces if isinstance(pieces, AsyncIterator) else _off_the_loop(pieces)
+    return StreamingResponse(body, status_code=status, media_type=mime, headers=headers)
+
+
+async def _ranged(files: Files, key: str, start: int, end: int) -> AsyncIterator[bytes]:
+    pieces = await anyio.to_thread.run_sync(files.chunks, key, start, end)
+    async for piece in _off_the_loop(pieces):
+        yield piece
+
+
+async def _off_the_loop(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """The pieces, each fetched in a worker thread so a slow bucket never
+    holds up the event loop; closed however the answer ends."""
+    done = b""
+    try:
+        while piece := await anyio.to_thread.run_sync(next, pieces, done):
+            yield piece
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(close)
+
+
+def _one_range(request: Request, info: FileInfo, etag: str | None) -> tuple[int, int] | str | None:
+    """(start, end) of a single satisfiable `Range: bytes=...` (end
+    exclusive); "unsatisfiable" for one past the end; None for no range, an
+    If-Range that no longer matches, several ranges or a malformed one
+    (the whole file is then the answer, as RFC 9110 allows)."""
+    header = request.headers.get("range")
+    if not header:
+        return None
+    if_range = request.headers.get("if-range")
+    if if_range and if_range.strip() != etag:
+        try:
+            when = parsedate_to_datetime(if_range)
+        except (TypeError, ValueError, OverflowError, IndexError):
+            return None
+        if when.tzinfo is None or int(info.modified) > when.timestamp():
+            return None
+    match = _RANGE.fullmatch(header.strip())
+    if match is None or match.group(1) == match.group(2) == "":
+        return None
+    first, last = match.group(1), match.group(2)
+    if first == "":  # the last n bytes
+        length = int(last)
+        if length == 0:
+            return "unsatisfiable"
+        return max(info.size - length, 0), info.size
+    start = int(first)
+    end = info.size if last == "" else min(int(last) + 1, info.size)
+    if start >= info.size:
+        return "unsatisfiable"
+    if end <= start:
+        return None
+    return start, end
 
 
 async def uploaded_file(request: Request) -> Response:
     path = request.path_params["path"]
     if path.split("/", 1)[0] == PRIVATE_DIR:  # form attachments: only through the inbox API
         raise NotFound("File not found")
-    return _serve(request, service(request, AssetService).uploads, path)
+    assets = service(request, AssetService)
+    return await _serve(request, assets, assets.uploads, path)
 
 
 async def thumb_file(request: Request) -> Response:
     assets = service(request, AssetService)
-    return _serve(request, assets.thumbs, request.path_params["path"], used=assets.thumb_cache.touch)
+    return await _serve(request, assets, assets.thumbs, request.path_params["path"], used=assets.thumb_cache.touch)
 
 
 routes = [

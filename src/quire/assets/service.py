@@ -1,7 +1,8 @@
 """Assets: upload, metadata, folders, deletion and the generated images.
 
-Files live under `<data>/uploads/YYYY/MM/DD/<safe-name>_<unique>.<ext>`,
-generated images under `<data>/thumbs/<asset id>/<key>[-<t>].<ext>` where
+Files live under `uploads/YYYY/MM/DD/<safe-name>_<unique>.<ext>`,
+generated images under `thumbs/<asset id>/<key>[-<t>].<ext>` (in the data
+folder, or the bucket of `[assets] storage`: quire.files) where
 the key hashes the file's content hash and the options (and `-<t>` hashes
 the `t` parameter when given), so a changed file or option is a new name and
 every generated file can be cached forever.
@@ -10,20 +11,17 @@ every generated file can be cached forever.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
-import os
 import re
 import secrets
-import shutil
 import threading
 import time
 import unicodedata
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -31,7 +29,7 @@ import anyio.to_thread
 import orjson
 
 from quire.assets import images, presets, sniff
-from quire.assets.thumbcache import ThumbCache, folder_size
+from quire.assets.thumbcache import BucketThumbCap, ThumbCache
 from quire.auth.service import Identity
 from quire.cache import Cache
 from quire.config import AssetSettings
@@ -46,6 +44,7 @@ from quire.errors import (
     ValidationError,
 )
 from quire.events import Events, Reject
+from quire.files import BadKey, Files, LocalFiles, StorageUnavailable, check_key, discard
 from quire.ids import is_id, new_id
 from quire.numbers import parse_int
 from quire.ratelimit import RateLimiter
@@ -54,6 +53,7 @@ from quire.store import Store
 from quire.store.query import parse_fields, parse_filter, parse_sort
 
 log = logging.getLogger("quire.assets")
+T = TypeVar("T")
 
 ASSETS = "assets/assets"
 FOLDERS = "assets/folders"
@@ -89,13 +89,18 @@ class Upload:
     data: bytes
 
 
+class ThumbCap(Protocol):
+    def touch(self, key: str) -> None: ...
+    def added(self, size: int) -> None: ...
+
+
 @dataclass
 class ImageAnswer:
     """What the image endpoint sends: a URL (`url`, relative to the site) and,
-    for generated images, the file and its ETag."""
+    for generated images, its key under `thumbs` and its ETag."""
 
     url: str
-    file: Path | None = None
+    key: str | None = None
     etag: str | None = None
     mime: str | None = None
     vary_accept: bool = False
@@ -112,20 +117,23 @@ def safe_name(filename: str) -> str:
 
 
 class AssetService:
-    def __init__(self, store: Store, cache: Cache, data_dir: Path, events: Events,
+    def __init__(self, store: Store, cache: Cache, files: Files, events: Events,
                  settings: AssetSettings) -> None:
         self.store = store
         self.cache = cache
         self.events = events
         self.settings = settings
-        self.uploads = data_dir / "uploads"
-        self.thumbs = data_dir / "thumbs"
+        self.files = files  # the data folder, or a bucket (quire.files.open_files)
+        self.uploads = self.files.under("uploads")
+        self.thumbs = self.files.under("thumbs")
         self.assets = store.collection(ASSETS, HINTS)
         self.folders = store.collection(FOLDERS, {"name": "text", "parent": "text"})
         self.generated = 0  # images rendered by this process (tests count them)
         self.presets = presets.check(settings.presets, settings.max_output_size)
         self.render_limiter = RateLimiter(store, settings.renders_per_hour, 3600, RENDERS)
-        self.thumb_cache = ThumbCache(self.thumbs, settings.thumbs_max_bytes)
+        self.thumb_cache: ThumbCap = (ThumbCache(self.thumbs.root, settings.thumbs_max_bytes)
+                                      if isinstance(self.thumbs, LocalFiles)
+                                      else BucketThumbCap(self.thumbs, settings.thumbs_max_bytes))
         self._rendering = 0  # renders running in this process (all its event loops)
         self._rendering_lock = threading.Lock()  # test clients run event loops in several threads
         self._slots = LoopSlots(lambda: self.settings.max_concurrent_renders)
@@ -145,6 +153,13 @@ class AssetService:
             self.store.ensure_indexes(ASSETS, [[("_created",)], [("folder",), ("_created",)],
                                                [("type",), ("_created",)]])
             self._indexed = True
+
+    async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on storage: inline on local disk (as always), in a
+        worker thread when it goes over the network."""
+        if self.files.remote:
+            return await anyio.to_thread.run_sync(fn, *args)
+        return fn(*args)
 
     # -- reading ------------------------------------------------------------
 
@@ -240,10 +255,11 @@ class AssetService:
         if folder and self.folders.get(folder) is None:
             raise BadRequest(f"Folder {folder} not found", fields=["folder"])
         prepared = [await anyio.to_thread.run_sync(self._prepare, f, meta, identity) for f in files]
-        written: list[Path] = []
+        written: list[str] = []
         try:
             for doc, data in prepared:
-                written.append(self._write(doc["path"], data))
+                written.append(doc["path"])
+                await self.blocking(self._write, doc["path"], data)
             async with self.store.atomic():
                 for doc, _ in prepared:
                     try:
@@ -252,8 +268,8 @@ class AssetService:
                         raise BadRequest(exc.message) from None
                     self.assets.insert(doc)
         except BaseException:
-            for path in written:
-                path.unlink(missing_ok=True)
+            with anyio.CancelScope(shield=True):
+                await self.blocking(discard, self.uploads, [self.key_of(path) for path in written])
             raise
         return [doc for doc, _ in prepared]
 
@@ -304,25 +320,16 @@ class AssetService:
         }
         return doc, data
 
-    def _write(self, path: str, data: bytes) -> Path:
-        target = self.file_of(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
-        try:
-            with open(temp, "xb") as handle:
-                handle.write(data)
-            os.replace(temp, target)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-        return target
+    def _write(self, path: str, data: bytes) -> None:
+        self.uploads.put(self.key_of(path), data)
 
-    def file_of(self, path: str) -> Path:
-        """The file of an asset path; never outside the uploads folder."""
-        target = (self.uploads / path.lstrip("/")).resolve()
-        if not target.is_relative_to(self.uploads.resolve()):
-            raise BadRequest("Invalid asset path")
-        return target
+    def key_of(self, path: str) -> str:
+        """The key under `uploads` of an asset path (`/2026/01/31/x.png`)."""
+        key = path.lstrip("/")
+        try:
+            return check_key(key)
+        except BadKey:
+            raise BadRequest("Invalid asset path") from None
 
     async def replace_file(self, asset_id: str, upload: Upload, identity: Identity) -> dict[str, Any]:
         """A new file for an asset, keeping its id and its metadata (title,
@@ -333,7 +340,7 @@ class AssetService:
         unreadable image) like an upload, with nothing changed."""
         current = self.get(asset_id)
         fresh, data = await anyio.to_thread.run_sync(self._prepare, upload, {}, identity)
-        written = self._write(fresh["path"], data)
+        await self.blocking(self._write, fresh["path"], data)
         try:
             async with self.store.atomic():
                 current = self.get(asset_id)
@@ -346,11 +353,10 @@ class AssetService:
                     raise BadRequest(exc.message) from None
                 self.assets.replace(updated)
         except BaseException:
-            written.unlink(missing_ok=True)
+            with anyio.CancelScope(shield=True):
+                await self.blocking(discard, self.uploads, [self.key_of(fresh["path"])])
             raise
-        if current["path"] != updated["path"]:
-            self.file_of(current["path"]).unlink(missing_ok=True)
-        await anyio.to_thread.run_sync(self._remove_generated, asset_id)
+        await self._remove_files(current["path"] if current["path"] != updated["path"] else None, asset_id)
         return updated
 
     # -- editing ------------------------------------------------------------
@@ -415,13 +421,22 @@ class AssetService:
             except Reject as exc:
                 raise BadRequest(exc.message) from None
         # after the commit: a failed delete must not lose the file
-        self.file_of(doc["path"]).unlink(missing_ok=True)
-        await anyio.to_thread.run_sync(self._remove_generated, doc["_id"])
+        await self._remove_files(doc["path"], doc["_id"])
+
+    async def _remove_files(self, path: str | None, asset_id: str) -> None:
+        """Remove an asset's file (when `path` is given) and its generated
+        images, after the commit. The change is made by then: storage that
+        fails now leaves files no record names, which is logged, not
+        answered as an error."""
+        try:
+            if path is not None:
+                await self.blocking(self.uploads.delete, self.key_of(path))
+            await anyio.to_thread.run_sync(self._remove_generated, asset_id)
+        except StorageUnavailable:
+            log.warning("asset %s: its files could not be removed; they are left in the storage", asset_id)
 
     def _remove_generated(self, asset_id: str) -> None:
-        folder = self.thumbs / asset_id
-        size = folder_size(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+        size = self.thumbs.delete_prefix(check_key(asset_id))
         if size:
             self.thumb_cache.added(-size)
 
@@ -528,31 +543,44 @@ class AssetService:
             return ImageAnswer(url=f"/storage/uploads{asset['path']}")
         base = _digest(f"{asset['_hash']}|{opts.key()}")[:32]
         name = f"{base}-{_digest(stamp)[:10]}" if stamp else base
-        target = self.thumbs / asset["_id"] / f"{name}.{images.EXT[opts.format]}"
+        key = f"{check_key(asset['_id'])}/{name}.{images.EXT[opts.format]}"
         counted = not (identity.can("assets/upload") or identity.can("assets/edit"))
         for _ in range(3):  # a file evicted between finding and reading it is made again
-            if not target.exists():
-                target = await self._render(asset, opts, target, base, counted)
-            try:  # stat, touch and maybe read megabytes: in a worker thread, off the event loop
-                return await anyio.to_thread.run_sync(self._answer, asset, opts, target, load)
-            except FileNotFoundError:
-                continue
+            # stat, touch and maybe read megabytes: in a worker thread, off the event loop
+            answer = await anyio.to_thread.run_sync(self._answer, asset, opts, key, load)
+            if answer is None:
+                key = await self._render(asset, opts, key, base, counted)
+                answer = await anyio.to_thread.run_sync(self._answer, asset, opts, key, load)
+            if answer is not None:
+                return answer
         raise RenderBusy(1)
 
-    def _answer(self, asset: dict[str, Any], opts: images.ImageOptions, target: Path, load: bool) -> ImageAnswer:
-        stat = target.stat()
-        self.thumb_cache.touch(target)
-        return ImageAnswer(url=f"/storage/thumbs/{asset['_id']}/{target.name}", file=target,
-                           etag=f'"{target.stem}"', mime=images.OUTPUT_MIME[opts.format],
-                           data=target.read_bytes() if load else None, modified=stat.st_mtime)
+    def _answer(self, asset: dict[str, Any], opts: images.ImageOptions, key: str, load: bool) -> ImageAnswer | None:
+        """The answer for the generated image `key`; None when it is not there."""
+        data = None
+        if load:  # size, times and bytes in one read (one request to a bucket)
+            opened = self.thumbs.open(key)
+            if opened is None:
+                return None
+            info, pieces = opened
+            data = b"".join(pieces)
+        else:
+            found = self.thumbs.stat(key)
+            if found is None:
+                return None
+            info = found
+        self.thumb_cache.touch(key)
+        name = key.rsplit("/", 1)[1]
+        return ImageAnswer(url=f"/storage/thumbs/{key}", key=key, etag=f'"{name.rsplit(".", 1)[0]}"',
+                           mime=images.OUTPUT_MIME[opts.format], data=data, modified=info.modified)
 
-    async def _render(self, asset: dict[str, Any], opts: images.ImageOptions, target: Path, base: str,
-                      counted: bool) -> Path:
+    async def _render(self, asset: dict[str, Any], opts: images.ImageOptions, key: str, base: str,
+                      counted: bool) -> str:
         """Render `target` in a worker thread once a render slot is free;
         answers the file to serve (another `t` of the same image when the
         caller is over the hourly cap)."""
         async with self._render_slot():
-            made, size = await anyio.to_thread.run_sync(self._generate, asset, opts, target, base, counted)
+            made, size = await anyio.to_thread.run_sync(self._generate, asset, opts, key, base, counted)
         if size:
             await anyio.to_thread.run_sync(self.thumb_cache.added, size)
         return made
@@ -572,25 +600,24 @@ class AssetService:
                 with self._rendering_lock:
                     self._rendering -= 1
 
-    def _generate(self, asset: dict[str, Any], opts: images.ImageOptions, target: Path, base: str,
-                  counted: bool) -> tuple[Path, int]:
-        """Render under a file lock, so processes also generate it only once.
-        Answers the file and the bytes written (0 when nothing was)."""
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # the lock file is opened anew by each waiting thread, so flock
-        # serialises threads of this process and other processes alike
-        with _file_lock(target.with_suffix(".lock")):
-            if target.exists():
-                return target, 0
+    def _generate(self, asset: dict[str, Any], opts: images.ImageOptions, key: str, base: str,
+                  counted: bool) -> tuple[str, int]:
+        """Render under the key's lock (threads of this process, and on local
+        disk other processes too), written create-only, so that another
+        instance on the same bucket that made it first keeps its file.
+        Answers the key to serve and the bytes written (0 when nothing was)."""
+        with self.thumbs.lock(key):
+            if self.thumbs.exists(key):
+                return key, 0
             if counted:
                 retry = anyio.from_thread.run(self.render_limiter.hit, asset["_id"], "")
                 if retry is not None:
-                    other = _same_image(target.parent, base, target.suffix)
+                    other = self._same_image(key, base)
                     if other is None:
                         raise TooManyRequests(TOO_MANY_RENDERS, retry)
                     return other, 0
             try:
-                data = self.file_of(asset["path"]).read_bytes()
+                data = self.uploads.read(self.key_of(asset["path"]))
             except FileNotFoundError:
                 # the record outlived its file (a database restored without
                 # the uploads folder): nothing to resize, said as such
@@ -600,40 +627,27 @@ class AssetService:
                 out = images.render(data, opts, self.settings.max_pixels, self.settings.decode_pixels)
             except images.BadImage as exc:
                 raise BadRequest(str(exc)) from None
-            temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
-            temp.write_bytes(out)
-            os.replace(temp, target)
+            if not self.thumbs.put_new(key, out):
+                return key, 0  # another instance wrote it meanwhile: its file is the one kept
             self.generated += 1
-            return target, len(out)
+            return key, len(out)
+
+    def _same_image(self, key: str, base: str) -> str | None:
+        """A generated image of the same options with another (or no) `t`:
+        the most recently used one, or None."""
+        folder, _, name = key.rpartition("/")
+        suffix = name[name.rindex("."):]
+        best = None
+        for info in self.thumbs.list(folder):
+            other = info.key.rpartition("/")[2]
+            same = other.startswith(base) and other.endswith(suffix) and other[len(base)] in ".-"
+            if same and (best is None or info.used_ns > best.used_ns):
+                best = info
+        return best.key if best else None
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _same_image(folder: Path, base: str, suffix: str) -> Path | None:
-    """A generated file of the same options with another (or no) `t`: the
-    most recently used one, or None."""
-    found = [p for p in folder.glob(f"{base}*{suffix}") if p.name[len(base)] in ".-"]
-    best = None
-    for path in found:
-        with contextlib.suppress(FileNotFoundError):
-            used = path.stat().st_atime
-            if best is None or used > best[0]:
-                best = (used, path)
-    return best[1] if best else None
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    with open(path, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-    with contextlib.suppress(OSError):
-        path.unlink()
 
 
 def accepts_webp(accept: str) -> bool:

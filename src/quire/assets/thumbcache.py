@@ -1,4 +1,6 @@
-"""The size cap of the generated-images folder (`<data>/thumbs`).
+"""The size cap of the generated images (`thumbs_max_bytes`).
+
+On local disk (`ThumbCache`, the folder `<data>/thumbs`):
 
 Every worker adds the size of what it renders to a running total kept in
 `thumbs/.usage` (under a file lock, so all processes share it). Only when
@@ -10,6 +12,11 @@ really there. A request costs no walk; a walk frees a tenth of the cap.
 file (at most every few minutes per file, whatever the mount's atime
 options); the modification time stays as written, so ETags built from it do
 not change.
+
+In a bucket (`BucketThumbCap`) objects have no access time, and a shared
+running total would cost a request per render: each instance counts what it
+wrote itself, and after a tenth of the cap it lists the generated images
+once and removes the oldest written until they are down to 90%.
 """
 
 from __future__ import annotations
@@ -18,9 +25,12 @@ import contextlib
 import fcntl
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from quire.files import Files
 
 log = logging.getLogger("quire.assets")
 TOUCH_EVERY = 300  # seconds: a file served again within this keeps its atime
@@ -32,8 +42,10 @@ class ThumbCache:
         self.root = root
         self.max_bytes = max_bytes
 
-    def touch(self, path: Path) -> None:
-        """Mark `path` as used now (cheap: a stat, and a utime now and then)."""
+    def touch(self, key: str) -> None:
+        """Mark the image `key` (`<asset>/<name>`) as used now (cheap: a
+        stat, and a utime now and then)."""
+        path = self.root / key
         try:
             stat = path.stat()
             now = time.time()
@@ -102,12 +114,43 @@ class ThumbCache:
                             yield stat.st_atime, stat.st_size, Path(entry.path)
 
 
-def folder_size(folder: Path) -> int:
-    """Bytes of the generated images of one asset (before it is removed)."""
-    total = 0
-    with contextlib.suppress(FileNotFoundError), os.scandir(folder) as entries:
-        for entry in entries:
-            with contextlib.suppress(FileNotFoundError):
-                if not entry.name.startswith(".") and not entry.name.endswith(".lock"):
-                    total += entry.stat(follow_symlinks=False).st_size
-    return total
+class BucketThumbCap:
+    """The cap of generated images kept in a bucket (see the module's
+    docstring): oldest written go first, since S3 keeps no use times."""
+
+    def __init__(self, files: Files, max_bytes: int) -> None:
+        self.files = files
+        self.max_bytes = max_bytes
+        self._written = 0  # bytes this instance wrote since it last listed them
+        self._lock = threading.Lock()
+
+    def touch(self, key: str) -> None:
+        """Nothing to mark: an object's only time is when it was written."""
+
+    def added(self, size: int) -> None:
+        """Count `size` bytes written; list and evict after a tenth of the
+        cap. Runs in a worker thread: it may list the whole prefix."""
+        with self._lock:
+            self._written += max(size, 0)
+            if self._written < self.max_bytes * (1 - LOW_WATER):
+                return
+            self._written = 0
+        self.evict()
+
+    def evict(self) -> int:
+        """Remove the oldest written images until they are at most 90% of
+        the cap; answers the bytes left."""
+        found = sorted(self.files.list(), key=lambda info: (info.modified_ns, info.key))
+        total = sum(info.size for info in found)
+        if total <= self.max_bytes:
+            return total
+        goal = int(self.max_bytes * LOW_WATER)
+        doomed = []
+        for info in found:
+            if total <= goal:
+                break
+            doomed.append(info.key)
+            total -= info.size
+        self.files.delete_many(doomed)
+        log.info("generated images over %d bytes: removed %d oldest files", self.max_bytes, len(doomed))
+        return total

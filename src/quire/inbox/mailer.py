@@ -21,11 +21,11 @@ import ssl
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid, parseaddr
-from pathlib import Path
 from typing import Any
 
 from quire.config import SmtpSettings
 from quire.emails import normal_email
+from quire.files import Files, discard
 from quire.jobs import Job, Jobs
 from quire.store import Store
 
@@ -35,7 +35,7 @@ OUTBOX = "inbox/outbox"  # where messages waited before the jobs table: moved on
 
 
 def compose(form: dict[str, Any], record: dict[str, Any], subject: str | None,
-            uploads: Path, max_attach: int, cleanup: bool) -> dict[str, Any]:
+            uploads: Files, max_attach: int, cleanup: bool) -> dict[str, Any]:
     """The message for a submission: addresses, subject, text and HTML
     bodies, the attachments to add when sending (paths under the uploads)
     and those to delete once it is sent or given up."""
@@ -88,7 +88,7 @@ class Mailer:
     transaction that made it, `wake()` after its commit. Without `[smtp]
     host` nothing is queued or sent."""
 
-    def __init__(self, settings: SmtpSettings, uploads: Path, jobs: Jobs, lease_seconds: float | None = None) -> None:
+    def __init__(self, settings: SmtpSettings, uploads: Files, jobs: Jobs, lease_seconds: float | None = None) -> None:
         self.settings = settings
         self.uploads = uploads
         self.jobs = jobs
@@ -122,8 +122,7 @@ class Mailer:
     def _finished(self, job: Job, state: str) -> None:
         """Attachments of a form that does not store submissions live only
         until their e-mail is sent (or given up)."""
-        for relative in job.payload.get("cleanup") or []:
-            (self.uploads / relative).unlink(missing_ok=True)
+        discard(self.uploads, job.payload.get("cleanup") or [])
 
     def move_outbox(self, store: Store) -> int:
         """Move the messages an older Quire left in `inbox/outbox` onto the
@@ -164,11 +163,12 @@ class Mailer:
         mail.set_content(message["text"])
         mail.add_alternative(message["html"], subtype="html")
         for item in message["attachments"]:
-            path = self.uploads / item["file"]
-            if path.is_file():  # the submission may have been deleted since
-                maintype, _, subtype = item["mime"].partition("/")
-                mail.add_attachment(path.read_bytes(), maintype=maintype, subtype=subtype or "octet-stream",
-                                    filename=item["name"])
+            try:
+                data = self.uploads.read(item["file"])
+            except FileNotFoundError:  # the submission may have been deleted since
+                continue
+            maintype, _, subtype = item["mime"].partition("/")
+            mail.add_attachment(data, maintype=maintype, subtype=subtype or "octet-stream", filename=item["name"])
         return mail
 
     def _send(self, message: dict[str, Any]) -> None:

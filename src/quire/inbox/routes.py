@@ -4,7 +4,6 @@ form management and submissions."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -12,13 +11,14 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
-from starlette.responses import FileResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from quire.asgi import route
-from quire.assets.routes import FILE_HEADERS, SANDBOX_POLICY, limited_receive
+from quire.assets.routes import FILE_HEADERS, SANDBOX_POLICY, limited_receive, send_stored
 from quire.auth.request import identify
 from quire.config import InboxSettings
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed, TooManyRequests
+from quire.files import FileInfo, Files
 from quire.http import (
     client_address,
     int_param,
@@ -199,18 +199,19 @@ async def delete_submission(request: Request) -> Response:
 async def attachment(request: Request) -> Response:
     identity = identify(request)
     p = request.path_params
-    path, item = service(request, SubmissionService).attachment(p["id"], p["field"], p["n"], identity)
-    return attachment_response(path, item)
+    submissions = service(request, SubmissionService)
+    found, item = await submissions.attachment(p["id"], p["field"], p["n"], identity)
+    return attachment_response(request, submissions.uploads, found, item)
 
 
-def attachment_response(path: Path, item: dict[str, Any]) -> Response:
+def attachment_response(request: Request, uploads: Files, found: FileInfo, item: dict[str, Any]) -> Response:
     """A submission's file as a download: never shown inline, never sniffed,
     sandboxed, not cached (also what the studio answers)."""
     name = item["name"].replace('"', "")
     ascii_name = name.encode("ascii", "replace").decode().replace("?", "_")
     headers = {**FILE_HEADERS, "Content-Security-Policy": SANDBOX_POLICY, "Cache-Control": "private, no-store",
                "Content-Disposition": f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"}
-    return FileResponse(path, media_type=item["mime"], headers=headers)
+    return send_stored(request, uploads, found, item["mime"], headers)
 
 
 async def export_csv(request: Request) -> Response:

@@ -17,15 +17,18 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+import anyio
+import anyio.to_thread
 
 from quire.assets import sniff
 from quire.assets.service import safe_name
 from quire.config import AssetSettings, InboxSettings
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
 from quire.events import Events, Reject
+from quire.files import Files, discard
 from quire.ids import new_id
 from quire.inbox import language
 from quire.inbox.forms import FIELD_NAME
@@ -35,7 +38,7 @@ from quire.store import Store
 
 log = logging.getLogger("quire.inbox")
 SUBMISSIONS = "inbox/submissions"
-ATTACHMENTS = "inbox/uploads"  # under <data>/uploads; never served by /storage
+ATTACHMENTS = "inbox/uploads"  # under uploads (folder or bucket); never served by /storage
 LANGUAGE_MIN_CHARS = 50
 # newest first per form; unread counts (not spam) per form and in all
 # every submission holds these single values: filters on them compile to plain comparisons that use the indexes
@@ -71,7 +74,7 @@ class Outcome:
 
 
 class SubmitService:
-    def __init__(self, store: Store, events: Events, mailer: Mailer, uploads: Path,
+    def __init__(self, store: Store, events: Events, mailer: Mailer, uploads: Files,
                  settings: InboxSettings, asset_settings: AssetSettings) -> None:
         self.store = store
         self.events = events
@@ -100,20 +103,24 @@ class SubmitService:
         self._check_limits(data, files)
         self._check_language(form, data)
         record["data"] = data
-        written: list[Path] = []
+        written: list[str] = []
         try:
-            record["attachments"] = self._store_files(form, files, written)
+            record["attachments"] = await self._blocking(self._store_files, form, files, written)
             await self._before(form, record)
             record = await self._save(form, record, sent.subject)
         except BaseException:
-            for path in written:
-                path.unlink(missing_ok=True)
+            with anyio.CancelScope(shield=True):
+                await self._blocking(discard, self.uploads, written)
             raise
         await self.events.emit_after("inbox.submit.after", form=form, record=record)
         if form["store"] is False and not (self.mailer.enabled and form["emails"]):
-            for path in written:  # nothing keeps them: not the record, not an e-mail
-                path.unlink(missing_ok=True)
+            # nothing keeps them: not the record, not an e-mail
+            await self._blocking(discard, self.uploads, written)
         return Outcome(record, redirect)
+
+    async def _blocking(self, fn: Any, *args: Any) -> Any:
+        """Storage calls: inline on local disk, in a worker thread over the network."""
+        return await anyio.to_thread.run_sync(fn, *args) if self.uploads.remote else fn(*args)
 
     def _allowed(self, form: dict[str, Any], sent: Submission) -> tuple[dict[str, Any], dict[str, list[FilePart]]]:
         """Only the form's fields (all when it lists none); empty file parts
@@ -150,9 +157,9 @@ class SubmitService:
                     raise PreconditionFailed("Precondition failed")
 
     def _store_files(self, form: dict[str, Any], files: dict[str, list[FilePart]],
-                     written: list[Path]) -> dict[str, list[dict[str, Any]]]:
-        """Check every file first, then write them (`*.part`, renamed when
-        complete); `written` collects what to remove if anything fails."""
+                     written: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """Check every file first, then write them (whole or not at all);
+        `written` collects the keys to remove if anything fails."""
         checked = []
         for name, parts in files.items():
             for part in parts:
@@ -161,14 +168,9 @@ class SubmitService:
         out: dict[str, list[dict[str, Any]]] = {}
         for name, part, kind in checked:
             relative = f"{folder}/{safe_name(part.filename or name)}_{secrets.token_hex(8)}.{kind.ext}"
-            target = self.uploads / relative
             try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                temp = target.with_name(target.name + ".part")
-                written.append(temp)
-                temp.write_bytes(part.data)
-                temp.replace(target)
-                written.append(target)
+                written.append(relative)
+                self.uploads.put(relative, part.data)
             except OSError as exc:
                 log.error("inbox: cannot write %s: %s", relative, exc)
                 raise UploadFailed("the file could not be stored") from None

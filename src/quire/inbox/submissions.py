@@ -10,15 +10,16 @@ import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import orjson
 
 from quire.auth.service import Identity
 from quire.cache import Cache
 from quire.errors import BadRequest, NotFound, PreconditionFailed
 from quire.events import Events, refusals_as_412
+from quire.files import FileInfo, Files, discard
 from quire.ids import is_id
 from quire.inbox.forms import MANAGE, FormService
 from quire.inbox.reads import ReadState
@@ -37,7 +38,7 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 class SubmissionService:
-    def __init__(self, store: Store, cache: Cache, events: Events, forms: FormService, uploads: Path,
+    def __init__(self, store: Store, cache: Cache, events: Events, forms: FormService, uploads: Files,
                  reads: ReadState) -> None:
         self.store = store
         self.reads = reads
@@ -142,11 +143,7 @@ class SubmissionService:
             self.submissions.delete(record["_id"])
         self.reads.removed([r["_id"] for r in records])
         files = [a["file"] for r in records for items in r.get("attachments", {}).values() for a in items]
-        self.store.after_commit(lambda: self._unlink(files))
-
-    def _unlink(self, files: list[str]) -> None:
-        for relative in files:
-            (self.uploads / relative).unlink(missing_ok=True)
+        self.store.after_commit(lambda: anyio.to_thread.run_sync(discard, self.uploads, files))
 
     async def delete_form(self, form_id: str, identity: Identity) -> None:
         """A form goes with its submissions and their files."""
@@ -159,18 +156,24 @@ class SubmissionService:
                 await self.events.emit("inbox.form.remove", form=form, identity=identity)
             self.forms.forms.delete(form_id)
 
-    def attachment(self, record_id: str, field: str, index: str, identity: Identity) -> tuple[Path, dict[str, Any]]:
+    async def attachment(self, record_id: str, field: str, index: str,
+                         identity: Identity) -> tuple[FileInfo, dict[str, Any]]:
+        """The stored file of an attachment and its record entry; 404 when
+        either is gone."""
         identity.require(READ)
         items = self._get(record_id).get("attachments", {}).get(field) or []
         n = int(index) if index.isascii() and index.isdigit() and len(index) <= 9 else -1  # "²".isdigit() too
         if not 0 <= n < len(items):
             raise NotFound("Attachment not found")
         item = items[n]
-        path = (self.uploads / item["file"]).resolve()
-        root = (self.uploads / ATTACHMENTS).resolve()
-        if not path.is_relative_to(root) or not path.is_file():
+        key = item.get("file")
+        # a record edited by a hook must not reach files outside the attachments
+        if not isinstance(key, str) or not key.startswith(f"{ATTACHMENTS}/"):
             raise NotFound("Attachment not found")
-        return path, item
+        found = await anyio.to_thread.run_sync(self.uploads.stat, key) if self.uploads.remote else self.uploads.stat(key)
+        if found is None:
+            raise NotFound("Attachment not found")
+        return found, item
 
     def export_csv(self, form_id: str | None, spec: Any, identity: Identity) -> Iterator[bytes]:
         """Submissions as CSV (UTF-8 with BOM, for spreadsheets), oldest

@@ -297,8 +297,9 @@ async def download(request: Request, login: Login) -> Response:
     form = _form(request)
     record = _record(request, form, identity)
     p = request.path_params
-    path, item = service(request, SubmissionService).attachment(record["_id"], p["field"], p["n"], identity)
-    return attachment_response(path, item)
+    submissions = service(request, SubmissionService)
+    found, item = await submissions.attachment(record["_id"], p["field"], p["n"], identity)
+    return attachment_response(request, submissions.uploads, found, item)
 
 
 @studio_page
