@@ -5,6 +5,7 @@ tampered target, and the refusals. The command runs as a real subprocess."""
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import socket
 import subprocess
@@ -23,8 +24,9 @@ from quire.store import PostgresStore, SqliteStore
 from tests.admin.conftest import SESSION_COOKIE, login, new_browser
 
 
-def quire(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([sys.executable, "-m", "quire", *args], capture_output=True, text=True, timeout=300)
+def quire(*args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([sys.executable, "-m", "quire", *args], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, **(env or {})})
     if check:
         assert result.returncode == 0, result.stdout + result.stderr
     return result
@@ -49,8 +51,8 @@ def site(demo_site: tuple[Path, str, str], tmp_path: Path) -> tuple[Path, str, s
     return mine, key, password
 
 
-def app_on(data: Path, url: str = "") -> Any:
-    env = {"QUIRE_SERVER_QUIET": "true"}
+def app_on(data: Path, url: str = "", files: dict[str, str] | None = None) -> Any:
+    env = {"QUIRE_SERVER_QUIET": "true", **(files or {})}
     if url:
         env["QUIRE_STORE_URL"] = url
     return build_app(load_settings(data, env=env))
@@ -60,8 +62,8 @@ def app_on(data: Path, url: str = "") -> Any:
 def apps() -> Iterator[Any]:
     made: list[Any] = []
 
-    def make(data: Path, url: str = "") -> Any:
-        made.append(app_on(data, url))
+    def make(data: Path, url: str = "", files: dict[str, str] | None = None) -> Any:
+        made.append(app_on(data, url, files))
         return made[-1]
 
     yield make
@@ -239,6 +241,39 @@ def test_an_app_started_on_the_empty_target_first_is_no_obstacle(site: tuple[Pat
     apps(tmp_path / "other", pg_url)  # its modules make their (empty) collections
     quire("migrate", "--data", str(data), "--to", pg_url)
     quire("migrate", "--data", str(data), "--to", pg_url, "--verify")
+
+
+def test_files_go_to_the_bucket_with_files(site: tuple[Path, str, str], pg_url: str, s3_env: dict[str, str],
+                                           s3_server: Any, s3_bucket: str, tmp_path: Path, apps: Any) -> None:
+    data, key, _ = site
+    uploads = sorted(p.relative_to(data).as_posix() for p in (data / "uploads").rglob("*") if p.is_file())
+    assert len(uploads) == 4
+    run = quire("migrate", "--data", str(data), "--to", pg_url, "--files", env=s3_env)
+    assert "files: 4 copied" in run.stderr and "[assets] storage" in run.stdout
+    assert quire("migrate", "--data", str(data), "--to", pg_url, "--files", "--verify",
+                 env=s3_env).stdout.count("DIFFERS") == 0
+    # served from the bucket by an app with no files of its own
+    elsewhere = apps(tmp_path / "elsewhere", pg_url, s3_env)
+    client = TestClient(elsewhere)
+    asset = client.get("/api/assets", headers={"api-key": key}).json()[0]
+    assert client.get(f"/storage/uploads{asset['path']}").content[:3] == b"\xff\xd8\xff"
+    # a second run copies nothing again; a file gone from the bucket is found and put back
+    s3 = s3_server.client()
+    try:
+        s3.delete_object(Bucket=s3_bucket, Key=f"site/{uploads[0]}")
+    finally:
+        s3.close()
+    broken = quire("migrate", "--data", str(data), "--to", pg_url, "--files", "--verify", check=False, env=s3_env)
+    assert broken.returncode == 1 and "(files) uploads" in broken.stdout and "DIFFERS" in broken.stdout
+    again = quire("migrate", "--data", str(data), "--to", pg_url, "--files", env=s3_env)
+    assert "files: 1 copied" in again.stderr and "3 already there" in again.stderr
+    quire("migrate", "--data", str(data), "--to", pg_url, "--files", "--verify", env=s3_env)
+
+
+def test_files_without_a_bucket_is_refused(site: tuple[Path, str, str], pg_url: str) -> None:
+    data, _, _ = site
+    refused = quire("migrate", "--data", str(data), "--to", pg_url, "--files", check=False)
+    assert refused.returncode == 2 and "[assets] storage" in refused.stderr
 
 
 def test_redacted_hides_passwords_in_the_user_part_and_in_parameters() -> None:

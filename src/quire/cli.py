@@ -319,6 +319,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     settings = load_settings(args.data, args.config, overrides={"store": {"url": url}})
     if not settings.db_path.is_file():
         return _refuse(f"{args.data} holds no database ({settings.db_path.name}): nothing to migrate")
+    if args.files and not settings.assets.storage:
+        return _refuse("--files copies the uploads into the bucket of [assets] storage, and the settings "
+                       "name none (without one, the files stay in the data folder)")
     shown = migrate.redacted(url)
     try:
         target = PostgresStore(url, lock_timeout=60.0)
@@ -329,6 +332,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     try:
         if args.verify:
             checks = migrate.verify(source, target)
+            if args.files:
+                checks.append(_with_files(settings, migrate.files_check))
             print(migrate.verify_table(checks))
             differ = [c.name for c in checks if not c.same]
             if differ:
@@ -344,6 +349,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                            "(another site?); migrate into an empty database or schema")
         gone_before = migrate.search_index_names(target)
         totals = migrate.copy_site(source, target, args.batch)
+        if args.files:
+            _with_files(settings, migrate.copy_files)
     except (ApiError, psycopg.Error) as exc:
         print(f"error: {_reason(exc, url)}; what was copied stays, run the same migration again to complete it",
               file=sys.stderr)
@@ -351,10 +358,22 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     finally:
         source.close()
         target.close()
-    return _finish_migration(settings, totals, gone_before, shown, started)
+    return _finish_migration(settings, totals, gone_before, shown, started, args.files)
 
 
-def _finish_migration(settings: Settings, totals: Any, gone_before: list[str], shown: str, started: float) -> int:
+def _with_files(settings: Settings, work: Any) -> Any:
+    """`work(data folder, bucket)`, the bucket's client closed after."""
+    from quire.files import LocalFiles, open_files
+
+    bucket = open_files(settings.assets, settings.data_dir)
+    try:
+        return work(LocalFiles(settings.data_dir), bucket)
+    finally:
+        bucket.close()
+
+
+def _finish_migration(settings: Settings, totals: Any, gone_before: list[str], shown: str, started: float,
+                      files: bool) -> int:
     """Build the services on the target (each module makes its indexes),
     then the content models' indexes and the search indexes."""
     import psycopg
@@ -379,8 +398,12 @@ def _finish_migration(settings: Settings, totals: Any, gone_before: list[str], s
     print(f"Migrated {totals.documents} documents in {len(totals.collections)} collections to {shown}"
           f"{removed}{dropped}; {totals.meta} metadata keys; indexes of {finished.models} content models; "
           f"search indexes rebuilt: {searched}; in {migrate.elapsed(started)}")
-    print(f"Files (uploads, thumbnails) stay in {settings.data_dir}: serve the site from it, "
-          f"with [store] url = \"{shown}\"")
+    if files:
+        print(f"Uploads are in {settings.assets.storage} (thumbnails are made again there on demand): "
+              f"serve the site with [store] url = \"{shown}\" and [assets] storage = \"{settings.assets.storage}\"")
+    else:
+        print(f"Files (uploads, thumbnails) stay in {settings.data_dir}: serve the site from it, "
+              f"with [store] url = \"{shown}\"")
     return 0
 
 
@@ -486,6 +509,8 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--to", required=True, metavar="URL", help="postgresql://user:password@host:port/database")
     mig.add_argument("--verify", action="store_true", help="compare source and target; copy nothing")
     mig.add_argument("--batch", type=int, default=500, metavar="N", help="documents per transaction (default 500)")
+    mig.add_argument("--files", action="store_true",
+                     help="also copy the uploads into the bucket of [assets] storage (with --verify: compare them)")
     mig.set_defaults(func=cmd_migrate)
 
     from quire.l10n.cli import add_parser as add_l10n

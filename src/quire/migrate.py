@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 import orjson
 
 from quire.content.models import ModelService
+from quire.files import Files
 from quire.searchmod.service import SearchService
 from quire.store import PostgresStore, SqliteStore
 
@@ -279,6 +280,63 @@ def finish(quire: Services, before: list[str]) -> Finished:
         store.ensure_indexes(model.collection, models.index_paths(model), models.hints(model))
     searched = asyncio.run(quire.get(SearchService).rebuild_moved(before))
     return Finished(len(models.all()), searched)
+
+
+# -- files ------------------------------------------------------------------------
+
+# Uploads (form attachments under them too) are the site's files; generated
+# images (`thumbs/`) are made again from them on demand, so they stay behind.
+FILE_FOLDER = "uploads"
+
+
+@dataclass
+class FilesCopied:
+    copied: int = 0
+    present: int = 0
+    removed: int = 0
+    bytes: int = 0
+
+
+def copy_files(source: Files, target: Files, out: TextIO | None = None) -> FilesCopied:
+    """The uploads of the data folder into the storage the settings name (a
+    bucket). A file already there with the same size is left (an upload's
+    name is new for every upload, so its bytes never change); files the
+    target has under `uploads/` and the source lacks (deleted since an
+    earlier run) go, as documents do."""
+    result = FilesCopied()
+    there = {info.key: info.size for info in target.list(FILE_FOLDER)}
+    mine: set[str] = set()
+    for info in source.list(FILE_FOLDER):
+        mine.add(info.key)
+        if there.get(info.key) == info.size:
+            result.present += 1
+            continue
+        path = source.local_path(info.key)
+        assert path is not None  # the source is the data folder
+        with open(path, "rb") as handle:
+            result.bytes += target.put_stream(info.key, handle)
+        result.copied += 1
+    extra = sorted(set(there) - mine)
+    target.delete_many(extra)
+    result.removed = len(extra)
+    removed = f", {result.removed} removed from the target" if result.removed else ""
+    (out if out is not None else sys.stderr).write(
+        f"files: {result.copied} copied ({result.bytes} bytes), {result.present} already there{removed}\n")
+    return result
+
+
+def files_check(source: Files, target: Files) -> Check:
+    """The uploads on both sides: how many, and a checksum over (key, size)
+    (sizes, not contents: comparing the bytes would download every file)."""
+    def side(files: Files) -> Side:
+        digest = hashlib.sha256()
+        count = 0
+        for info in sorted(files.list(FILE_FOLDER), key=lambda i: i.key):
+            digest.update(f"{info.key}\x00{info.size}\n".encode())
+            count += 1
+        return Side(count, digest.hexdigest(), digest.hexdigest())
+
+    return Check("(files) uploads", side(source), side(target))
 
 
 # -- verifying ----------------------------------------------------------------
