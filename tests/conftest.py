@@ -94,6 +94,15 @@ def app_env(request: pytest.FixtureRequest) -> dict[str, str]:
     return env
 
 
+@pytest.fixture(autouse=True)
+def _cli_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On `--backend postgresql`, the test's commands (`quire ...` in
+    process or as a subprocess) use the test's schema too."""
+    if backend(request.config) == "postgresql" and "data_dir" in request.fixturenames:
+        env = request.getfixturevalue("app_env")
+        monkeypatch.setenv("QUIRE_STORE_URL", env["QUIRE_STORE_URL"])
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On `--backend postgresql`, tests about SQLite itself (marked
     `sqlite_only`) are left out."""
@@ -137,6 +146,37 @@ def admin(client: TestClient, admin_key: str) -> Api:
 def anon(client: TestClient) -> Api:
     """A client that sends no key (the public role)."""
     return Api(client, None)
+
+
+class OtherInstance(Api):
+    """A client of a second app on the same database (another worker, or
+    another instance). On SQLite the first app sees its commits on its next
+    request; on PostgreSQL when the commit's notice reaches it (within
+    milliseconds): each write here waits for that, so tests read after it
+    as they would a moment later."""
+
+    def __init__(self, client: TestClient, key: str | None, first: Any) -> None:
+        super().__init__(client, key)
+        self.first = first
+
+    def request(self, method: str, url: str, **kw: Any) -> Any:
+        store = self.first.state.quire.store
+        before = store.generation
+        response = super().request(method, url, **kw)
+        if method != "GET" and hasattr(store, "channel"):  # PostgreSQL
+            deadline = time.monotonic() + 5
+            while store.generation == before and time.monotonic() < deadline:
+                time.sleep(0.005)
+        return response
+
+    def post(self, url: str, **kw: Any) -> Any:
+        return self.request("POST", url, **kw)
+
+    def put(self, url: str, **kw: Any) -> Any:
+        return self.request("PUT", url, **kw)
+
+    def delete(self, url: str, **kw: Any) -> Any:
+        return self.request("DELETE", url, **kw)
 
 
 def put_model(admin: Api, name: str, **definition: Any) -> dict[str, Any]:

@@ -76,7 +76,7 @@ class StoreSettings(Section):
     NAME: ClassVar[str] = "store"
     # empty: the SQLite file in the data dir; postgresql://user:password@host:port/db to share a
     # database between instances (docs/deployment.md)
-    url: str = ""
+    url: str = setting("", secret=True)
     lock_timeout_ms: int = setting(5000, between=(0, 600_000))
     import_batch_items: int = setting(2000, between=(1, 1_000_000))
     # indexes built for the reads content gets (docs/query-language.md)

@@ -131,6 +131,7 @@ def _attempts_in_a_process(db: str, start: Any, results: Any, count: int) -> Non
         store.close()
 
 
+@pytest.mark.sqlite_only
 def test_two_processes_counting_at_once_pass_exactly_the_limit(quire: Quire) -> None:
     context = multiprocessing.get_context("spawn")
     start, results = context.Event(), context.Queue()

@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 import orjson
+import pytest
 
 from quire.app import Quire
 from tests.admin.conftest import (
@@ -240,6 +241,7 @@ def test_session_page_shows_the_address_and_kind(app: Any) -> None:
 
 
 
+@pytest.mark.sqlite_only
 def test_login_waits_for_a_write_lock_held_elsewhere(app: Any, quire: Quire, monkeypatch: Any) -> None:
     make_user(quire)
     limiter = quire.login_limiter
@@ -258,6 +260,7 @@ def test_login_waits_for_a_write_lock_held_elsewhere(app: Any, quire: Quire, mon
     assert session_of(quire, browser)
 
 
+@pytest.mark.sqlite_only
 def test_logout_and_an_expired_session_wait_for_a_write_lock_held_elsewhere(app: Any, quire: Quire) -> None:
     browser = logged_in(app)
     page = browser.get("/auth/logout")

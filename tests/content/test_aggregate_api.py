@@ -269,6 +269,7 @@ def test_aggregate_needs_read_permission(shop: Api, anon: Api) -> None:
 # -- where it runs, and limits ------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 def test_leading_match_sort_skip_limit_run_in_sql(shop: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, ...]] = []
     original = Collection.stream_raw

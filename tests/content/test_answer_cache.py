@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 from quire.app import build_app
 from quire.config import load_settings
 from quire.events import Events
-from tests.conftest import Api, create_item, put_model, role_key
+from tests.conftest import Api, OtherInstance, create_item, put_model, role_key
 
 PAGE = {"limit": 2, "skip": 0}
 
@@ -125,11 +125,11 @@ def test_persona_headers_are_part_of_the_answer(blog: Api) -> None:
 
 
 @pytest.fixture
-def other(data_dir: Path, app: Any, admin_key: str) -> Iterator[Api]:
+def other(data_dir: Path, app: Any, admin_key: str, app_env: dict[str, str]) -> Iterator[Api]:
     """A second app on the same data dir, as another worker process is."""
-    second = build_app(load_settings(data_dir, env={"QUIRE_SERVER_QUIET": "true"}), Events())
+    second = build_app(load_settings(data_dir, env=app_env), Events())
     try:
-        yield Api(TestClient(second, raise_server_exceptions=False), admin_key)
+        yield OtherInstance(TestClient(second, raise_server_exceptions=False), admin_key, app)
     finally:
         second.state.quire.close()
 

@@ -73,6 +73,7 @@ async def test_importing_the_same_bundle_twice_gives_the_same_data(quire: Any) -
     assert again["roles"] == exported["roles"] and again["locales"] == exported["locales"]
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.anyio
 async def test_items_commit_in_batches_with_their_events(quire: Any, events: Events) -> None:
     db = str(quire.settings.db_path)

@@ -342,6 +342,7 @@ def test_limit_zero_with_skip_answers_the_rest_in_the_envelope(posts: Api) -> No
     assert titles(body["data"]) == ["a", "b", "c", "d"]
 
 
+@pytest.mark.sqlite_only
 def test_limit_zero_with_skip_is_streamed_with_the_total_counted_first(posts: Api, quire: Any,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The same bytes as a page of the whole rest would be, but read chunk

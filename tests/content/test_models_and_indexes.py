@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from quire.auth.service import Identity
 from quire.content.service import ReadOptions
 from tests.conftest import Api, create_item, put_model
@@ -81,6 +83,7 @@ def _plan(quire: Any, model: str, opts: ReadOptions) -> str:
     return " ".join(str(r) for r in rows)
 
 
+@pytest.mark.sqlite_only
 def test_declared_index_serves_sort_and_range_of_published_reads(admin: Api, quire: Any) -> None:
     put_model(admin, "posts", fields=[{"name": "published", "type": "date"}, {"name": "category", "type": "text"}],
               indexes=["published", ["category", "published"]])

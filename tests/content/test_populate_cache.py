@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from quire.app import build_app
 from quire.config import load_settings
 from quire.events import Events
-from tests.conftest import Api, create_item, put_model, role_key
+from tests.conftest import Api, OtherInstance, create_item, put_model, role_key
 from tests.serving import quire_server
 
 LOCALES = [{"i18n": "de", "name": "Deutsch"}, {"i18n": "fr", "name": "Français"}]
@@ -139,12 +139,12 @@ def test_a_write_of_the_deeper_hop_shows_too(blog: Api) -> None:
 
 
 @pytest.fixture
-def other(data_dir: Path, app: Any, admin_key: str) -> Iterator[Api]:
+def other(data_dir: Path, app: Any, admin_key: str, app_env: dict[str, str]) -> Iterator[Api]:
     """A second app on the same data dir, as another worker process is:
     its own store connections and its own caches."""
-    second = build_app(load_settings(data_dir, env={"QUIRE_SERVER_QUIET": "true"}), Events())
+    second = build_app(load_settings(data_dir, env=app_env), Events())
     try:
-        yield Api(TestClient(second, raise_server_exceptions=False), admin_key)
+        yield OtherInstance(TestClient(second, raise_server_exceptions=False), admin_key, app)
     finally:
         second.state.quire.close()
 

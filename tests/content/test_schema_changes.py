@@ -56,6 +56,7 @@ def definition(admin: Api) -> dict[str, Any]:
 # -- renames --------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 def test_a_rename_moves_plain_and_localized_values_and_indexes(posts: Api, quire: Quire) -> None:
     a = create_item(posts, "posts", {"title": "Hi", "title_de": "Hallo", "n": 1})
     b = create_item(posts, "posts", {"n": 2, "title_fr": None})

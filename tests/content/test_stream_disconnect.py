@@ -14,6 +14,7 @@ import pytest
 from quire.bundle import import_bundle
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.anyio
 async def test_a_list_whose_client_disconnects_closes_its_database_connection(
     app: Any, quire: Any, admin_key: str, monkeypatch: pytest.MonkeyPatch

@@ -157,6 +157,7 @@ def test_search_service_names_the_index_of_a_model(quire: Any, admin: Api, nav: 
     assert search.matching_ids("whole", "   ") == ([], 0)
 
 
+@pytest.mark.sqlite_only
 def test_lists_of_every_state_sort_by_a_declared_index(admin: Api, quire: Any) -> None:
     """The studio's lists for editors (`drafts`: no `_state` condition)
     are served in order by the declared index kept without `_state`."""

@@ -31,6 +31,9 @@ from tests.searchmod.helpers import (
     search_response,
 )
 
+# the embedded engine's catching up (its PostgreSQL twin: test_pgengine_catch_up.py)
+pytestmark = pytest.mark.sqlite_only
+
 
 @pytest.fixture
 def posts(admin: Api) -> Api:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from quire.app import Quire
 from tests.conftest import Api, put_model
 
 
+@pytest.mark.sqlite_only
 def test_lists_built_in_declared_and_automatic_indexes(admin: Api, quire: Quire) -> None:
     put_model(admin, "posts", type="collection", indexes=["views"],
               fields=[{"name": "views", "type": "number"}, {"name": "title", "type": "text"}])

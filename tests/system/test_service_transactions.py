@@ -27,6 +27,7 @@ def test_no_route_opens_a_transaction() -> None:
 
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.anyio
 async def test_a_service_write_waits_for_the_lock_off_the_event_loop(quire: Quire) -> None:
     held = hold_write_lock(quire, 0.4)  # longer than a sync write may block a loop

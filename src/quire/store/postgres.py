@@ -40,6 +40,7 @@ from typing import Any
 import orjson
 import psycopg
 import psycopg.errors
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from quire.errors import BadRequest, StoreBusy, StoreUnavailable
@@ -99,7 +100,10 @@ class PostgresStore(Transactions):
 
     def __init__(self, url: str, lock_timeout: float = 5.0, blocking_timeout: float = 60.0) -> None:
         self.url = url
-        self.path = url  # what names the database in messages and clones
+        self.path = url  # what names the database in clones
+        info = conninfo_to_dict(url)
+        # names the database in logs, never with its password
+        self.where = f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
         self.lock_timeout = lock_timeout
         self.blocking_timeout = blocking_timeout
         self._init_transactions()
@@ -156,7 +160,8 @@ class PostgresStore(Transactions):
         return conn
 
     def _down(self, exc: BaseException) -> StoreUnavailable:
-        log.warning("database unavailable: %s", type(exc).__name__)
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        log.warning("database %s unavailable: %s", self.where, reason)
         return StoreUnavailable("The database cannot be reached; try again shortly", retry_after=RETRY_AFTER)
 
     def _run(self, conn: psycopg.Connection[Any], sql: str, params: Any = ()) -> psycopg.Cursor[Any]:
@@ -546,7 +551,8 @@ class PgCollection:
                 where, params = f"{where} AND {more}", params + more_params
             sql = f"SELECT {columns} FROM {self.table} WHERE {where} ORDER BY {order_by(terms)}"
             if compiled.exact:
-                rows = self.store.execute_read(sql + " LIMIT %s OFFSET %s", [*params, limit + 1, skip or 0]).fetchall()
+                rows = self.store.execute_read(sql + " LIMIT %s OFFSET %s",
+                                              [*params, min(limit + 1, 2**63 - 1), skip or 0]).fetchall()
             else:
                 rows = []
                 left = skip or 0
