@@ -15,6 +15,9 @@ searches with its own engine, so `finish` builds every search index again
 there, and re-creates the declared indexes of the content models (the
 modules' own indexes are made by building the services on the target).
 
+With `--files`, the uploads of the data folder go into the bucket the
+settings name (`copy_files`); generated images are made again there.
+
 `verify` compares source and target per collection: the number of
 documents and a SHA-256 over (id, document) in id order, documents taken
 as parsed JSON (written again compactly, keys in their order), and a
