@@ -14,12 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from starlette.testclient import TestClient
 
 from quire.app import build_app
 from quire.config import load_settings
 from quire.migrate import ID_ORDER, Progress, redacted, scrubbed
+from quire.searchmod.pgengine import table_prefix
 from quire.store import PostgresStore, SqliteStore
 from tests.admin.conftest import SESSION_COOKIE, login, new_browser
 
@@ -161,20 +163,36 @@ def test_a_second_run_brings_the_target_up_to_date(site: tuple[Path, str, str], 
     assert admin.delete("/api/system/models/notes").status_code == 200
     third = quire("migrate", "--data", str(data), "--to", pg_url)
     assert "content/notes: dropped" in third.stderr
-    assert "content/notes" not in PostgresStoreProbe(pg_url).names()
+    assert "content/notes" not in target_names(pg_url)
     quire("migrate", "--data", str(data), "--to", pg_url, "--verify")
 
+    # a search index deleted in the source: its tables and marks leave the target
+    assert search_tables(pg_url, "posts")
+    assert admin.delete("/api/searchmod/indexes/posts").status_code == 200
+    fourth = quire("migrate", "--data", str(data), "--to", pg_url)
+    assert "search indexes rebuilt: none" in fourth.stdout
+    assert search_tables(pg_url, "posts") == []
+    store = PostgresStore(pg_url)
+    try:
+        assert [k for k in store.meta_items() if k.startswith("searchmod/")] == []
+    finally:
+        store.close()
 
-class PostgresStoreProbe:
-    def __init__(self, url: str) -> None:
-        self.url = url
 
-    def names(self) -> list[str]:
-        store = PostgresStore(self.url)
-        try:
-            return store.collection_names()
-        finally:
-            store.close()
+def target_names(url: str) -> list[str]:
+    store = PostgresStore(url)
+    try:
+        return store.collection_names()
+    finally:
+        store.close()
+
+
+def search_tables(url: str, index: str) -> list[str]:
+    """The tables PostgreSQL's search engine holds for `index`."""
+    with psycopg.connect(url) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND relkind = 'r' "
+            "AND starts_with(relname, %s)", (table_prefix(index),))]
 
 
 def test_verify_fails_on_a_tampered_target(site: tuple[Path, str, str], pg_url: str) -> None:

@@ -355,6 +355,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(f"error: {_reason(exc, url)}; what was copied stays, run the same migration again to complete it",
               file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("interrupted: what was copied stays, run the same migration again to complete it", file=sys.stderr)
+        return 130
     finally:
         source.close()
         target.close()

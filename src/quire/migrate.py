@@ -54,6 +54,7 @@ SQLITE_ONLY_META = ("searchmod/",)
 MARK = "migrate/source"
 TARGET_OWN_META = ("system_version", MARK)
 DEFAULT_BATCH = 500
+DELETE_BATCH = 1000
 SCHEMES = ("postgresql://", "postgres://")
 
 
@@ -239,9 +240,10 @@ def copy_collection(source: SqliteStore, target: PostgresStore, name: str, batch
         result.copied += len(docs)
         advance(len(docs))
     extra = [i for i in into.ids() if i not in seen]
-    for start in range(0, len(extra), batch):
+    step = min(batch, DELETE_BATCH)  # ids go as bound parameters, of which a statement takes 65,535
+    for start in range(0, len(extra), step):
         with target.transaction():
-            result.removed += into.delete_many({"_id": {"$in": extra[start:start + batch]}})
+            result.removed += into.delete_many({"_id": {"$in": extra[start:start + step]}})
     return result
 
 
