@@ -6,7 +6,7 @@ DATA ?= ./data
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: run test lint bench install dev clean vendor
+.PHONY: run test test-backends lint bench install dev clean vendor
 
 $(BIN)/quire: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,14 +38,21 @@ test: $(VENV)/.dev tests/oidc/node_modules/.installed
 	$(BIN)/lint-imports
 	$(BIN)/pytest -n 2
 
+## make test-backends: the API suite again on PostgreSQL (a server the tests start),
+## and the asset and form suites with their files on S3 (a local S3 server the tests start)
+test-backends: $(VENV)/.dev tests/oidc/node_modules/.installed
+	$(BIN)/pytest -n 2 --backend postgresql --ignore=tests/studio --ignore=tests/test_schemathesis.py
+	QUIRE_TEST_STORAGE=s3 $(BIN)/pytest -n 2 tests/assets tests/inbox
+
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## make bench: load 100k posts, serve with 2 workers, drive with wrk
+## make bench: load 100k posts, serve with 2 workers, drive with wrk; the same
+## on PostgreSQL (started by the benchmark), then several instances behind nginx
 bench: $(VENV)/.dev
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py --backends sqlite,postgresql
 	$(BIN)/python bench/run.py --pictures 0.7
 	$(BIN)/python bench/cursor_pages.py
 	$(BIN)/python bench/noindex.py
@@ -58,6 +65,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/studio_l10n.py
 	$(BIN)/python bench/studio_inbox.py
 	$(BIN)/python bench/studio_assets.py
+	$(BIN)/python bench/instances.py
 
 ## make vendor: rebuild the studio's third-party browser code (htmx, Sortable,
 ## the TipTap/CodeMirror bundle) from vendor/package-lock.json into

@@ -57,6 +57,7 @@ SAMPLE_SECONDS = 0.02
 KEY_NAME = "bench"
 MB = 1024 * 1024
 CEILING_TARGET = 0.70  # Quire's req/s over the ceiling's, at least
+BACKENDS = ("sqlite", "postgresql")
 
 # -- the data -----------------------------------------------------------------
 
@@ -711,7 +712,8 @@ def run_ceiling(args: argparse.Namespace, work: Path, quire_base: str, base: str
     print(f"    Quire / ceiling = {outcome.ratio or 0:.2f} (median of the rounds)", flush=True)
 
 
-def run_scenario(args: argparse.Namespace, work: Path, base: str, key: str, sc: Scenario, n: int) -> Outcome:
+def run_scenario(args: argparse.Namespace, work: Path, base: str, key: str, sc: Scenario,
+                 n: int | str) -> Outcome:
     print(f"\n[{n}] {sc.name}", flush=True)
     status, raw = http_get(base + sc.path, key)
     if status != 200:
@@ -1006,6 +1008,85 @@ def content_section(args: argparse.Namespace, dataset: Dataset, table: str, deta
     )
 
 
+def backends_title(args: argparse.Namespace) -> str:
+    return "PostgreSQL beside SQLite" + (", with pictures" if args.pictures else "")
+
+
+def render_backends(runs: list[BackendRun]) -> str:
+    """The scenarios side by side, one column group per backend."""
+    head = "| scenario |" + "".join(f" {r.name} req/s | p50 | p99 |" for r in runs)
+    rule = "|---|" + "---:|---:|---:|" * len(runs)
+    if len(runs) == 2:
+        head += f" {runs[1].name} ÷ {runs[0].name} (req/s) |"
+        rule += "---:|"
+    lines = [head, rule]
+    for n, outcome in enumerate(runs[0].outcomes):
+        row = f"| {outcome.scenario.name} |"
+        results = []
+        for r in runs:
+            o = r.outcomes[n] if n < len(r.outcomes) else None
+            res = o.result if o is not None else None
+            results.append(res)
+            if res is None:
+                row += f" **error**: {o.error if o else 'not run'} | — | — |"
+            else:
+                note = f" ({res.non2xx:,} non-2xx)" if res.non2xx else ""
+                row += f" {res.rps:,.0f}{note} | {_ms(res.p50)} | {_ms(res.p99)} |"
+        if len(runs) == 2:
+            a, b = results
+            row += f" {b.rps / a.rps:.2f} |" if a is not None and b is not None and a.rps else " — |"
+        lines.append(row)
+    row = "| streaming all posts: seconds, largest worker RSS growth |"
+    for r in runs:
+        st = r.stream
+        if st is None or st.error:
+            row += f" **error**: {st.error if st else 'not run'} | — | — |"
+        else:
+            row += f" {st.seconds:.2f} s | +{st.max_growth_mb:.1f} MB | — |"
+    lines.append(row + (" — |" if len(runs) == 2 else ""))
+    return "\n".join(lines)
+
+
+def backends_section(args: argparse.Namespace, dataset: Dataset, runs: list[BackendRun], pg_load: dict[str, Any],
+                     table: str) -> str:
+    m = dataset.marker
+    loads = "; ".join(f"{r.name} " + " → ".join(f"{x:.2f}" for x in r.loads) for r in runs)
+    counts = pg_load.get("counts", {})
+    return (
+        f"## {backends_title(args)}\n\n"
+        f"`make bench` (bench/run.py --backends {','.join(args.backends)}"
+        f"{' --pictures ' + format(args.pictures, 'g') if args.pictures else ''}) at {_git_revision()}: the same "
+        f"{args.posts:,} posts (~{m.get('avg_post_bytes', 0):,} bytes of JSON each) and {args.authors:,} authors, "
+        f"generated into SQLite and copied document by document into a PostgreSQL "
+        f"{pg_load.get('version', '?')} started by the benchmark on 127.0.0.1 (bench/pgdata.py: "
+        f"{sum(counts.values()):,} documents in {pg_load.get('seconds', 0):g} s; `fsync=off`, "
+        "`synchronous_commit=off`, `shared_buffers=64MB`: a throwaway server, so reads are what this compares). "
+        f"Each backend served in turn by `quire serve --workers {args.workers}` and driven by "
+        f"`wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s` after a {args.warmup:g} s warm-up "
+        "per scenario, the same requests as in the Content section, in the same run; PostgreSQL's server "
+        "shares the 2 CPUs with the workers and wrk. 1-minute load average over the wrk runs: "
+        f"{loads}.\n\n{table}\n"
+    )
+
+
+def report_backends(args: argparse.Namespace, dataset: Dataset, runs: list[BackendRun], pg_load: dict[str, Any],
+                    docs: Path | None) -> None:
+    """The backends side by side; the section when both ran."""
+    table = render_backends(runs)
+    print("\n" + table)
+    for run in runs:
+        if run.name != "SQLite":
+            print("\n" + run.name + ":\n\n" + render_details(run.outcomes, run.stream))
+            problems = server_log_problems(run.log)
+            if problems:
+                print(f"\nThe {run.name} server logged {len(problems)} problem line(s) (see {run.log}):")
+                print("\n".join(problems[:10]))
+    if docs is not None and len(runs) == len(BACKENDS):
+        update_doc(docs, machine_paragraph(), backends_section(args, dataset, runs, pg_load, table),
+                   backends_title(args))
+        print(f"\nWrote the {backends_title(args)} section of {docs}")
+
+
 def update_doc(path: Path, machine: str, section: str, title_of_section: str = "Content") -> None:
     """Replace the top (title, machine) and the `## <title_of_section>`
     section; keep every other `## ` section as it is."""
@@ -1097,7 +1178,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="rounds of Quire then ceiling for the ratio (default 3)")
     parser.add_argument("--ceiling-seconds", type=float, default=5,
                         help="seconds of each run of a ceiling round (default 5)")
+    parser.add_argument("--backends", default="sqlite",
+                        help="comma-separated store backends to measure, of sqlite and postgresql (default "
+                             "sqlite); postgresql starts a PostgreSQL for the run and loads the same data into it")
     args = parser.parse_args(argv)
+    args.backends = [b.strip().lower() for b in args.backends.split(",") if b.strip()]
+    unknown = sorted(set(args.backends) - set(BACKENDS))
+    if unknown or not args.backends:
+        parser.error(f"--backends takes {' and '.join(BACKENDS)} (got {', '.join(unknown) or 'none'})")
+    args.backends = [b for b in BACKENDS if b in args.backends]  # SQLite first, each once
     if args.posts < 1 or args.authors < 1:
         parser.error("--posts and --authors must be at least 1")
     if args.ceiling_rounds < 1 or args.ceiling_seconds <= 0:
@@ -1130,8 +1219,8 @@ def _ceiling(args: argparse.Namespace, work: Path, base: str, key: str, plan: li
 
 
 @contextlib.contextmanager
-def _server(dataset: Dataset, args: argparse.Namespace, work: Path) -> Iterator[Server]:
-    server = Server(dataset.data_dir, free_port(), args.workers, work / "server.log")
+def _server(data_dir: Path, args: argparse.Namespace, log_path: Path, env: dict[str, str] | None = None) -> Iterator[Server]:
+    server = Server(data_dir, free_port(), args.workers, log_path, env)
     try:
         server.start()
         yield server
@@ -1139,65 +1228,127 @@ def _server(dataset: Dataset, args: argparse.Namespace, work: Path) -> Iterator[
         server.stop()
 
 
+@dataclass
+class BackendRun:
+    """The scenarios measured on one store backend."""
+
+    name: str  # as the tables show it: "SQLite", "PostgreSQL"
+    log: Path  # the server's output
+    outcomes: list[Outcome] = field(default_factory=list)
+    stream: StreamResult | None = None
+    loads: list[float] = field(default_factory=list)  # 1-minute load average before and after the wrk runs
+
+    @property
+    def failed(self) -> bool:
+        failed = any(o.error for o in self.outcomes) or (self.stream is not None and self.stream.error is not None)
+        return failed or any(o.result is not None and o.result.non2xx for o in self.outcomes)
+
+    @property
+    def missed(self) -> bool:
+        return any(o.met is False or o.ratio_met is False for o in self.outcomes) or (
+            self.stream is not None and not self.stream.met)
+
+
+def measure(args: argparse.Namespace, work: Path, dataset: Dataset, run: BackendRun, data_dir: Path,
+            env: dict[str, str], key: str, ceiling_runs: bool, tag: str = "") -> None:
+    """Serve `data_dir` (with `env`: its store) and run every scenario and
+    the stream on it, into `run`; `tag` prefixes the wrk output files."""
+    ids = dataset.ids_file.read_text().split()
+    with _server(data_dir, args, run.log, env) as server, contextlib.ExitStack() as stack:
+        pids = server.wait_ready()
+        who = "" if args.backends == ["sqlite"] else f"{run.name}: "  # alone, the output of old
+        print(f"{who}Serving on {server.base}: main pid {server.proc.pid if server.proc else '?'}, "
+              f"worker pids {pids}", flush=True)
+        plan = scenarios(args.posts, dataset.ids_file, ids[len(ids) // 2])
+        ceiling = stack.enter_context(_ceiling(args, work, server.base, key, plan)) if ceiling_runs else None
+        run.loads.append(os.getloadavg()[0])
+        for n, sc in enumerate(plan, 1):
+            outcome = run_scenario(args, work, server.base, key, sc, f"{tag}{n}")
+            run.outcomes.append(outcome)
+            if ceiling is not None and sc.ceiling is not None and outcome.result is not None:
+                run_ceiling(args, work, server.base, ceiling.base, key, outcome, n)
+        run.loads.append(os.getloadavg()[0])
+        run.stream = run_stream(server.base, key, server.worker_pids(), args.posts, len(plan) + 1)
+
+
+def measure_postgres(args: argparse.Namespace, work: Path, dataset: Dataset, run: BackendRun) -> dict[str, Any]:
+    """The same data loaded into a PostgreSQL started for this run, and the
+    same scenarios on it (bench/pgdata.py); what the load took."""
+    import pgdata
+
+    with pgdata.postgres() as pg:
+        url = pg.url()
+        pg_dir = work / "pg-data"  # the site's data dir; its store is in PostgreSQL
+        if pg_dir.exists():
+            shutil.rmtree(pg_dir)
+        print(f"\nPostgreSQL on 127.0.0.1:{pg.port}: loading the same data ...", flush=True)
+        loaded = pgdata.load(dataset.data_dir, pg_dir, url, MODELS)
+        env = pgdata.store_env(url)
+        key = pgdata.rotate_key(pg_dir, env, KEY_NAME)
+        measure(args, work, dataset, run, pg_dir, env, key, ceiling_runs=False, tag="pg-")
+        loaded["version"] = _version([str(pg.bin / "postgres"), "--version"], r"\)\s*(\S+)")
+    return loaded
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     if wrk_missing():
         return 2
+    if "postgresql" in args.backends:
+        import pgdata
+
+        if pgdata.postgres_missing():
+            return 2
     work: Path = args.work.resolve()
     if args.pictures and args.work == DEFAULT_WORK:
         work = work / "pictures"  # its own data set, kept beside the plain one
-    outcomes: list[Outcome] = []
-    stream: StreamResult | None = None
-    loads: list[float] = []  # 1-minute load average before and after the wrk runs
+    runs: list[BackendRun] = []
+    pg_load: dict[str, Any] = {}
     try:
         dataset = ensure_data(work, args.posts, args.authors, args.fresh, args.pictures)
-        key = rotate_key(dataset.data_dir)
-        ids = dataset.ids_file.read_text().split()
-        with _server(dataset, args, work) as server, contextlib.ExitStack() as stack:
-            pids = server.wait_ready()
-            print(f"Serving on {server.base}: main pid {server.proc.pid if server.proc else '?'}, "
-                  f"worker pids {pids}", flush=True)
-            plan = scenarios(args.posts, dataset.ids_file, ids[len(ids) // 2])
-            ceiling = None if args.no_ceiling else stack.enter_context(_ceiling(args, work, server.base, key, plan))
-            loads.append(os.getloadavg()[0])
-            for n, sc in enumerate(plan, 1):
-                outcome = run_scenario(args, work, server.base, key, sc, n)
-                outcomes.append(outcome)
-                if ceiling is not None and sc.ceiling is not None and outcome.result is not None:
-                    run_ceiling(args, work, server.base, ceiling.base, key, outcome, n)
-            loads.append(os.getloadavg()[0])
-            stream = run_stream(server.base, key, server.worker_pids(), args.posts, len(plan) + 1)
+        if "sqlite" in args.backends:
+            runs.append(BackendRun("SQLite", work / "server.log"))
+            measure(args, work, dataset, runs[-1], dataset.data_dir, {}, rotate_key(dataset.data_dir),
+                    ceiling_runs=not args.no_ceiling)
+        if "postgresql" in args.backends:
+            runs.append(BackendRun("PostgreSQL", work / "server-pg.log"))
+            pg_load = measure_postgres(args, work, dataset, runs[-1])
     except KeyboardInterrupt:
         print("\nInterrupted; the server was stopped.", file=sys.stderr)
         return 130
 
-    problems = server_log_problems(work / "server.log")
-    table = render_table(outcomes, stream, args.posts)
-    ceiling_table = render_ceiling(outcomes, loads, args)
-    details = render_details(outcomes, stream)
+    standard = args.posts == STANDARD_POSTS and args.authors == STANDARD_AUTHORS
+    docs: Path | None = None if args.no_docs else args.docs or (DEFAULT_DOCS if standard else None)
+    for run in runs:
+        if run.name == "SQLite":
+            report_sqlite(args, work, dataset, run, docs)
+    if len(runs) > 1 or runs[0].name != "SQLite":
+        report_backends(args, dataset, runs, pg_load, docs)
+    if not standard and not args.no_docs and args.docs is None:
+        print(f"\nNot a standard-size run: {DEFAULT_DOCS.relative_to(ROOT)} left as it is (--docs PATH writes one).")
+
+    if any(run.failed for run in runs):
+        return 1
+    return 1 if args.strict and any(run.missed for run in runs) else 0
+
+
+def report_sqlite(args: argparse.Namespace, work: Path, dataset: Dataset, run: BackendRun, docs: Path | None) -> None:
+    """The SQLite tables, as bench/run.py always printed them, and its
+    Content section."""
+    problems = server_log_problems(run.log)
+    table = render_table(run.outcomes, run.stream, args.posts)
+    ceiling_table = render_ceiling(run.outcomes, run.loads, args)
+    details = render_details(run.outcomes, run.stream)
     if ceiling_table:
         details = ceiling_table + "\n\n" + details
     print("\n" + table + "\n\n" + details)
     if problems:
-        print(f"\nThe server logged {len(problems)} problem line(s) (see {work / 'server.log'}):")
+        print(f"\nThe server logged {len(problems)} problem line(s) (see {run.log}):")
         print("\n".join(problems[:10]))
-
-    standard = args.posts == STANDARD_POSTS and args.authors == STANDARD_AUTHORS
-    docs: Path | None = None if args.no_docs else args.docs or (DEFAULT_DOCS if standard else None)
     if docs is not None:
         update_doc(docs, machine_paragraph(), content_section(args, dataset, table, details), section_title(args))
         print(f"\nWrote the Content section of {docs}")
-    elif not args.no_docs:
-        print(f"\nNot a standard-size run: {DEFAULT_DOCS.relative_to(ROOT)} left as it is (--docs PATH writes one).")
-
-    failed = any(o.error for o in outcomes) or (stream is not None and stream.error is not None)
-    failed = failed or any(o.result is not None and o.result.non2xx for o in outcomes)
-    missed = any(o.met is False or o.ratio_met is False for o in outcomes) or (stream is not None and not stream.met)
-    if failed:
-        return 1
-    return 1 if args.strict and missed else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

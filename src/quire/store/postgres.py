@@ -41,7 +41,7 @@ import orjson
 import psycopg
 import psycopg.errors
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from quire.errors import BadRequest, StoreBusy, StoreUnavailable
 from quire.ids import new_id
@@ -331,13 +331,8 @@ class PostgresStore(Transactions):
                     yield conn
                 finally:
                     self._lent.discard(conn)
-        except psycopg.OperationalError as exc:
+        except (psycopg.OperationalError, PoolTimeout) as exc:
             raise self._down(exc) from None
-
-    def named_lock(self, name: str) -> Any:
-        """A session advisory lock named `name`, if free (True), without
-        waiting: held across the cluster until the block ends."""
-        return _NamedLock(self, zlib.crc32(name.encode()) - 2**31)
 
     # -- collections ------------------------------------------------------
 
@@ -422,33 +417,6 @@ class PostgresStore(Transactions):
 
     def drop_auto_indexes(self, name: str, keep: Callable[[tuple[str, ...]], bool]) -> None:
         """There are no automatic indexes on PostgreSQL (see `auto`)."""
-
-
-class _NamedLock:
-    def __init__(self, store: PostgresStore, key: int) -> None:
-        self.store = store
-        self.key = key
-        self.conn: Any = None
-
-    def __enter__(self) -> bool:
-        self.conn = self.store._streams.getconn()
-        self.conn.autocommit = True
-        got = bool(self.conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_SPACE + 1, self.key)).fetchone()[0])
-        if not got:
-            self._give_back()
-        return got
-
-    def _give_back(self) -> None:
-        conn, self.conn = self.conn, None
-        if conn is not None:
-            conn.autocommit = False
-            self.store._streams.putconn(conn)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                self.conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_SPACE + 1, self.key))
-            self._give_back()
 
 
 class PgCollection:
