@@ -26,7 +26,8 @@ def quire(*args: str, stdin: str | None = None, check: bool = True) -> subproces
 @pytest.mark.parametrize(
     "command",
     [[], ["serve"], ["init"], ["demo"], ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "delete"],
-     ["users"], ["users", "create"], ["users", "passwd"], ["users", "list"], ["models"], ["export"], ["import"]],
+     ["users"], ["users", "create"], ["users", "passwd"], ["users", "list"], ["models"], ["export"], ["import"],
+     ["migrate"]],
 )
 def test_every_command_has_useful_help(command: list[str]) -> None:
     out = quire(*command, "--help").stdout

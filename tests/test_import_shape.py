@@ -16,7 +16,7 @@ BOTTOM = [
     "quire.http", "quire.ids", "quire.jobs", "quire.modules", "quire.numbers", "quire.openapi", "quire.ratelimit",
     "quire.responses", "quire.sections", "quire.slots", "quire.store", "quire.trees",
 ]
-ABOVE = ["quire.app", "quire.cli", "quire.bundle", "quire.demo"]
+ABOVE = ["quire.app", "quire.cli", "quire.bundle", "quire.demo", "quire.migrate"]
 
 
 @pytest.fixture(scope="module")

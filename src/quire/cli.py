@@ -1,4 +1,4 @@
-"""The `quire` command: serve, init, demo, keys, users, models, export, import."""
+"""The `quire` command: serve, init, demo, keys, users, models, export, import, migrate."""
 
 from __future__ import annotations
 
@@ -297,6 +297,134 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Copy the data dir's SQLite database to PostgreSQL, or (`--verify`)
+    compare the two; see docs/deployment.md."""
+    import psycopg
+
+    from quire import migrate
+    from quire.errors import ApiError
+    from quire.store import PostgresStore, SqliteStore
+
+    url = args.to
+    if not migrate.is_postgres_url(url):
+        return _refuse("--to must be a postgresql:// address (postgresql://user:password@host:port/database)")
+    if args.batch < 1:
+        return _refuse("--batch must be at least 1")
+    settings = load_settings(args.data, args.config, overrides={"store": {"url": url}})
+    if not settings.db_path.is_file():
+        return _refuse(f"{args.data} holds no database ({settings.db_path.name}): nothing to migrate")
+    if args.files and not settings.assets.storage:
+        return _refuse("--files copies the uploads into the bucket of [assets] storage, and the settings "
+                       "name none (without one, the files stay in the data folder)")
+    shown = migrate.redacted(url)
+    try:
+        target = PostgresStore(url, lock_timeout=60.0)
+    except (ApiError, psycopg.Error) as exc:
+        return _refuse(f"cannot reach {shown}: {_reason(exc, url)}")
+    source = SqliteStore(settings.db_path)
+    started = time.perf_counter()
+    try:
+        if args.verify:
+            checks = migrate.verify(source, target)
+            if args.files:
+                checks.append(_with_files(settings, migrate.files_check))
+            print(migrate.verify_table(checks))
+            differ = [c.name for c in checks if not c.same]
+            if differ:
+                print(f"{len(differ)} of {len(checks)} collections differ between {settings.db_path} and {shown}")
+                return 1
+            same_text = all(c.same_text for c in checks)
+            print(f"All {len(checks)} collections of {settings.db_path} match {shown} (documents compared as "
+                  f"parsed JSON; {'the stored text is byte for byte the same too' if same_text else 'the stored text differs where marked'})")
+            return 0
+        foreign = migrate.foreign_documents(target)
+        if foreign:
+            return _refuse(f"{shown} already holds {foreign} documents that `quire migrate` did not write "
+                           "(another site?); migrate into an empty database or schema")
+        gone_before = migrate.search_index_names(target)
+        totals = migrate.copy_site(source, target, args.batch)
+        if args.files:
+            _with_files(settings, migrate.copy_files)
+    except (ApiError, psycopg.Error) as exc:
+        print(f"error: {_reason(exc, url)}; what was copied stays, run the same migration again to complete it",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted: what was copied stays, run the same migration again to complete it", file=sys.stderr)
+        return 130
+    finally:
+        source.close()
+        target.close()
+    return _finish_migration(settings, totals, gone_before, shown, started, args.files)
+
+
+def _with_files(settings: Settings, work: Any) -> Any:
+    """`work(data folder, bucket)`, the bucket's client closed after."""
+    from quire.files import LocalFiles, open_files
+
+    bucket = open_files(settings.assets, settings.data_dir)
+    try:
+        return work(LocalFiles(settings.data_dir), bucket)
+    finally:
+        bucket.close()
+
+
+def _finish_migration(settings: Settings, totals: Any, gone_before: list[str], shown: str, started: float,
+                      files: bool) -> int:
+    """Build the services on the target (each module makes its indexes),
+    then the content models' indexes and the search indexes."""
+    import psycopg
+
+    from quire import migrate
+    from quire.app import Quire
+    from quire.errors import ApiError
+
+    try:
+        quire = Quire(settings)
+        try:
+            finished = migrate.finish(quire, gone_before)
+        finally:
+            quire.close()
+    except (ApiError, psycopg.Error) as exc:
+        print(f"error: {_reason(exc, settings.store.url)}; the documents are copied, run the same migration "
+              "again to build the indexes", file=sys.stderr)
+        return 1
+    searched = ", ".join(f"{name} ({n} items)" for name, n in finished.searched.items()) or "none"
+    removed = f", {totals.removed} removed from the target" if totals.removed else ""
+    dropped = f", {len(totals.dropped)} collections dropped" if totals.dropped else ""
+    print(f"Migrated {totals.documents} documents in {len(totals.collections)} collections to {shown}"
+          f"{removed}{dropped}; {totals.meta} metadata keys; indexes of {finished.models} content models; "
+          f"search indexes rebuilt: {searched}; in {migrate.elapsed(started)}")
+    if files:
+        print(f"Uploads are in {settings.assets.storage} (thumbnails are made again there on demand): "
+              f"serve the site with [store] url = \"{shown}\" and [assets] storage = \"{settings.assets.storage}\"")
+    else:
+        print(f"Files (uploads, thumbnails) stay in {settings.data_dir}: serve the site from it, "
+              f"with [store] url = \"{shown}\"")
+    return 0
+
+
+def _reason(exc: BaseException, url: str) -> str:
+    """What went wrong, in one line without the password: the driver's own
+    words too where the store's message stands in for them."""
+    import psycopg
+
+    from quire import migrate
+    from quire.errors import ApiError
+
+    text = exc.message if isinstance(exc, ApiError) else str(exc)
+    cause = exc.__context__
+    if isinstance(exc, ApiError) and isinstance(cause, psycopg.Error) and str(cause).strip():
+        text = f"{text} ({str(cause).strip().splitlines()[0]})"
+    return migrate.scrubbed(text.strip().splitlines()[0] if text.strip() else type(exc).__name__, url)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="quire", description="Quire: a headless CMS with a JSON REST API."
@@ -375,6 +503,18 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "documents of items that left it; searches keep working meanwhile.")
     rebuild.add_argument("name", help="index name")
     search.set_defaults(func=cmd_search)
+
+    mig = sub.add_parser("migrate", parents=[common], help="copy the SQLite database to PostgreSQL",
+                         description="Copy every collection of the data dir's SQLite database to PostgreSQL, "
+                                     "in batches; running it again brings the target up to date (documents "
+                                     "deleted in the source are removed there). --verify only compares: "
+                                     "counts and checksums per collection, exit status 1 on a difference.")
+    mig.add_argument("--to", required=True, metavar="URL", help="postgresql://user:password@host:port/database")
+    mig.add_argument("--verify", action="store_true", help="compare source and target; copy nothing")
+    mig.add_argument("--batch", type=int, default=500, metavar="N", help="documents per transaction (default 500)")
+    mig.add_argument("--files", action="store_true",
+                     help="also copy the uploads into the bucket of [assets] storage (with --verify: compare them)")
+    mig.set_defaults(func=cmd_migrate)
 
     from quire.l10n.cli import add_parser as add_l10n
 

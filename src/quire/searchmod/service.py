@@ -224,11 +224,13 @@ class SearchService:
         await self.build(name)
         return self._described(self._definition(name))
 
-    async def build(self, name: str) -> int:
+    async def build(self, name: str, stamp: bool = True) -> int:
         """Write every published item that matches the filter into a new
         generation, chunk by chunk (other requests run between chunks),
         then switch it in and write what was queued since the build
-        began. Answers the number of items indexed."""
+        began. Answers the number of items indexed. `stamp`: note the
+        time in the definition's `built_at` (`rebuild_moved` keeps the
+        definition as it came)."""
         marks = Marks(self.store, name)
         async with self.store.atomic():
             index = self._definition(name)
@@ -252,12 +254,29 @@ class SearchService:
                     marks.set_live(generation, fields)
                     marks.set_number("applied", began)
                     marks.set_number("building", None)
-                    self.indexes.update(name, {"built_at": int(time.time())})
+                    if stamp:
+                        self.indexes.update(name, {"built_at": int(time.time())})
                 if current is None or current["build"] == generation:  # a newer build shows its own
                     self._set_progress(name, None)
             self.engine.drop(name, keep=(marks.live() or {}).get("generation"))
         self.follower.catch_up(name)
         return written
+
+    async def rebuild_moved(self, before: list[str] | tuple[str, ...] = ()) -> dict[str, int]:
+        """After the store's documents were copied in from another database
+        (`quire migrate`): the marks and the engine's data of every index
+        are not those of these documents, so each is forgotten, and every
+        defined index is built again under the generation its definition
+        holds, the definition left as it came. `before`: the indexes
+        defined here before the copy; the data of those no longer defined
+        goes too. Answers the items indexed, per index."""
+        names = [d["name"] for d in self._all_definitions()]
+        for name in dict.fromkeys([*before, *names]):
+            async with self.store.atomic():
+                Marks(self.store, name).forget()
+            with self.engine.writer_lock(name):
+                self.engine.drop(name)
+        return {name: await self.build(name, stamp=False) for name in names}
 
     async def _fill(self, writer: Writer, index: dict[str, Any]) -> int:
         """Every item that belongs in the index, into a fresh generation."""

@@ -248,6 +248,11 @@ class Transactions:
         row = self.execute_read(f"SELECT value FROM _quire_meta WHERE key = {self.P}", (key,)).fetchone()
         return row[0] if row else None
 
+    def meta_items(self) -> dict[str, str]:
+        """Every metadata key and its value (read-only; `quire migrate`
+        copies the keys that are data)."""
+        return {row[0]: row[1] for row in self.execute_read("SELECT key, value FROM _quire_meta ORDER BY key")}
+
     def delete_meta(self, *keys: str) -> None:
         self._write(f"DELETE FROM _quire_meta WHERE key IN ({', '.join(self.P for _ in keys)})", keys)
 

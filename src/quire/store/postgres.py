@@ -398,6 +398,15 @@ class PostgresStore(Transactions):
             return True
         return False
 
+    def collection_names(self) -> list[str]:
+        """The tables of the collection shape `(seq, id, body, data)` of the
+        site's schema (a name longer than PostgreSQL keeps appears as its
+        shortened identifier). Read-only, for `quire migrate`."""
+        return [r[0] for r in self.execute_read(
+            "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "GROUP BY table_name HAVING array_agg(column_name::text ORDER BY column_name::text) "
+            "= ARRAY['body', 'data', 'id', 'seq'] ORDER BY table_name")]
+
     def drop_collection(self, name: str) -> None:
         self._write(f"DROP TABLE IF EXISTS {ident(name)}", table=name)
         self._known_tables.discard(name)

@@ -363,6 +363,16 @@ class SqliteStore(Transactions):
             self._known_tables.add(name)  # forgotten on rollback and on others' commits
         return row is not None
 
+    def collection_names(self) -> list[str]:
+        """The tables of the collection shape `(id, data)`, by name: not the
+        store's own (metadata, automatic index registry) nor other modules'
+        (the search queue). Read-only, for `quire migrate`."""
+        tables = [r[0] for r in self.execute_read(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+            "ORDER BY name")]
+        return [name for name in tables if [r[0] for r in self.execute_read(
+            "SELECT name FROM pragma_table_info(?) ORDER BY cid", (name,))] == ["id", "data"]]
+
     def drop_collection(self, name: str) -> None:
         self._write(f"DROP TABLE IF EXISTS {_table(name)}")
         self._known_tables.discard(name)
