@@ -104,9 +104,18 @@ def _cli_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On `--backend postgresql`, tests about SQLite itself (marked
-    `sqlite_only`) are left out."""
-    if backend(config) != "postgresql":
+    """A test parametrised over the backends (`[sqlite]`, `[postgresql]`)
+    runs the backend of the run; on `--backend postgresql`, tests about
+    SQLite itself (marked `sqlite_only`) are left out."""
+    run = backend(config)
+    other = "[postgresql]" if run == "sqlite" else "[sqlite]"
+    kept, dropped = [], []
+    for item in items:
+        (dropped if other in item.nodeid else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+    if run != "postgresql":
         return
     skip = pytest.mark.skip(reason="about the SQLite store (this run is on PostgreSQL)")
     for item in items:
