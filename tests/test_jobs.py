@@ -157,9 +157,9 @@ def test_a_lease_that_ends_is_taken_over_and_only_the_new_holder_records_done(
     after_take_over = stored(stores[0], doc["_id"])
     assert after_take_over["holder"] == second.holder
     assert "lease ended" in after_take_over["last_error"] and first.holder in after_take_over["last_error"]
-    assert first.execute(stale) == LOST  # the old holder ran it, but records nothing
+    assert first.perform(stale) == LOST  # the old holder ran it, but records nothing
     assert stored(stores[0], doc["_id"]) == after_take_over
-    assert second.execute(taken) == DONE
+    assert second.perform(taken) == DONE
     assert first.finish(stale) == LOST  # not even after the new holder's "done"
     done = stored(stores[0], doc["_id"])
     assert (done["state"], done["attempts"], done["finished"], done["holder"]) == (DONE, 2, T0 + 61, second.holder)
@@ -173,7 +173,7 @@ def test_a_holder_whose_lease_ended_unclaimed_still_records_its_outcome(
     job = jobs.claim(stores[0])
     assert job is not None
     clock.advance(120)  # no other runner claimed it meanwhile
-    assert jobs.execute(job) == DONE
+    assert jobs.perform(job) == DONE
     assert stored(stores[0], doc["_id"])["state"] == DONE
     assert jobs.claim(stores[0]) is None
 
@@ -190,7 +190,7 @@ def test_a_failure_is_retried_after_a_doubling_delay_then_fails_for_good(
     for attempt in (1, 2):
         job = jobs.claim(stores[0])
         assert job is not None and job.attempts == attempt
-        assert jobs.execute(job) == PENDING
+        assert jobs.perform(job) == PENDING
         retry = stored(stores[0], doc["_id"])
         assert retry["last_error"] == "ConnectionRefusedError: nobody listens"
         assert (retry["state"], retry["lease"], retry["lease_until"]) == (PENDING, None, 0.0)
@@ -202,7 +202,7 @@ def test_a_failure_is_retried_after_a_doubling_delay_then_fails_for_good(
     job = jobs.claim(stores[0])
     assert job is not None and job.attempts == 3
     assert finished == []
-    assert jobs.execute(job) == FAILED
+    assert jobs.perform(job) == FAILED
     failed = stored(stores[0], doc["_id"])
     assert (failed["state"], failed["attempts"], failed["finished"]) == (FAILED, 3, clock.now)
     assert finished == [("flaky", FAILED)]
@@ -217,7 +217,7 @@ def test_give_up_fails_the_job_without_retrying(stores: list[Store], clock: Cloc
     jobs = runner(stores[0], clock, handler, max_attempts=5)
     doc = enqueue(jobs, "hopeless")
     job = jobs.claim(stores[0])
-    assert job is not None and jobs.execute(job) == FAILED
+    assert job is not None and jobs.perform(job) == FAILED
     assert stored(stores[0], doc["_id"])["last_error"] == "GiveUp: the address is refused for good"
 
 
@@ -245,7 +245,7 @@ def test_a_key_makes_the_enqueue_idempotent(stores: list[Store], clock: Clock) -
     assert len(stores[1].collection(JOBS).find()) == 2
     job = jobs.claim(stores[0])
     assert job is not None and job.key == "item-1:publish"
-    assert jobs.execute(job) == DONE
+    assert jobs.perform(job) == DONE
     assert enqueue(jobs, "d", key="item-1:publish")["state"] == DONE  # kept: still not enqueued again
 
 
@@ -263,11 +263,11 @@ def test_finished_jobs_are_pruned_after_their_keep_time(stores: list[Store], clo
                   settings={"keep_done_seconds": 100, "keep_failed_seconds": 1000})
     done = enqueue(jobs, "done")
     job = jobs.claim(stores[0])
-    assert job is not None and jobs.execute(job) == DONE
+    assert job is not None and jobs.perform(job) == DONE
     handler.fail = ValueError("bad")
     failed = enqueue(jobs, "failed")
     job = jobs.claim(stores[0])
-    assert job is not None and jobs.execute(job) == FAILED
+    assert job is not None and jobs.perform(job) == FAILED
     waiting = enqueue(jobs, "waiting", run_at=T0 + 10_000)
     clock.advance(100)
     assert jobs.prune(stores[0], force=True) == 1

@@ -245,7 +245,7 @@ class Jobs:
             job = self.claim(store)
             if job is None:
                 break
-            self.execute(job)
+            self.perform(job)
             ran += 1
         return ran
 
@@ -288,7 +288,7 @@ class Jobs:
             self._finished(job, FAILED)
         return claimed
 
-    def execute(self, job: Job) -> str:
+    def perform(self, job: Job) -> str:
         """Run a claimed job's handler and record the outcome; answers the
         state recorded (`done`, `pending` for a retry, `failed`), or `lost`
         when the lease was taken over meanwhile and nothing was recorded."""
