@@ -19,10 +19,14 @@ import contextvars
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator
 from typing import Any
 
+import orjson
+
 from quire.errors import StoreBusy
+from quire.store import match
+from quire.store.query import Node, Path, Projection
 
 ON_LOOP_WAIT = 0.05  # a sync write on an event loop blocks every request meanwhile
 FIRST_PAUSE = 0.002  # atomic(): first pause between tries for the write lock
@@ -262,3 +266,48 @@ class Transactions:
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+
+class Documents:
+    """What a collection of either backend answers from its own primitives
+    (`find_raw`, `get_raw`, `counter`): decoded documents, one document,
+    counts, subtrees."""
+
+    def find_raw(self, node: Node | dict[str, Any] | None = None, sort: list[tuple[Path, int]] | None = None,
+                 limit: int | None = None, skip: int | None = None) -> list[bytes]:
+        raise NotImplementedError
+
+    def get_raw(self, item_id: str, published_only: bool = False) -> bytes | None:
+        raise NotImplementedError
+
+    def counter(self, node: Node | dict[str, Any] | None = None) -> tuple[Hashable, Callable[[], int]]:
+        raise NotImplementedError
+
+    def find(self, node: Node | dict[str, Any] | None = None, sort: list[tuple[Path, int]] | None = None,
+             limit: int | None = None, skip: int | None = None,
+             projection: Projection | None = None) -> list[dict[str, Any]]:
+        docs = [orjson.loads(text) for text in self.find_raw(node, sort, limit, skip)]
+        return [match.project(d, projection) for d in docs] if projection else docs
+
+    def find_one(self, node: Node | dict[str, Any] | None = None,
+                 sort: list[tuple[Path, int]] | None = None) -> dict[str, Any] | None:
+        docs = self.find(node, sort, limit=1)
+        return docs[0] if docs else None
+
+    def get(self, item_id: str) -> dict[str, Any] | None:
+        raw = self.get_raw(item_id)
+        return orjson.loads(raw) if raw is not None else None
+
+    def count(self, node: Node | dict[str, Any] | None = None) -> int:
+        return self.counter(node)[1]()
+
+    def subtree(self, root: dict[str, Any]) -> list[dict[str, Any]]:
+        """`root` and every document below it by `_pid`, parents first (one
+        query per level)."""
+        found = [root]
+        frontier = [root["_id"]]
+        while frontier:
+            kids = self.find({"_pid": {"$in": frontier}})
+            found += kids
+            frontier = [k["_id"] for k in kids]
+        return found

@@ -46,7 +46,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from quire.errors import BadRequest, StoreBusy, StoreUnavailable
 from quire.ids import new_id
 from quire.store import match
-from quire.store.base import RETRY_AFTER, Transactions, _in_tx
+from quire.store.base import RETRY_AFTER, Documents, Transactions, _in_tx
 from quire.store.pgcompile import (
     Compiled,
     after_clause,
@@ -56,7 +56,7 @@ from quire.store.pgcompile import (
     sort_exprs,
     typed_expr,
 )
-from quire.store.query import Node, Path, Projection, parse_filter
+from quire.store.query import Node, Path, parse_filter
 from quire.store.sqlcompile import Hints
 from quire.store.sqlite import Position, sort_bytes
 
@@ -84,6 +84,13 @@ def raw_ident(name: str) -> str:
 def ident(name: str) -> str:
     """`raw_ident(name)` quoted for SQL."""
     return '"' + raw_ident(name).replace('"', '""') + '"'
+
+
+def _seq(payload: str) -> int:
+    try:
+        return int(payload)
+    except ValueError:
+        return 1 << 62  # not one of ours: take it as new
 
 
 def _number(value: Any) -> Any:
@@ -217,7 +224,8 @@ class PostgresStore(Transactions):
                     while not self._closing.is_set():
                         own = self._writer.info.backend_pid if self._writer is not None else None
                         for notice in conn.notifies(timeout=1.0):
-                            if notice.pid != own:
+                            # a commit a request's look (`refresh`) saw already moved it
+                            if notice.pid != own and _seq(notice.payload) > self._seen_seq:
                                 self._remote += 1
             except psycopg.Error:
                 if self._closing.wait(pause):
@@ -294,7 +302,7 @@ class PostgresStore(Transactions):
                                      "(%s, pg_backend_pid(), %s) RETURNING seq",
                                      (time.time(), sorted(self._touched))).fetchone()
                 own = row[0] if row else None
-                writer.execute(f"NOTIFY {self.channel}")
+                writer.execute("SELECT pg_notify(%s, %s)", (self.channel, str(own)))
                 self._commits += 1
                 if self._commits % PRUNE_EVERY == 0:
                     writer.execute("DELETE FROM _quire_events WHERE at < %s", (time.time() - EVENTS_KEPT_SECONDS,))
@@ -448,7 +456,7 @@ class PostgresStore(Transactions):
         """There are no automatic indexes on PostgreSQL (see `auto`)."""
 
 
-class PgCollection:
+class PgCollection(Documents):
     """Documents of one collection; every method takes the same filter AST."""
 
     def __init__(self, store: PostgresStore, name: str, hints: Hints | None = None) -> None:
@@ -586,12 +594,6 @@ class PgCollection:
         if not ok:
             raise BadRequest("The cursor does not fit this list's sort; start again from the first page")
 
-    def find(self, node: Node | dict[str, Any] | None = None, sort: list[tuple[Path, int]] | None = None,
-             limit: int | None = None, skip: int | None = None,
-             projection: Projection | None = None) -> list[dict[str, Any]]:
-        docs = [orjson.loads(text) for text in self.find_raw(node, sort, limit, skip)]
-        return [match.project(d, projection) for d in docs] if projection else docs
-
     def pick(self, names: list[str], node: Node | dict[str, Any] | None = None,
              sort: list[tuple[Path, int]] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Only the named top-level fields of the matching documents (see
@@ -619,15 +621,6 @@ class PgCollection:
         for doc in self.get_many(ids[:5000] if len(set(ids)) > 5000 else ids).values():
             out[doc["_id"]] = [None if name not in doc else orjson.dumps(doc[name]).decode() for name in names]
         return out
-
-    def subtree(self, root: dict[str, Any]) -> list[dict[str, Any]]:
-        found = [root]
-        frontier = [root["_id"]]
-        while frontier:
-            kids = self.find({"_pid": {"$in": frontier}})
-            found += kids
-            frontier = [k["_id"] for k in kids]
-        return found
 
     def stream_raw(self, node: Node | dict[str, Any] | None = None, sort: list[tuple[Path, int]] | None = None,
                    limit: int | None = None, skip: int | None = None, chunk: int = 500) -> Iterator[list[bytes]]:
@@ -670,21 +663,12 @@ class PgCollection:
                     if left == 0:
                         return
 
-    def find_one(self, node: Node | dict[str, Any] | None = None,
-                 sort: list[tuple[Path, int]] | None = None) -> dict[str, Any] | None:
-        docs = self.find(node, sort, limit=1)
-        return docs[0] if docs else None
-
     def get_raw(self, item_id: str, published_only: bool = False) -> bytes | None:
         if not self.exists():
             return None
         state = " AND data->'_state' = '1'::jsonb" if published_only else ""
         row = self.store.execute_read(f"SELECT body FROM {self.table} WHERE id = %s{state}", (item_id,)).fetchone()
         return row[0].encode() if row else None
-
-    def get(self, item_id: str) -> dict[str, Any] | None:
-        raw = self.get_raw(item_id)
-        return orjson.loads(raw) if raw is not None else None
 
     def get_many(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         if not ids or not self.exists():
@@ -696,9 +680,6 @@ class PgCollection:
             doc = orjson.loads(raw)
             out[doc["_id"]] = doc
         return out
-
-    def count(self, node: Node | dict[str, Any] | None = None) -> int:
-        return self.counter(node)[1]()
 
     def counter(self, node: Node | dict[str, Any] | None = None) -> tuple[Hashable, Callable[[], int]]:
         if not self.exists():

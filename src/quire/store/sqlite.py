@@ -25,8 +25,8 @@ from quire.errors import BadRequest
 from quire.ids import new_id
 from quire.store import match, values
 from quire.store.autoindex import AUTO, AutoIndexer, columns_of, shape_of
-from quire.store.base import Transactions, _in_tx
-from quire.store.query import Node, Path, Projection, parse_filter
+from quire.store.base import Documents, Transactions, _in_tx
+from quire.store.query import Node, Path, parse_filter
 from quire.store.sqlcompile import (
     Hints,
     SortTerm,
@@ -455,7 +455,7 @@ class SqliteStore(Transactions):
             self.auto.changed()
 
 
-class Collection:
+class Collection(Documents):
     """Documents of one collection; every method takes the same filter AST."""
 
     def __init__(self, store: SqliteStore, name: str, hints: Hints | None = None) -> None:
@@ -603,17 +603,6 @@ class Collection:
         last = rows[limit - 1]
         return [r[0] for r in rows[:limit]], Position(tuple(last[1:-1]), last[-1])
 
-    def find(
-        self,
-        node: Node | dict[str, Any] | None = None,
-        sort: list[tuple[Path, int]] | None = None,
-        limit: int | None = None,
-        skip: int | None = None,
-        projection: Projection | None = None,
-    ) -> list[dict[str, Any]]:
-        docs = [orjson.loads(text) for text in self.find_raw(node, sort, limit, skip)]
-        return [match.project(d, projection) for d in docs] if projection else docs
-
     def pick(
         self,
         names: list[str],
@@ -651,17 +640,6 @@ class Collection:
                                        [*paths, *unique])
         return {row[0]: list(row[1:]) for row in rows}
 
-    def subtree(self, root: dict[str, Any]) -> list[dict[str, Any]]:
-        """`root` and every document below it by `_pid`, parents first (one
-        query per level)."""
-        found = [root]
-        frontier = [root["_id"]]
-        while frontier:
-            kids = self.find({"_pid": {"$in": frontier}})
-            found += kids
-            frontier = [k["_id"] for k in kids]
-        return found
-
     def stream_raw(
         self,
         node: Node | dict[str, Any] | None = None,
@@ -687,12 +665,6 @@ class Collection:
         finally:
             conn.close()
 
-    def find_one(
-        self, node: Node | dict[str, Any] | None = None, sort: list[tuple[Path, int]] | None = None
-    ) -> dict[str, Any] | None:
-        docs = self.find(node, sort, limit=1)
-        return docs[0] if docs else None
-
     def get_raw(self, item_id: str, published_only: bool = False) -> bytes | None:
         if not self.exists():
             return None
@@ -701,10 +673,6 @@ class Collection:
             f"SELECT CAST(data AS BLOB) FROM {self.table} WHERE id = ?{state}", (item_id,)
         ).fetchone()
         return row[0] if row else None
-
-    def get(self, item_id: str) -> dict[str, Any] | None:
-        raw = self.get_raw(item_id)
-        return orjson.loads(raw) if raw is not None else None
 
     def get_many(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """Documents by id in one query (for populate)."""
@@ -722,9 +690,6 @@ class Collection:
                 doc = orjson.loads(raw)
                 out[doc["_id"]] = doc
         return out
-
-    def count(self, node: Node | dict[str, Any] | None = None) -> int:
-        return self.counter(node)[1]()
 
     def counter(self, node: Node | dict[str, Any] | None = None) -> tuple[Hashable, Callable[[], int]]:
         """What `count(node)` runs: a key that names this count (its SQL and
