@@ -104,6 +104,18 @@ def test_documents_come_back_as_written(pg: PostgresStore) -> None:
     assert coll.get_raw("a") == b'{"_id":"a","zeta":1.0,"alpha":{"b":2,"a":1}}'
 
 
+def test_text_with_a_nul_character_is_stored_as_written(pg: PostgresStore) -> None:
+    """`jsonb` holds no NUL: the query copy has U+FFFD there, the answer
+    keeps the character."""
+    coll = pg.collection("c", {"t": "text"})
+    coll.insert({"_id": "a", "t": "x\x00y", "k\x00": ["\x00"]})
+    coll.replace({"_id": "b", "t": "plain"})
+    coll.update("b", {"t": "z\x00"})
+    assert coll.get("a") == {"_id": "a", "t": "x\x00y", "k\x00": ["\x00"]}
+    assert coll.get("b") == {"_id": "b", "t": "z\x00"}
+    assert [d["_id"] for d in coll.find(parse_filter({"t": {"$regex": "y$"}}))] == ["a"]
+
+
 def test_sort_follows_mongodb_type_order(pg: PostgresStore) -> None:
     coll = pg.collection("c")
     for v in [True, "b", 2, None, {"x": 1}, [0, 5], "a", 1.5, False]:

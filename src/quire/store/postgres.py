@@ -738,24 +738,24 @@ class PgCollection(Documents):
             doc = {"_id": new_id(), **doc}
         if not isinstance(doc["_id"], str):
             raise BadRequest("_id must be a string")
-        text = orjson.dumps(doc).decode()
+        text, data = _texts(doc)
         cur = self._exec(f"INSERT INTO {self.table} (id, body, data) VALUES (%s, %s, %s::jsonb) "
-                         "ON CONFLICT (id) DO NOTHING RETURNING seq", (doc["_id"], text, text))
+                         "ON CONFLICT (id) DO NOTHING RETURNING seq", (doc["_id"], text, data))
         if cur.fetchone() is None:  # the transaction stays usable, as SQLite's does
             raise BadRequest(f"Duplicate _id {doc['_id']}")
         return doc
 
     def replace(self, doc: dict[str, Any]) -> dict[str, Any]:
         self.store.ensure_table(self.name)
-        text = orjson.dumps(doc).decode()
+        text, data = _texts(doc)
         self._exec(f"INSERT INTO {self.table} (id, body, data) VALUES (%s, %s, %s::jsonb) "
                    "ON CONFLICT (id) DO UPDATE SET body = excluded.body, data = excluded.data",
-                   (doc["_id"], text, text))
+                   (doc["_id"], text, data))
         return doc
 
     def _put(self, doc: dict[str, Any]) -> None:
-        text = orjson.dumps(doc).decode()
-        self._exec(f"UPDATE {self.table} SET body = %s, data = %s::jsonb WHERE id = %s", (text, text, doc["_id"]))
+        text, data = _texts(doc)
+        self._exec(f"UPDATE {self.table} SET body = %s, data = %s::jsonb WHERE id = %s", (text, data, doc["_id"]))
 
     def update(self, item_id: str, changes: dict[str, Any]) -> dict[str, Any] | None:
         with self.store.transaction():
@@ -804,6 +804,27 @@ class PgCollection(Documents):
         if not doomed:
             return 0
         return int(self._exec(f"DELETE FROM {self.table} WHERE id = ANY(%s)", (doomed,)).rowcount)
+
+
+def _texts(doc: dict[str, Any]) -> tuple[str, str]:
+    """The document's JSON text, and the text its `jsonb` copy is made
+    from: `jsonb` holds no NUL character, so there (only) a NUL becomes
+    U+FFFD. No filter can name a NUL (the query parser refuses it), and
+    what SQL does not decide is checked on `body`, which keeps it."""
+    text = orjson.dumps(doc).decode()
+    if "\\u0000" not in text:
+        return text, text
+    return text, orjson.dumps(_without_nul(doc)).decode()
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    return value
 
 
 def _lit(name: str) -> str:
