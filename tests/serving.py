@@ -26,7 +26,7 @@ def quire_server(data: Path, env: dict[str, str] | None = None,
     """(base URL, admin key, log file) of a server on `data` (on `port`, or a free one)."""
     out = subprocess.run(
         [sys.executable, "-m", "quire", "keys", "create", "--name", "e2e", "--role", "admin", "--data", str(data)],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True, text=True, check=True, timeout=60, env={**os.environ, **(env or {})},
     ).stdout
     key = out.strip().splitlines()[-1]
     port = port or free_port()

@@ -128,10 +128,8 @@ def test_after_runs_after_the_commit_with_the_saved_record(client: TestClient, f
     seen: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []
 
     def after(form: dict[str, Any], record: dict[str, Any]) -> None:
-        # a fresh connection: the record must already be committed
-        from quire.store import SqliteStore
-
-        other = SqliteStore(quire.settings.db_path)
+        # a store of its own (its own connections): the record must already be committed
+        other = quire.store.clone()
         try:
             seen.append((form["_id"], dict(record), other.collection("inbox/submissions").find()))
         finally:
