@@ -5,6 +5,7 @@ and an import killed half-way and run again."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -69,9 +70,9 @@ def _bundle(path: Path, count: int) -> list[str]:
     return [item["_id"] for item in items]
 
 
-def _import(data: Path, bundle: Path) -> subprocess.Popen[str]:
+def _import(data: Path, bundle: Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "quire", "import", "--data", str(data), str(bundle)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
 
 
 def _stored_ids(data: Path) -> list[str]:
@@ -308,7 +309,9 @@ def test_an_interrupted_import_says_what_it_stored(tmp_path: Path) -> None:
     bundle = tmp_path / "bundle.json"
     ids = _bundle(bundle, 20_000)
     subprocess.run([sys.executable, "-m", "quire", "init", "--data", str(data)], check=True, capture_output=True)
-    run = _import(data, bundle)
+    # small batches: the first is stored long before the last, so the
+    # interrupt lands half-way however busy the machine is
+    run = _import(data, bundle, QUIRE_STORE_IMPORT_BATCH_ITEMS="250")
     deadline = time.monotonic() + 120
     while not _stored_ids_or_none(data):
         assert run.poll() is None and time.monotonic() < deadline, "the import ended before it could be stopped"
