@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.events import Events
+from tests.client import TestClient
 from tests.storage import ON_S3
 
 logging.getLogger("absl").setLevel(logging.ERROR)
@@ -213,9 +213,9 @@ def pg_server() -> Iterator[Any]:
 @pytest.fixture
 def pg_url(pg_server: Any) -> Iterator[str]:
     """The address of an empty schema of the test's own on `pg_server`."""
-    url = pg_server.fresh_url()
+    url = pg_server.reused_url()
     yield url
-    pg_server.drop_schema(url)
+    pg_server.recycle(url)
 
 
 # -- S3 (files in a bucket) -------------------------------------------------------

@@ -3,7 +3,10 @@
 the tests run as root, which CI does: PostgreSQL refuses to run as root),
 then `postgres` on a free port. One server per test process; each test gets
 a schema of its own (`fresh_url`), so a test starts on an empty store
-without paying for a new database.
+without paying for a new database. A schema a test is done with is emptied
+and handed to the next test (`recycle`): its tables of every site are kept
+with their rows deleted, the rest dropped. Creating the tables and indexes
+of a new site was most of the time of a test on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ class PostgresServer:
             self._as = {"user": SERVER_USER}
         self.process: subprocess.Popen[bytes] | None = None
         self._schemas = 0
+        self._spare: list[str] = []  # emptied schemas, ready for another test
+        self._base: set[str] | None = None  # the tables every new site has
 
     def start(self) -> PostgresServer:
         subprocess.run([str(self.bin / "initdb"), "-D", str(self.data), "-U", self.user, "-A", "trust",
@@ -97,6 +102,10 @@ class PostgresServer:
             return base
         return base + "?options=" + quote(f"-c search_path={schema}")
 
+    def reused_url(self) -> str:
+        """The address of a schema emptied by `recycle`, else of a new one."""
+        return self._spare.pop() if self._spare else self.fresh_url()
+
     def fresh_url(self) -> str:
         """The address of a new, empty schema of its own."""
         import psycopg
@@ -116,6 +125,56 @@ class PostgresServer:
             conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                          "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
             conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+    def recycle(self, url: str) -> None:
+        """Empty the schema of `url` for another test: the tables every new
+        site has keep their definition and lose their rows, the others go.
+        Anything else in it (a view, a function) and the schema is dropped."""
+        import psycopg
+
+        name = url.rsplit("search_path%3D", 1)[-1]
+        base = self._base_tables()
+        try:
+            with psycopg.connect(self.url(), autocommit=True) as conn:
+                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+                kinds = conn.execute("SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n "
+                                     "ON n.oid = c.relnamespace WHERE n.nspname = %s", (name,)).fetchall()
+                if any(kind not in ("r", "i", "S") for _, kind in kinds):
+                    raise ValueError("more than tables")
+                tables = {rel for rel, kind in kinds if kind == "r"}
+                with conn.transaction():
+                    extra = sorted(tables - base)
+                    if extra:
+                        conn.execute("DROP TABLE " + ", ".join(f'"{name}"."{t}"' for t in extra) + " CASCADE")
+                    for table in sorted(tables & base):
+                        conn.execute(f'DELETE FROM "{name}"."{table}"')
+        except (psycopg.Error, ValueError):
+            self.drop_schema(url)
+            return
+        self._spare.append(url)
+
+    def _base_tables(self) -> set[str]:
+        """The tables of a site just built (learnt once, on a schema of its own)."""
+        if self._base is None:
+            import tempfile as _tempfile
+
+            from quire.app import build_app
+            from quire.config import load_settings
+
+            url = self.fresh_url()
+            with _tempfile.TemporaryDirectory() as tmp:
+                app = build_app(load_settings(Path(tmp) / "data",
+                                              env={"QUIRE_SERVER_QUIET": "true", "QUIRE_STORE_URL": url}))
+                app.state.quire.close()
+            import psycopg
+
+            name = url.rsplit("search_path%3D", 1)[-1]
+            with psycopg.connect(self.url(), autocommit=True) as conn:
+                self._base = {r[0] for r in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = %s", (name,))}
+            self.drop_schema(url)
+        return self._base
 
     def stop(self) -> None:
         """Stop the server (fast shutdown: sessions are ended)."""

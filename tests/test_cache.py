@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import build_app
 from quire.asgi import App, route
@@ -18,6 +17,7 @@ from quire.cache import Cache
 from quire.config import load_settings
 from quire.http import json_response
 from quire.store import SqliteStore
+from tests.client import TestClient
 from tests.conftest import Api, put_model
 
 PERSONA_ITEM = "64b7f0c2a1b2c3d4e5f60718"

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import build_app
 from quire.config import load_settings
+from tests.client import TestClient
 
 
 def quire(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire import hooks
 from quire.app import build_app
@@ -25,6 +24,7 @@ from quire.config import load_settings
 from quire.errors import ConfigError
 from quire.events import Events, Reject
 from quire.hooks import hook_files, load_hooks
+from tests.client import TestClient
 from tests.conftest import Api, create_item, put_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -437,7 +437,7 @@ def test_sources_load_in_order_entry_points_then_modules_then_files(
         EntryPoint("one", "quire_test_ep_module", "quire.hooks"),
         EntryPoint("two", "quire_test_ep_function:register", "quire.hooks"),
     ]
-    monkeypatch.setattr(hooks, "entry_points", lambda group: found if group == "quire.hooks" else [])
+    monkeypatch.setattr(hooks, "installed_hooks", lambda: tuple(found))
     events = Events()
     load_hooks(events, ["quire_test_listed"], data_dir, SimpleNamespace())
     trail: list[str] = []
@@ -449,7 +449,7 @@ def test_an_entry_point_that_cannot_load_is_a_config_error(
     data_dir: Path, module_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     broken = EntryPoint("mysite", "quire_test_gone:register", "quire.hooks")
-    monkeypatch.setattr(hooks, "entry_points", lambda group: [broken])
+    monkeypatch.setattr(hooks, "installed_hooks", lambda: (broken,))
     with pytest.raises(ConfigError) as info:
         load_hooks(Events(), [], data_dir, SimpleNamespace())
     assert str(info.value) == (

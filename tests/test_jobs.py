@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import build_app
 from quire.config import JobsSettings, load_settings
 from quire.jobs import DONE, FAILED, JOBS, LOST, PENDING, RUNNING, GiveUp, Job, Jobs
 from quire.store import PostgresStore, SqliteStore, Store
+from tests.client import TestClient
 from tests.conftest import Api
 from tests.inbox.conftest import make_form, submit
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import build_app
 from quire.config import load_settings
@@ -24,6 +23,7 @@ from quire.migrate import ID_ORDER, Progress, redacted, scrubbed
 from quire.searchmod.pgengine import table_prefix
 from quire.store import PostgresStore, SqliteStore
 from tests.admin.conftest import SESSION_COOKIE, login, new_browser
+from tests.client import TestClient
 
 
 def quire(*args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

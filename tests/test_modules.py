@@ -89,7 +89,7 @@ def test_a_module_left_out_of_the_list_is_gone_from_routes_and_the_document(data
         paths = {r.path for r in app.routes if isinstance(r, Route)}
         assert not any(p.startswith("/api/l10n") for p in paths)
         assert "/api/content/items/{model}" in paths
-        from starlette.testclient import TestClient
+        from tests.client import TestClient
 
         with TestClient(app) as client:
             document = client.get("/api/openapi.json").json()

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.admin.web import SECURITY_HEADERS
 from quire.app import build_app
@@ -19,6 +18,7 @@ from quire.config import CORS_HEADERS, load_settings
 from quire.errors import ConfigError
 from quire.events import Events
 from tests.admin.conftest import PASSWORD, logged_in, login, make_user, new_browser
+from tests.client import TestClient
 from tests.conftest import Api, create_item, put_model
 from tests.test_errors import _concrete
 

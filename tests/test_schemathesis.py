@@ -25,12 +25,12 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import checks as st_checks
-from starlette.testclient import TestClient
 
 from quire.app import build_app
 from quire.config import load_settings
 from quire.demo import contact_token, install_demo
 from quire.events import Events
+from tests.client import TestClient
 
 Known = dict[tuple[str, str], list[str]]
 EXAMPLES = int(os.environ.get("QUIRE_SCHEMATHESIS_EXAMPLES", "8"))

@@ -15,6 +15,7 @@ registering stops the start with a `ConfigError` naming the hook.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -41,12 +42,20 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 
 def load_hooks(events: Events, modules: list[str], data_dir: Path, quire: Services) -> None:
     """Load every hook and let it subscribe its handlers to `events`."""
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in installed_hooks():
         _load_entry_point(ep, events, quire)
     for name in modules:
         _load_module(name, events, quire)
     for path in hook_files(data_dir):
         _load_file(path, events, quire)
+
+
+@functools.cache
+def installed_hooks() -> tuple[EntryPoint, ...]:
+    """The hooks installed as entry points of packages, looked up once a
+    process: the lookup reads every installed package's metadata (tens of
+    milliseconds), and what is installed does not change while Quire runs."""
+    return tuple(entry_points(group=ENTRY_POINT_GROUP))
 
 
 def hook_files(data_dir: Path) -> list[Path]:

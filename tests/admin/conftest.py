@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.events import Events
+from tests.client import TestClient
 
 PASSWORD = "correct horse battery"
 SESSION_COOKIE = "quire_session"

@@ -19,7 +19,6 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.assets import images, thumbcache
@@ -34,6 +33,7 @@ from tests.assets.helpers import (
     upload,
     upload_one,
 )
+from tests.client import TestClient
 from tests.conftest import Api, role_key
 from tests.storage import local_only, stored_keys
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import build_app
 from quire.config import ConfigError, load_settings
 from tests.assets.helpers import halves, open_image, upload_one
+from tests.client import TestClient
 from tests.conftest import Api
 
 PDF = b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n"

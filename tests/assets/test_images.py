@@ -13,7 +13,6 @@ from typing import Any
 import httpx2
 import pytest
 from PIL import Image
-from starlette.testclient import TestClient
 
 from quire.app import Quire
 from quire.files import LocalFiles
@@ -34,6 +33,7 @@ from tests.assets.helpers import (
     upload,
     upload_one,
 )
+from tests.client import TestClient
 from tests.conftest import Api, role_key
 from tests.storage import stored_keys
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.assets import images
@@ -21,6 +20,7 @@ from quire.assets.routes import SMALL_FILE
 from quire.config import load_settings
 from quire.files import S3Files
 from tests.assets.helpers import encode, noise, solid, upload_one
+from tests.client import TestClient
 from tests.conftest import Api
 from tests.storage import stored_keys
 

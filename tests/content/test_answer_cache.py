@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import build_app
 from quire.config import load_settings
 from quire.events import Events
+from tests.client import TestClient
 from tests.conftest import Api, create_item, put_model, role_key
 
 PAGE = {"limit": 2, "skip": 0}

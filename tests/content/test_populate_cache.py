@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import build_app
 from quire.config import load_settings
 from quire.events import Events
+from tests.client import TestClient
 from tests.conftest import Api, create_item, put_model, role_key
 from tests.serving import quire_server
 

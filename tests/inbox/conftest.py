@@ -15,11 +15,11 @@ from urllib.parse import urlencode
 
 import pytest
 from PIL import Image
-from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.events import Events
+from tests.client import TestClient
 from tests.conftest import Api
 from tests.storage import stored_keys
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.events import Events, Reject
+from tests.client import TestClient
 from tests.conftest import Api
 from tests.inbox.conftest import inbox_files, make_form, png, stored, submit
 

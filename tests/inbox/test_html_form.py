@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import Quire
+from tests.client import TestClient
 from tests.conftest import Api
 from tests.inbox.conftest import PDF, make_form, png, stored
 

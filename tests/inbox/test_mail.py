@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
-from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.store import SqliteStore
+from tests.client import TestClient
 from tests.conftest import Api
 from tests.inbox.conftest import PDF, inbox_files, make_form, png, stored, submit
 

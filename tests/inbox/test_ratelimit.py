@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.ratelimit import RateLimiter
+from tests.client import TestClient
 from tests.conftest import Api
 from tests.inbox.conftest import make_form, stored, submit
 

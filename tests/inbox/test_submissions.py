@@ -11,10 +11,10 @@ import re
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import Quire
 from quire.events import Events, Reject
+from tests.client import TestClient
 from tests.conftest import Api, role_key
 from tests.inbox.conftest import PDF, inbox_files, make_form, png, stored, submit
 

@@ -10,10 +10,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import Quire
 from quire.events import Events
+from tests.client import TestClient
 from tests.conftest import Api
 from tests.inbox.conftest import (
     HTML,

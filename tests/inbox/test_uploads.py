@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import Quire
+from tests.client import TestClient
 from tests.conftest import Api, role_key
 from tests.inbox.conftest import (
     EXE,

@@ -25,11 +25,11 @@ import httpx2 as httpx
 import pytest
 from joserfc import jwt
 from joserfc.jwk import RSAKey
-from starlette.testclient import TestClient
 
 from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.events import Events
+from tests.client import TestClient
 from tests.conftest import Api
 from tests.sso.provider import LogoutReceiver, end_session, jwt_claims, login, logout_receiver
 from tests.sso.stack import ACCOUNTS, CLIENT_ID, CLIENT_SECRET, Stack, sso_stack

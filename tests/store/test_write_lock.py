@@ -12,12 +12,12 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
-from starlette.testclient import TestClient
 
 from quire.app import build_app
 from quire.config import load_settings
 from quire.errors import StoreBusy
 from quire.store import SqliteStore
+from tests.client import TestClient
 from tests.conftest import Api, put_model
 
 

@@ -435,6 +435,8 @@ class PostgresStore(Transactions):
         existing = {r[0] for r in self.execute_read(
             "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = %s "
             "AND indexname LIKE 'ix:%%'", (raw_ident(name),))}
+        if existing == set(wanted):
+            return  # nothing to change: no write transaction (a site's start opens many collections)
         with self.transaction():
             for index in existing - set(wanted):
                 self._write(f"DROP INDEX IF EXISTS {ident(index)}", table=name)
