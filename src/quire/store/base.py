@@ -13,6 +13,7 @@ holds for the whole cluster.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import contextvars
@@ -44,7 +45,7 @@ def on_event_loop() -> bool:
     return True
 
 
-class Transactions:
+class Transactions(abc.ABC):
     """Write transactions over a backend's primitives (see the module doc)."""
 
     P = "?"  # the backend's parameter mark, for the SQL written here
@@ -64,32 +65,39 @@ class Transactions:
 
     # -- the backend's part -----------------------------------------------
 
+    @abc.abstractmethod
     def _try_begin(self, wait: float) -> bool:
         """Begin a write transaction holding the write lock, waiting for the
         lock up to `wait` seconds; False (nothing begun) if it stays held."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _commit(self) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _rollback(self) -> None:
         """Roll back the open transaction (if any) and forget what it did."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _savepoint(self, depth: int, action: str) -> None:
         """`action`: "SAVEPOINT", "RELEASE" or "ROLLBACK TO" savepoint `depth`."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _write(self, sql: str, params: Any = ()) -> Any:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def execute_read(self, sql: str, params: Any = ()) -> Any:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def refresh(self) -> bool:
-        raise NotImplementedError
+        ...
 
-    def _committed(self) -> None:
+    def _committed(self) -> None:  # noqa: B027 (optional: a backend may have nothing to do here)
         """After a commit of this process (before the generation moves)."""
 
     # -- generation -------------------------------------------------------
@@ -268,20 +276,23 @@ class Transactions:
         )
 
 
-class Documents:
+class Documents(abc.ABC):
     """What a collection of either backend answers from its own primitives
     (`find_raw`, `get_raw`, `counter`): decoded documents, one document,
     counts, subtrees."""
 
+    @abc.abstractmethod
     def find_raw(self, node: Node | dict[str, Any] | None = None, sort: list[tuple[Path, int]] | None = None,
                  limit: int | None = None, skip: int | None = None) -> list[bytes]:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def get_raw(self, item_id: str, published_only: bool = False) -> bytes | None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def counter(self, node: Node | dict[str, Any] | None = None) -> tuple[Hashable, Callable[[], int]]:
-        raise NotImplementedError
+        ...
 
     def find(self, node: Node | dict[str, Any] | None = None, sort: list[tuple[Path, int]] | None = None,
              limit: int | None = None, skip: int | None = None,
