@@ -477,6 +477,72 @@ def visibility(insts: list[Instance], key: str, ids: list[str], writes: int) -> 
     return out
 
 
+SSO_CLIENT = ("quire-bench", "bench-secret")
+SSO_ACCOUNTS = {"ann": {"email": "ann@example.com", "preferred_username": "ann", "name": "Ann",
+                        "realm_access": {"roles": ["admin"]}}}
+
+
+def sso_missing() -> str:
+    """Why the back-channel logout cannot be measured here ("" when it can):
+    it needs the OpenID provider of the tests (node, tests/oidc/node_modules)."""
+    if shutil.which("node") is None:
+        return "node is not installed"
+    if not (run.ROOT / "tests" / "oidc" / "node_modules").is_dir():
+        return "the test OpenID provider is not installed (make test installs it: npm ci --prefix tests/oidc)"
+    return ""
+
+
+def sso_env(op_port: int) -> dict[str, str]:
+    return {"QUIRE_SSO_PROVIDER_URL": f"http://127.0.0.1:{op_port}", "QUIRE_SSO_CLIENT_ID": SSO_CLIENT[0],
+            "QUIRE_SSO_CLIENT_SECRET": SSO_CLIENT[1], "QUIRE_SSO_MAPPING": '{"role": "realm_access/roles/0"}'}
+
+
+@dataclass
+class LogoutTrial:
+    delays_ms: list[float]
+    errors: list[str]
+
+
+def backchannel_logout(insts: list[Instance], work: Path, op_port: int, rounds: int) -> LogoutTrial:
+    """Log in by SSO on B and hold B's event stream; sign out at the
+    provider, which posts the logout token to A (its back-channel address);
+    timed from the sign-out's answer to B's stream sending `logout`."""
+    sys.path.insert(0, str(run.ROOT))
+    import httpx2 as httpx
+    from tests.sso.provider import end_session, login, start_provider
+
+    a, b = insts[0], insts[1]
+    out = LogoutTrial([], [])
+    client = {"client_id": SSO_CLIENT[0], "client_secret": SSO_CLIENT[1],
+              "redirect_uris": [f"{i.base}/sso/callback" for i in insts],
+              "post_logout_redirect_uris": [f"{i.base}/auth/login" for i in insts],
+              "backchannel_logout_uri": f"{a.base}/sso/logout", "backchannel_logout_session_required": True}
+    with start_provider(work, [client], SSO_ACCOUNTS, port=op_port) as op:
+        for n in range(rounds):
+            try:
+                with httpx.Client(timeout=30) as http:
+                    started = http.get(b.base + "/sso/authenticate")
+                    back = login(http, started.headers["location"], "ann")
+                    if http.get(back).status_code != 303:
+                        raise RuntimeError(f"the SSO callback on B did not log in: {back[:120]}")
+                    with http.stream("GET", b.base + "/system/events") as stream:
+                        lines = stream.iter_lines()
+                        next(lines)  # retry: the stream is open
+                        end_session(http, op.endpoint("end_session_endpoint") + f"?client_id={SSO_CLIENT[0]}")
+                        done = time.perf_counter()  # the provider has posted the token to A
+                        for line in lines:  # a keep-alive comes every few seconds
+                            if line.startswith("data: ") and orjson.loads(line[6:])["type"] == "logout":
+                                out.delays_ms.append((time.perf_counter() - done) * 1000)
+                                break
+                            if time.perf_counter() - done > VISIBLE_WAIT * 6:
+                                raise RuntimeError("no logout on B's stream within 30 s")
+                        else:
+                            raise RuntimeError("B's stream ended without a logout")
+            except Exception as exc:  # noqa: BLE001 (a failed round is reported, the others go on)
+                out.errors.append(f"round {n}: {type(exc).__name__}: {str(exc)[:200]}")
+    return out
+
+
 @dataclass
 class RateTrial:
     name: str
@@ -647,6 +713,10 @@ def outbox_kill(insts: list[Instance], url: str, box: Mailbox, token: str, count
 def correctness(args: argparse.Namespace, work: Path, url: str, data_dir: Path, env: dict[str, str], key: str,
                 ids: list[str], box: Mailbox) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    missing = sso_missing()
+    op_port = run.free_port()
+    if not missing:
+        env = {**env, **sso_env(op_port)}
     with instances(args.check_instances, data_dir, work, env, None, "check") as insts:
         print(f"\nCorrectness on {len(insts)} instances (no CPU limit)", flush=True)
         vis = visibility(insts, key, ids, args.writes)
@@ -672,6 +742,19 @@ def correctness(args: argparse.Namespace, work: Path, url: str, data_dir: Path, 
             admin.close()
         out["once"] = outbox_once(insts, url, box, form["token"], args.emails)
         print(f"    e-mail: {out['once']}", flush=True)
+        if missing:
+            out["logout"] = missing
+            print(f"    back-channel logout: not measured: {missing}", flush=True)
+        else:
+            trial = backchannel_logout(insts, work, op_port, args.logouts)
+            out["logout"] = trial
+            if trial.delays_ms:
+                print(f"    back-channel logout to A reaching B's stream: p50 {_pct(trial.delays_ms, 50):.0f} ms, "
+                      f"max {max(trial.delays_ms):.0f} ms over {len(trial.delays_ms)} logouts; "
+                      f"errors {trial.errors[:2]}", flush=True)
+            else:
+                print(f"    back-channel logout: no round succeeded: {trial.errors[:2]}", flush=True)
+        # last: it kills an instance
         out["kill"] = outbox_kill(insts, url, box, form["token"], args.kill_emails)
         print(f"    e-mail with a kill: {out['kill']}", flush=True)
     return out
@@ -768,9 +851,19 @@ def render_checks(checks: dict[str, Any]) -> str:
                 f"once (copies per message {kill['copies']}); the stalled message arrived {after} (lease "
                 f"{kill['lease']} s), its job {kill['stalled_state']} after {kill['stalled_attempts']} attempts | "
                 f"none lost | {run._met(met)} |")
-    lines.append("| a back-channel logout received by A ending a stream held on B | not measured here: a logout "
-                 "token must be signed by the OpenID provider the site trusts, so it is driven by the tests with "
-                 "the real provider (tests/sso/) | — | — |")
+    logout = checks.get("logout")
+    if isinstance(logout, str):
+        lines.append(f"| a back-channel logout received by A ending a stream held on B | not measured: {logout} "
+                     "| — | — |")
+    elif isinstance(logout, LogoutTrial):
+        if logout.delays_ms:
+            text = (f"p50 {_pct(logout.delays_ms, 50):.0f} ms, max {max(logout.delays_ms):.0f} ms over "
+                    f"{len(logout.delays_ms)} logouts; failed rounds: {len(logout.errors)}")
+        else:
+            text = f"no round succeeded: {logout.errors[:1]}"
+        met = bool(logout.delays_ms) and not logout.errors
+        lines.append(f"| a back-channel logout received by A (posted by the OpenID provider of the tests) "
+                     f"reaching a stream held on B | {text} | every logout arrives | {run._met(met)} |")
     return "\n".join(lines)
 
 
@@ -815,6 +908,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--emails", type=int, default=100, help="submissions that e-mail (default 100)")
     parser.add_argument("--kill-emails", type=int, default=20,
                         help="submissions that e-mail while one instance is killed (default 20)")
+    parser.add_argument("--logouts", type=int, default=20, help="back-channel logouts timed from A to B (default 20)")
     parser.add_argument("--no-scaling", action="store_true", help="only the correctness checks")
     parser.add_argument("--no-checks", action="store_true", help="only the scaling runs")
     args = parser.parse_args(argv)
@@ -824,8 +918,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--instances takes counts like 1,2,4")
     if not args.instances or min(args.instances) < 1 or args.check_instances < 2:
         parser.error("--instances must be positive and --check-instances at least 2")
-    if args.posts < 1 or args.authors < 1 or args.writes < 1 or args.emails < 1 or args.kill_emails < 1:
-        parser.error("--posts, --authors, --writes, --emails and --kill-emails must be at least 1")
+    if min(args.posts, args.authors, args.writes, args.emails, args.kill_emails, args.logouts) < 1:
+        parser.error("--posts, --authors, --writes, --emails, --kill-emails and --logouts must be at least 1")
     if args.cpu_share < 0 or args.nginx_workers < 1:
         parser.error("--cpu-share must not be negative and --nginx-workers must be positive")
     run.check_load_options(parser, args)
