@@ -31,17 +31,20 @@ tests/oidc/node_modules/.installed: tests/oidc/package-lock.json
 	npm ci --prefix tests/oidc --no-audit --no-fund
 	touch $@
 
-## make test: install the dev dependencies and run the whole suite
+## make test: install the dev dependencies, lint, run the whole suite on SQLite,
+## then every test that runs on the site's store again on PostgreSQL (a server
+## the tests start), and the asset and form suites with their files on S3 (a
+## local S3 server the tests start)
 test: $(VENV)/.dev tests/oidc/node_modules/.installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -n 2
+	$(MAKE) --no-print-directory test-backends
 
-## make test-backends: the API suite again on PostgreSQL (a server the tests start),
-## and the asset and form suites with their files on S3 (a local S3 server the tests start)
+## make test-backends: only the PostgreSQL and S3 passes of `make test`
 test-backends: $(VENV)/.dev tests/oidc/node_modules/.installed
-	$(BIN)/pytest -n 2 --backend postgresql --ignore=tests/studio --ignore=tests/test_schemathesis.py
+	$(BIN)/pytest -n 2 --backend postgresql
 	QUIRE_TEST_STORAGE=s3 $(BIN)/pytest -n 2 tests/assets tests/inbox
 
 lint: $(VENV)/.dev

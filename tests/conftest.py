@@ -103,6 +103,12 @@ def _cli_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         monkeypatch.setenv("QUIRE_STORE_URL", env["QUIRE_STORE_URL"])
 
 
+# The fixtures through which a test runs on the store of the run (`--backend`);
+# a test that asks for `pg_server` or `pg_url` itself is about PostgreSQL and
+# runs in every pass as it is.
+STORE_FIXTURES = {"app_env", "data_dir", "any_store"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test parametrised over the backends (`[sqlite]`, `[postgresql]`)
     runs the backend of the run; on `--backend postgresql`, tests about
@@ -117,6 +123,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kept
     if run != "postgresql":
         return
+    # A test whose store is not the run's (its app or server is built on a
+    # folder of its own, not on `app_env`/`data_dir`, or it starts its own
+    # PostgreSQL) ran as it is in the SQLite pass: this pass leaves it out.
+    elsewhere = [item for item in items if not STORE_FIXTURES & set(getattr(item, "fixturenames", ()))]
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        items[:] = [item for item in items if item not in set(elsewhere)]
     skip = pytest.mark.skip(reason="about the SQLite store (this run is on PostgreSQL)")
     for item in items:
         if item.get_closest_marker("sqlite_only"):
