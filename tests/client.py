@@ -79,14 +79,9 @@ class _Transport(_starlette._TestClientTransport):
         port = request.url.port or {"http": 80, "https": 443}[scheme]
         headers = [] if "host" in request.headers else [(b"host", request.url.netloc)]
         headers += [(k.lower().encode(), v.encode()) for k, v in request.headers.multi_items()]
-        scope = {
-            "type": "http", "http_version": "1.1", "method": request.method,
-            "path": unquote(request.url.path), "raw_path": request.url.raw_path.split(b"?", 1)[0],
-            "root_path": self.root_path, "scheme": scheme,
-            "query_string": request.url.query, "headers": headers, "client": self.client,
-            "server": [request.url.raw_host.decode("ascii"), port],
-            "extensions": {"http.response.debug": {}}, "state": self.app_state.copy(),
-        }
+        scope = _scope(request.method, request.url.raw_path.split(b"?", 1)[0], request.url.query, headers,
+                       client=self.client, server=[request.url.raw_host.decode("ascii"), port],
+                       scheme=scheme, root_path=self.root_path, state=self.app_state.copy())
         body = request.read()
         answer = _Answer()
         future = asyncio.run_coroutine_threadsafe(_run(self.app, scope, body, answer), _loop())
@@ -108,6 +103,16 @@ class _Transport(_starlette._TestClientTransport):
         """True inside `with TestClient(app)`: the portal of its lifespan is open."""
         owner = getattr(self.portal_factory, "__self__", None)
         return getattr(owner, "portal", None) is not None
+
+
+def _scope(method: str, raw_path: bytes, query: bytes, headers: list[tuple[bytes, bytes]], *,
+           client: Any, server: list[Any], scheme: str = "http", root_path: str = "",
+           state: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ASGI scope of one HTTP request, as a server makes it."""
+    return {"type": "http", "http_version": "1.1", "method": method, "scheme": scheme,
+            "path": unquote(raw_path.decode("latin-1")), "raw_path": raw_path, "root_path": root_path,
+            "query_string": query, "headers": headers, "client": client, "server": server,
+            "extensions": {"http.response.debug": {}}, "state": state if state is not None else {}}
 
 
 async def _run(app: Any, scope: dict[str, Any], body: bytes, answer: _Answer) -> None:
@@ -176,12 +181,9 @@ def call(app: Any, method: str, target: str, headers: dict[str, str] | None = No
     costs the app's own work and one thread crossing). `target` is a path
     with its query string, already encoded."""
     path, _, query = target.partition("?")
-    scope = {
-        "type": "http", "http_version": "1.1", "method": method, "scheme": "http",
-        "path": unquote(path), "raw_path": path.encode(), "root_path": "", "query_string": query.encode(),
-        "headers": [(b"host", b"testserver"), *((k.lower().encode(), v.encode()) for k, v in (headers or {}).items())],
-        "client": ("testclient", 50000), "server": ["testserver", 80], "state": {},
-    }
+    sent = [(b"host", b"testserver"), *((k.lower().encode(), v.encode()) for k, v in (headers or {}).items())]
+    scope = _scope(method, path.encode(), query.encode(), sent, client=("testclient", 50000),
+                   server=["testserver", 80])
     answer = _Answer()
     future = asyncio.run_coroutine_threadsafe(_run(app, scope, b"", answer), _loop())
     try:

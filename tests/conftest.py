@@ -126,10 +126,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # A test whose store is not the run's (its app or server is built on a
     # folder of its own, not on `app_env`/`data_dir`, or it starts its own
     # PostgreSQL) ran as it is in the SQLite pass: this pass leaves it out.
-    elsewhere = [item for item in items if not STORE_FIXTURES & set(getattr(item, "fixturenames", ()))]
+    kept, elsewhere = [], []
+    for item in items:
+        on_store = STORE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        (kept if on_store else elsewhere).append(item)
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
-        items[:] = [item for item in items if item not in set(elsewhere)]
+        items[:] = kept
     skip = pytest.mark.skip(reason="about the SQLite store (this run is on PostgreSQL)")
     for item in items:
         if item.get_closest_marker("sqlite_only"):

@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 SERVER_USER = "nobody"  # who runs initdb and postgres when the tests run as root
@@ -40,6 +41,18 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def schema_of(url: str) -> str:
+    """The schema of an address made by `PostgresServer.url(schema)`."""
+    return url.rsplit("search_path%3D", 1)[-1]
+
+
+def _end_sessions(conn: Any) -> None:
+    """End the other sessions of the server: a connection a test left open
+    (a stream never read to its end) would hold locks on the schema."""
+    conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                 "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
 
 
 class PostgresServer:
@@ -119,11 +132,9 @@ class PostgresServer:
     def drop_schema(self, url: str) -> None:
         import psycopg
 
-        name = url.rsplit("search_path%3D", 1)[-1]
+        name = schema_of(url)
         with psycopg.connect(self.url(), autocommit=True) as conn:
-            # a connection the test left open (a stream never read to its end) goes first
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                         "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+            _end_sessions(conn)
             conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
     def recycle(self, url: str) -> None:
@@ -132,12 +143,11 @@ class PostgresServer:
         Anything else in it (a view, a function) and the schema is dropped."""
         import psycopg
 
-        name = url.rsplit("search_path%3D", 1)[-1]
+        name = schema_of(url)
         base = self._base_tables()
         try:
             with psycopg.connect(self.url(), autocommit=True) as conn:
-                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                             "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+                _end_sessions(conn)
                 kinds = conn.execute("SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n "
                                      "ON n.oid = c.relnamespace WHERE n.nspname = %s", (name,)).fetchall()
                 if any(kind not in ("r", "i", "S") for _, kind in kinds):
@@ -157,22 +167,19 @@ class PostgresServer:
     def _base_tables(self) -> set[str]:
         """The tables of a site just built (learnt once, on a schema of its own)."""
         if self._base is None:
-            import tempfile as _tempfile
+            import psycopg
 
             from quire.app import build_app
             from quire.config import load_settings
 
             url = self.fresh_url()
-            with _tempfile.TemporaryDirectory() as tmp:
+            with tempfile.TemporaryDirectory() as tmp:
                 app = build_app(load_settings(Path(tmp) / "data",
                                               env={"QUIRE_SERVER_QUIET": "true", "QUIRE_STORE_URL": url}))
                 app.state.quire.close()
-            import psycopg
-
-            name = url.rsplit("search_path%3D", 1)[-1]
             with psycopg.connect(self.url(), autocommit=True) as conn:
                 self._base = {r[0] for r in conn.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = %s", (name,))}
+                    "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema_of(url),))}
             self.drop_schema(url)
         return self._base
 
