@@ -246,12 +246,10 @@ def _areas(dynamic: list[Route]) -> dict[str, list[Route]]:
     """The routes with parameters a path can match, by its area (`_area`),
     in their order: only a route whose fixed start covers two whole
     segments is left out of other areas. "" holds those that can match any."""
-    anywhere = [r for r in dynamic if not _area(r.path[:r.path.index("{")])]
-    areas: dict[str, list[Route]] = {"": anywhere}
-    for r in dynamic:
-        area = _area(r.path[:r.path.index("{")])
-        if area and area not in areas:
-            areas[area] = [x for x in dynamic if x in anywhere or _area(x.path[:x.path.index("{")]) == area]
+    of = [_area(r.path[:r.path.index("{")]) for r in dynamic]
+    areas: dict[str, list[Route]] = {"": [r for r, a in zip(dynamic, of, strict=True) if not a]}
+    for area in dict.fromkeys(a for a in of if a):
+        areas[area] = [r for r, a in zip(dynamic, of, strict=True) if not a or a == area]
     return areas
 
 

@@ -118,6 +118,12 @@ class PostgresStore(Transactions):
         self._writer: psycopg.Connection[Any] | None = None
         self._reader: psycopg.Connection[Any] | None = None
         self._known_tables: set[str] = set()
+        # The schema's tables and their declared indexes as the store found
+        # them at its start (`_read_catalog`), so a site's start, which
+        # ensures every table and index it uses, asks the server nothing
+        # for those already there. Dropped whenever `_known_tables` is
+        # cleared (another process's commit, a rollback).
+        self._catalog: dict[str, set[str]] | None = None
         self._touched: set[str] = set()  # tables written by the open transaction
         self._remote = 0  # notices of other processes' commits (the listener's count)
         self._seen_seq = 0  # the newest events row `refresh` saw
@@ -131,6 +137,7 @@ class PostgresStore(Transactions):
         self.channel = "quire_" + format(zlib.crc32(self.schema.encode()), "08x")
         self._lock_key = zlib.crc32(self.schema.encode()) - 2**31
         self._setup()
+        self._read_catalog()
         self._streams = ConnectionPool(url, min_size=0, max_size=8, open=True, timeout=CONNECT_TIMEOUT,
                                        check=ConnectionPool.check_connection,
                                        kwargs={"connect_timeout": CONNECT_TIMEOUT},
@@ -252,6 +259,7 @@ class PostgresStore(Transactions):
         self._seen_seq = seq
         if changed:
             self._known_tables.clear()  # another process may have dropped one
+            self._catalog = None
             self._bump()
         return changed
 
@@ -326,6 +334,7 @@ class PostgresStore(Transactions):
                 self._discard(writer)
         self._after_commit.clear()
         self._known_tables.clear()  # a CREATE TABLE may have been undone
+        self._catalog = None
         self._touched.clear()
 
     def _savepoint(self, depth: int, action: str) -> None:
@@ -376,9 +385,26 @@ class PostgresStore(Transactions):
     def collection(self, name: str, hints: Hints | None = None) -> PgCollection:
         return PgCollection(self, name, hints)
 
+    def _read_catalog(self) -> None:
+        """Every table of the schema with the names of its declared
+        (`ix:`) indexes, in one query."""
+        catalog: dict[str, set[str]] = {}
+        for table, index in self.execute_read(
+                "SELECT tablename, indexname FROM pg_indexes WHERE schemaname = current_schema()"):
+            names = catalog.setdefault(table, set())
+            if index.startswith("ix:"):
+                names.add(index)
+        self._catalog = catalog
+
     def ensure_table(self, name: str) -> None:
         self._fresh()
         if name in self._known_tables:
+            return
+        if self._catalog is not None and raw_ident(name) in self._catalog:
+            self._known_tables.add(name)
+            return
+        if not self.in_transaction() and self._table_in_db(name):
+            self._known_tables.add(name)  # one look, not a write transaction
             return
         table = ident(name)
         with self.transaction():
@@ -418,6 +444,8 @@ class PostgresStore(Transactions):
     def drop_collection(self, name: str) -> None:
         self._write(f"DROP TABLE IF EXISTS {ident(name)}", table=name)
         self._known_tables.discard(name)
+        if self._catalog is not None:
+            self._catalog.pop(raw_ident(name), None)
 
     def ensure_indexes(self, name: str, indexes: list[list[Path]], hints: Hints | None = None) -> None:
         """Expression indexes over the hinted top-level fields of each
@@ -432,7 +460,8 @@ class PostgresStore(Transactions):
             exprs = [typed_expr(p[0], hints[p[0]]) for p in cols if len(p) == 1 and p[0] in hints]
             if exprs and len(exprs) == len(cols):
                 wanted[raw_ident(f"ix:{name}:" + "+".join(".".join(p) for p in cols))] = exprs
-        existing = {r[0] for r in self.execute_read(
+        found = self._catalog.pop(raw_ident(name), None) if self._catalog is not None else None
+        existing = found if found is not None else {r[0] for r in self.execute_read(
             "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = %s "
             "AND indexname LIKE 'ix:%%'", (raw_ident(name),))}
         if existing == set(wanted):
