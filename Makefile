@@ -31,21 +31,21 @@ tests/oidc/node_modules/.installed: tests/oidc/package-lock.json
 	npm ci --prefix tests/oidc --no-audit --no-fund
 	touch $@
 
-## make test: install the dev dependencies, lint, run the whole suite on SQLite,
-## then every test that runs on the site's store again on PostgreSQL (a server
-## the tests start), and the asset and form suites with their files on S3 (a
-## local S3 server the tests start)
+## make test: install the dev dependencies, lint, run the whole suite on SQLite
+## with files in the data folder, then every test that runs on the site's store
+## again on PostgreSQL (a server the tests start), with the files of the asset
+## and form suites on S3 (a local S3 server the tests start). `--dist
+## loadgroup`: a module's servers and browser start on one worker, not on both.
 test: $(VENV)/.dev tests/oidc/node_modules/.installed
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest -n 2
+	$(BIN)/pytest -n 2 --dist loadgroup
 	$(MAKE) --no-print-directory test-backends
 
-## make test-backends: only the PostgreSQL and S3 passes of `make test`
+## make test-backends: only the PostgreSQL pass of `make test` (files on S3)
 test-backends: $(VENV)/.dev tests/oidc/node_modules/.installed
-	$(BIN)/pytest -n 2 --backend postgresql
-	QUIRE_TEST_STORAGE=s3 $(BIN)/pytest -n 2 tests/assets tests/inbox
+	QUIRE_TEST_STORAGE=s3 $(BIN)/pytest -n 2 --dist loadgroup --backend postgresql
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench

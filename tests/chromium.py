@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, Page
 
 CHROMIUM = Path("/usr/bin/chromium")
+DOCS_IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -41,3 +42,16 @@ def launched() -> Iterator[Browser]:
             yield browser
         finally:
             browser.close()
+
+
+def screenshot(page: Page, name: str, full_page: bool = True) -> None:
+    """Written to docs/img with QUIRE_SCREENSHOTS=1 (`QUIRE_SCREENSHOTS=1
+    make test` renews the pictures of the docs); not taken otherwise: a
+    picture costs a test about half a second, and some pages show a port
+    the tests chose, so a plain run would change tracked files."""
+    if os.environ.get("QUIRE_SCREENSHOTS") != "1":
+        return
+    shot = page.screenshot(full_page=full_page)
+    assert shot.startswith(b"\x89PNG")
+    DOCS_IMG.mkdir(parents=True, exist_ok=True)
+    (DOCS_IMG / name).write_bytes(shot)

@@ -3,6 +3,7 @@ and keys for the built-in roles."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sqlite3
@@ -14,13 +15,22 @@ from typing import Any
 
 import pytest
 
+import quire.auth.users
 from quire.app import Quire, build_app
 from quire.config import load_settings
 from quire.events import Events
 from tests.client import TestClient
-from tests.storage import ON_S3
+from tests.storage import ON_S3, S3_SUITES
 
 logging.getLogger("absl").setLevel(logging.ERROR)
+
+# Passwords the tests set are hashed with argon2's cheapest parameters: the
+# product's (64 MiB, three passes: about 0.1 s a hash, more on a busy
+# machine) would be paid by every test that makes a user and logs in. A
+# hash names its parameters, so a server the tests start verifies these as
+# cheaply, and still as argon2.
+quire.auth.users.PasswordHasher = functools.partial(  # type: ignore[misc]
+    quire.auth.users.PasswordHasher, time_cost=1, memory_cost=8, parallelism=1)
 
 
 class Api:
@@ -83,13 +93,13 @@ def backend(config: pytest.Config) -> str:
 @pytest.fixture
 def app_env(request: pytest.FixtureRequest) -> dict[str, str]:
     """The environment settings of the test's app: on `--backend
-    postgresql`, a schema of its own on the test process's server; files
-    in a bucket of the test's own when QUIRE_TEST_STORAGE=s3
-    (tests/storage.py)."""
+    postgresql`, a schema of its own on the test process's server; with
+    QUIRE_TEST_STORAGE=s3, the files of an asset or form test in a bucket
+    of its own (tests/storage.py)."""
     env = {"QUIRE_SERVER_QUIET": "true"}
     if backend(request.config) == "postgresql":
         env["QUIRE_STORE_URL"] = request.getfixturevalue("pg_url")
-    if ON_S3:
+    if ON_S3 and request.node.nodeid.startswith(S3_SUITES):
         env.update(request.getfixturevalue("s3_env"))
     return env
 
@@ -109,15 +119,28 @@ def _cli_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 STORE_FIXTURES = {"app_env", "data_dir", "any_store"}
 
 
+# Module-scoped fixtures that start servers or a browser. The tests of a
+# module using one are kept on one worker (`pytest -n 2 --dist loadgroup`),
+# so they are started once, not once per worker.
+STARTED_PER_MODULE = {"browser", "chromium", "studio", "stack", "relay", "server", "served",
+                      "cluster", "demo_site", "seeded"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test parametrised over the backends (`[sqlite]`, `[postgresql]`)
     runs the backend of the run; on `--backend postgresql`, tests about
-    SQLite itself (marked `sqlite_only`) are left out."""
+    SQLite itself (marked `sqlite_only`) are left out. Tests sharing a
+    started module fixture form an xdist group."""
+    for item in items:
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if any(name in STARTED_PER_MODULE and d[-1].scope == "module" for name, d in defs.items()):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
     run = backend(config)
-    other = "[postgresql]" if run == "sqlite" else "[sqlite]"
+    other = "postgresql" if run == "sqlite" else "sqlite"
     kept, dropped = [], []
     for item in items:
-        (dropped if other in item.nodeid else kept).append(item)
+        (dropped if other in _backends(item) else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
@@ -128,7 +151,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # PostgreSQL) ran as it is in the SQLite pass: this pass leaves it out.
     kept, elsewhere = [], []
     for item in items:
-        on_store = STORE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        on_store = STORE_FIXTURES & set(getattr(item, "fixturenames", ())) or run in _backends(item)
         (kept if on_store else elsewhere).append(item)
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
@@ -137,6 +160,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("sqlite_only"):
             item.add_marker(skip)
+
+
+def _backends(item: pytest.Item) -> set[str]:
+    """The backends a parametrised test names (`params=BACKENDS` of
+    tests/store/conftest.py): empty for a test not parametrised so."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return set()
+    return {v for v in callspec.params.values() if isinstance(v, str) and v in ("sqlite", "postgresql")}
 
 
 @pytest.fixture

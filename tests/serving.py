@@ -13,6 +13,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.commands import run_quire
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -24,10 +26,7 @@ def free_port() -> int:
 def quire_server(data: Path, env: dict[str, str] | None = None,
                  port: int | None = None) -> Iterator[tuple[str, str, Path]]:
     """(base URL, admin key, log file) of a server on `data` (on `port`, or a free one)."""
-    out = subprocess.run(
-        [sys.executable, "-m", "quire", "keys", "create", "--name", "e2e", "--role", "admin", "--data", str(data)],
-        capture_output=True, text=True, check=True, timeout=60, env={**os.environ, **(env or {})},
-    ).stdout
+    out = run_quire("keys", "create", "--name", "e2e", "--role", "admin", "--data", str(data), env=env).stdout
     key = out.strip().splitlines()[-1]
     port = port or free_port()
     log = data.parent / f"server-{port}.log"

@@ -5,7 +5,8 @@ on a local S3-compatible server (moto's, started by the tests on
     QUIRE_TEST_STORAGE=s3 pytest tests/assets tests/inbox
 
 The `app_env` fixture (tests/conftest.py) then gives every app of a test
-the settings of a bucket of its own. Tests look at stored files through
+of the suites about files (`S3_SUITES`: assets and forms) the settings of a
+bucket of its own; `make test` runs its PostgreSQL pass so. Tests look at stored files through
 `stored_keys` / the app's `Files`, never at the data folder, so they hold on
 either; the few that are about the local folder itself are `local_only`.
 """
@@ -22,6 +23,9 @@ import pytest
 from quire.files import Files
 
 ON_S3 = os.environ.get("QUIRE_TEST_STORAGE", "local") == "s3"
+# The suites whose apps keep their files in a bucket on such a run: the
+# others store no file, and a bucket and its client cost a test time.
+S3_SUITES = ("tests/assets/", "tests/inbox/")
 local_only = pytest.mark.skipif(ON_S3, reason="about files in the local data folder (QUIRE_TEST_STORAGE=s3 run)")
 ACCESS_KEY = "quire-test"
 SECRET_KEY = "quire-test-secret"  # moto accepts any credentials

@@ -1,10 +1,9 @@
-"""The `quire` command line, run as a real subprocess."""
+"""The `quire` command line: its commands run in this process as `quire`
+runs them (tests/commands.py), and once as a real subprocess."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,15 +11,18 @@ import pytest
 from quire.app import build_app
 from quire.config import load_settings
 from tests.client import TestClient
+from tests.commands import run_quire
+
+quire = run_quire
 
 
-def quire(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "quire", *args], input=stdin, capture_output=True, text=True, timeout=120
-    )
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
+def test_quire_runs_as_a_process(tmp_path: Path) -> None:
+    """`python -m quire` as a user runs it: its help, and a key printed
+    alone on the last line for scripts (docs/cli.md)."""
+    assert "usage: quire" in quire("--help", process=True).stdout
+    out = quire("keys", "create", "--name", "ci", "--role", "admin", "--data", str(tmp_path / "d"),
+                process=True).stdout
+    assert out.strip().splitlines()[-1].startswith("qk_")
 
 
 @pytest.mark.parametrize(

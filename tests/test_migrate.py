@@ -1,15 +1,13 @@
 """`quire migrate`: a demo site's SQLite database copied to PostgreSQL, an
 app served from the copy, `--verify`, a second run after changes, a
-tampered target, and the refusals. The command runs as a real subprocess."""
+tampered target, and the refusals. The command runs in process
+(tests/commands.py), and once as a process of its own."""
 
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,14 +22,9 @@ from quire.searchmod.pgengine import table_prefix
 from quire.store import PostgresStore, SqliteStore
 from tests.admin.conftest import SESSION_COOKIE, login, new_browser
 from tests.client import TestClient
+from tests.commands import run_quire
 
-
-def quire(*args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([sys.executable, "-m", "quire", *args], capture_output=True, text=True, timeout=300,
-                            env={**os.environ, **(env or {})})
-    if check:
-        assert result.returncode == 0, result.stdout + result.stderr
-    return result
+quire = run_quire
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +78,7 @@ def search_ids(client: TestClient, text: str, locale: str = "") -> list[str]:
 
 def test_a_migrated_site_is_served_from_postgresql(site: tuple[Path, str, str], pg_url: str, apps: Any) -> None:
     data, key, password = site
-    run = quire("migrate", "--data", str(data), "--to", pg_url)
+    run = quire("migrate", "--data", str(data), "--to", pg_url, process=True)  # once as a user runs it
     # not a terminal: plain lines per collection, no bar drawn in place
     assert "content/posts: 5 documents" in run.stderr and "\r" not in run.stderr
     assert "Migrated " in run.stdout and "search indexes rebuilt: posts (4 items)" in run.stdout

@@ -10,13 +10,13 @@ import shlex
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.commands import run_quire
 from tests.serving import quire_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,8 +26,7 @@ DOCUMENTED_BASE = "http://127.0.0.1:8080"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     data = tmp_path_factory.mktemp("limits") / "data"
-    subprocess.run([sys.executable, "-m", "quire", "demo", "--data", str(data)],
-                   capture_output=True, check=True, timeout=120)
+    run_quire("demo", "--data", str(data))
     with quire_server(data) as (url, _key, log):
         yield url, log
 

@@ -8,18 +8,17 @@ import http.client
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 import urllib.parse
 from pathlib import Path
 
+from tests.commands import run_quire
 from tests.serving import quire_server
 from tests.test_import_faults import _all_ids, _bundle, _call
 from tests.test_server_faults import _server_pid, _workers
 
-COUNT = 40_000
+COUNT = 20_000
 
 
 def _connections(pid: int, port: int) -> int:
@@ -69,8 +68,7 @@ def test_a_worker_killed_while_streaming_long_lists_leaves_the_server_serving(tm
     data = tmp_path / "data"
     bundle = tmp_path / "bundle.json"
     ids = _bundle(bundle, COUNT)
-    subprocess.run([sys.executable, "-m", "quire", "import", "--data", str(data), str(bundle)],
-                   check=True, capture_output=True, timeout=180)
+    run_quire("import", "--data", str(data), str(bundle))
     with quire_server(data, env={"QUIRE_SERVER_QUIET": "1"}) as (base, key, _log):
         main = _server_pid(data.resolve())
         before = _workers(main)
@@ -137,8 +135,7 @@ def test_lists_whose_clients_go_away_half_way_leave_no_connection_open(tmp_path:
     data = (tmp_path / "data").resolve()
     bundle = tmp_path / "bundle.json"
     ids = _bundle(bundle, 20_000)
-    subprocess.run([sys.executable, "-m", "quire", "import", "--data", str(data), str(bundle)],
-                   check=True, capture_output=True, timeout=180)
+    run_quire("import", "--data", str(data), str(bundle))
     with quire_server(data, env={"QUIRE_SERVER_QUIET": "1"}) as (base, key, _log):
         workers = _workers(_server_pid(data))
         assert _call(base, key, "GET", "/api/content/items/item?limit=1").status == 200

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import re
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +22,7 @@ from quire.app import Quire
 from quire.ratelimit import RateLimiter
 from quire.store import SqliteStore
 from tests.admin.conftest import PASSWORD, csrf_of
+from tests.commands import run_quire
 from tests.serving import quire_server
 
 LIMIT = 5  # the default [admin] login_attempts
@@ -39,11 +38,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     data = tmp_path_factory.mktemp("workers") / "data"
     env = {"QUIRE_INBOX_TRUST_FORWARDED_FOR": "true", "QUIRE_INBOX_RATE_LIMIT": "3"}  # one hop, deprecated
     for user in ("ann", "bob"):
-        subprocess.run(
-            [sys.executable, "-m", "quire", "users", "create", "--data", str(data), "--user", user,
-             "--email", f"{user}@example.org", "--role", "admin"],
-            input=PASSWORD, capture_output=True, text=True, check=True, timeout=60,
-        )
+        run_quire("users", "create", "--data", str(data), "--user", user,
+                  "--email", f"{user}@example.org", "--role", "admin", stdin=PASSWORD)
     with quire_server(data, env=env) as (base, key, log):
         yield Server(base, key, log)
 

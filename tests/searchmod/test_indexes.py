@@ -4,7 +4,6 @@ delete, rebuild, validation, permissions and the `quire search rebuild` CLI."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from quire import cli
 from quire.app import Quire
 from quire.searchmod import service as search_service
+from tests.commands import run_quire
 from tests.conftest import Api, create_item, put_model, role_key
 from tests.searchmod.helpers import (
     error_of,
@@ -290,7 +290,7 @@ def test_rebuild_in_several_chunks_writes_every_item(admin: Api, quire: Quire,
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "quire", *args], capture_output=True, text=True, timeout=120)
+    return run_quire(*args, check=False)
 
 
 def test_cli_search_rebuild(admin: Api, quire: Quire, data_dir: Path) -> None:

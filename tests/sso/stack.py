@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.commands import run_quire
 from tests.serving import free_port, quire_server
 from tests.sso.provider import Provider, start_provider
 
@@ -60,8 +59,7 @@ def sso_stack(tmp_path: Path, sso: dict[str, Any] | None = None,
                   "backchannel_logout_session_required": True, **(client or {})}
     with start_provider(tmp_path, [registered], accounts if accounts is not None else ACCOUNTS) as op:
         data = tmp_path / "data"
-        subprocess.run([sys.executable, "-m", "quire", "init", "--data", str(data)],
-                       check=True, capture_output=True, timeout=60)
+        run_quire("init", "--data", str(data))
         settings = {"provider_url": op.issuer, "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET,
                     "mapping": {"role": "realm_access/roles/0"}, **(sso or {})}
         lines = ["[sso]"] + [f"{k} = {_toml(v)}" for k, v in settings.items()]

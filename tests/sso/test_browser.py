@@ -12,11 +12,9 @@ fail instead.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
@@ -24,7 +22,7 @@ import pytest
 
 from quire.app import Quire
 from quire.config import load_settings
-from tests.chromium import launched
+from tests.chromium import launched, screenshot
 from tests.chromium import unavailable as skip_or_fail
 from tests.sso.stack import Stack, sso_stack
 
@@ -32,7 +30,6 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Frame, Page, ViewportSize
 
 VIEWPORT: ViewportSize = {"width": 1200, "height": 800}
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 LOGOUT_MESSAGE = "You have been logged out from another application."
 LOGOUT_DELAY = 1.5  # seconds from the message to the login page (api.md, Limits)
 TIMEOUT_MS = 10_000  # any single browser step; the flows themselves take well under a second
@@ -92,17 +89,6 @@ def new_context(browser: Browser) -> Iterator[Callable[[], BrowserContext]]:
 
 def path_of(url: str) -> str:
     return urlsplit(url).path
-
-
-def screenshot(page: Page, name: str) -> None:
-    """Taken on every run; written to docs/img only with QUIRE_SCREENSHOTS=1
-    (the pages show the provider's random port, so a plain test run would
-    change tracked files)."""
-    shot = page.screenshot()
-    assert shot.startswith(b"\x89PNG")
-    if os.environ.get("QUIRE_SCREENSHOTS") == "1":
-        DOCS_IMG.mkdir(parents=True, exist_ok=True)
-        (DOCS_IMG / name).write_bytes(shot)
 
 
 def sso_login(page: Page, stack: Stack, username: str = "ann") -> None:

@@ -9,7 +9,6 @@ inline script or style) fails its test: `open_page` watches for them."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -21,13 +20,12 @@ import pytest
 
 from quire.app import Quire
 from quire.config import load_settings
-from tests.chromium import launched
+from tests.chromium import launched, screenshot  # noqa: F401 (the studio tests import it from here)
 from tests.serving import quire_server
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
 
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 PASSWORD = "correct horse battery"
 TIMEOUT_MS = 10_000
 WIDE = {"width": 1280, "height": 900}
@@ -123,10 +121,3 @@ def login(page: Page, studio: Studio, user: str = "ann", password: str = PASSWOR
     page.wait_for_url(studio.base + "/")
 
 
-def screenshot(page: Page, name: str) -> None:
-    """Taken on every run; written to docs/img only with QUIRE_SCREENSHOTS=1."""
-    shot = page.screenshot(full_page=True)
-    assert shot.startswith(b"\x89PNG")
-    if os.environ.get("QUIRE_SCREENSHOTS") == "1":
-        DOCS_IMG.mkdir(parents=True, exist_ok=True)
-        (DOCS_IMG / name).write_bytes(shot)
