@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from quire.modules import Services
 
 FORMAT = 1
-IMPORTER = Identity("admin", key_id="import")
+IMPORTER = Identity("admin", key_id="import", kind="system")
 # Items are committed in batches of `[store] import_batch_items`, and at the
 # latest after BATCH_SECONDS, so that other writers wait at most about that
 # long; BATCH_GAP is the pause between batches in which they get the lock.

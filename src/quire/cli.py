@@ -289,7 +289,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     quire = _quire(args)
     try:
         started = time.perf_counter()
-        index = asyncio.run(quire.search.rebuild(args.name, Identity("admin", key_id="cli")))
+        index = asyncio.run(quire.search.rebuild(args.name, Identity("admin", key_id="cli", kind="system")))
         took = time.perf_counter() - started
     finally:
         quire.close()

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from quire.modules import Services
 
 DEMO_KEY_NAME = "demo admin"
-ADMIN = Identity("admin", key_id="demo")
+ADMIN = Identity("admin", key_id="demo", kind="system")
 
 MODELS: list[dict[str, Any]] = [
     {

@@ -37,6 +37,10 @@ class Identity:
     permissions: frozenset[str] = field(default_factory=frozenset)
     key_id: str | None = None
     key_name: str | None = None
+    # what `key_id` names: "key" (an API key), "user" (a logged-in user of
+    # the studio), "hook" (a hook's own writes), "system" (the command
+    # line, an import, the demo); revisions and the audit log record it
+    kind: str = "key"
 
     @property
     def anonymous(self) -> bool:
@@ -101,7 +105,7 @@ class AuthService:
 
     def role_identity(self, role: str, actor_id: str, actor_name: str) -> Identity:
         """The Identity of a logged-in admin user: the permissions of its role."""
-        return Identity(role, self._role_index.get().get(role, frozenset()), actor_id, actor_name)
+        return Identity(role, self._role_index.get().get(role, frozenset()), actor_id, actor_name, kind="user")
 
     def _load_keys(self) -> dict[str, dict[str, Any]]:
         return {doc["hash"]: doc for doc in self.keys.find()}

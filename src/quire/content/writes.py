@@ -158,24 +158,26 @@ class ContentWriter:
             self._check_required(model, item)
             if model.type == "tree":
                 self._check_parent(coll, item)
-            await self._write(name, coll, item, is_update, identity)
+            await self._write(name, coll, item, current, identity)
         await self.events.emit_after(
             "content.item.save.after", model=name, item=item, is_update=is_update, identity=identity
         )
         return model.filler.doc(item)  # answered with every field; stored as sent
 
-    async def _write(self, name: str, coll: Collection, item: dict[str, Any], is_update: bool,
+    async def _write(self, name: str, coll: Collection, item: dict[str, Any], previous: dict[str, Any] | None,
                      identity: Identity, refused: str = "") -> None:
         """Store a checked item with the events of a write, inside the
-        caller's transaction; `refused` goes before a handler's refusal."""
+        caller's transaction; `previous` is the stored item it replaces
+        (None: a new item); `refused` goes before a handler's refusal."""
         rev = item["_rev"]
+        is_update = previous is not None
         with refusals_as_412(refused):
             await self.events.emit(
                 "content.item.save.before", model=name, item=item, is_update=is_update, identity=identity
             )
         place_rev(item, rev)  # the revision is the writer's, whatever a handler did to the item
         coll.replace(item)
-        await self.stored(name, item, is_update, identity)
+        await self.stored(name, item, previous, identity)
 
     # -- imports ----------------------------------------------------------
 
@@ -217,16 +219,18 @@ class ContentWriter:
         is_update = current is not None
         _fill_system(model, coll, item, current, identity)
         place_rev(item, 1 if current is None else doc_rev(current) + 1)
-        await self._write(model.name, coll, item, is_update, identity, f"{model.name}/{item['_id']}: ")
+        await self._write(model.name, coll, item, current, identity, f"{model.name}/{item['_id']}: ")
         self.store.after_commit(lambda: self.events.emit_after(
             "content.item.save.after", model=model.name, item=item, is_update=is_update, identity=identity))
 
-    async def stored(self, name: str, item: dict[str, Any], is_update: bool, identity: Identity) -> None:
-        """`content.item.saved`: the item as stored, inside the write's
-        transaction, for data that must change with it (search indexes)."""
+    async def stored(self, name: str, item: dict[str, Any], previous: dict[str, Any] | None,
+                     identity: Identity) -> None:
+        """`content.item.saved`: the item as stored, and the one it replaced
+        (`previous`, None for a new item), inside the write's transaction,
+        for data that must change with it (search indexes, revisions)."""
         with refusals_as_412():
-            await self.events.emit("content.item.saved", model=name, item=item, is_update=is_update,
-                                   identity=identity)
+            await self.events.emit("content.item.saved", model=name, item=item, is_update=previous is not None,
+                                   previous=previous, identity=identity)
 
     def _new_item(
         self, model: Model, clean: dict[str, Any], now: int, identity: Identity, coll: Collection
@@ -294,12 +298,64 @@ class ContentWriter:
                         continue
                     item = {**doc, "_o": order, "_modified": now, "_mby": identity.actor}
                     place_rev(item, doc_rev(doc) + 1)
-                    await self._write(name, coll, item, True, identity)
+                    await self._write(name, coll, item, current if doc is moved else doc, identity)
                     written.append(item)
         for item in written:
             await self.events.emit_after("content.item.save.after", model=name, item=item, is_update=True,
                                          identity=identity)
         return written
+
+    async def restore(self, name: str, state: dict[str, Any], identity: Identity, last_rev: int = 0) -> dict[str, Any]:
+        """Write `state` (the item as a revision left it) back as the item,
+        whole: fields the state lacks are removed, fields the model no
+        longer has are left out, the rest is checked as a save checks it.
+        The item may have been deleted since (it is created again with its
+        `_id`; `_rev` goes on from `last_rev`). Needs the update
+        permission (create for a deleted item), and publish to change the
+        item's state. Answers the item as a save does."""
+        model = self.models.get(name)
+        item_id = state.get("_id")
+        if not isinstance(item_id, str):
+            raise BadRequest("The revision holds no item id")
+        sent = {k: v for k, v in state.items() if not k.startswith("_") or k in ("_state", "_pid", "_o")}
+        if model.type != "tree":
+            sent = {k: v for k, v in sent.items() if k not in ("_pid", "_o")}
+        try:
+            clean = self.check_data(model, sent, identity)
+        except ValidationError as exc:  # fields the model has lost since are left out; other faults stand
+            gone = {k for k, why in exc.errors.items() if why == "is not a field of this model"}
+            if not gone or len(gone) < len(exc.errors):
+                raise
+            clean = self.check_data(model, {k: v for k, v in sent.items() if k not in gone}, identity)
+        coll = self.models.collection(model)
+        now = int(time.time())
+        async with self.store.atomic():
+            current = coll.get(item_id) if is_id(item_id) else None
+            if model.type == "singleton" and current is None and coll.find_one({}) is not None:
+                raise BadRequest("Another item is this singleton's item now")
+            identity.require(perm(name, "update" if current is not None else "create"))
+            if clean.get("_state", 1) != (current or {}).get("_state", 1):
+                identity.require(perm(name, "publish"))
+            kept = current if current is not None else state
+            item: dict[str, Any] = {"_id": item_id}
+            item.update({k: kept[k] for k in ("_created", "_cby") if k in kept})
+            item.setdefault("_created", now)
+            item.update(clean)
+            item.update({"_modified": now, "_mby": identity.actor})
+            if model.type == "singleton":
+                item["_model"] = model.name
+            if model.type == "tree":
+                item.setdefault("_pid", None)
+                if "_o" not in item:
+                    item["_o"] = coll.count({"_pid": item["_pid"]})
+            place_rev(item, max(doc_rev(current) if current is not None else 0, last_rev) + 1)
+            self._check_required(model, item)
+            if model.type == "tree":
+                self._check_parent(coll, item)
+            await self._write(name, coll, item, current, identity)
+        await self.events.emit_after("content.item.save.after", model=name, item=item,
+                                     is_update=current is not None, identity=identity)
+        return model.filler.doc(item)
 
     async def delete(self, name: str, item_id: str, identity: Identity) -> None:
         model = self.models.get(name)

@@ -18,7 +18,7 @@ from quire.errors import BadRequest
 from quire.l10n.formats import FORMATS
 
 # The command line is trusted like the server's owner: it writes as admin.
-ADMIN = Identity("admin", key_id="cli")
+ADMIN = Identity("admin", key_id="cli", kind="system")
 
 
 def _quire(args: argparse.Namespace) -> Any:

@@ -187,13 +187,15 @@ class MenuService:
             raise PreconditionFailed("Item data is missing")
         clean = check_settings(data, self.pages.codes())
         async with self.store.atomic():
-            doc = self.settings_coll.get("settings") or {"_id": "settings"}
-            doc.update(clean)
+            previous = self.settings_coll.get("settings")
+            doc = {**(previous or {"_id": "settings"}), **clean}
             doc = {k: v for k, v in doc.items() if v is not None}
             doc["_modified"] = int(time.time())
             with refusals_as_412():
                 await self.events.emit("pages.settings.save", settings=doc, identity=identity)
             self.settings_coll.replace(doc)
+            with refusals_as_412():  # inside the transaction, as stored (revisions)
+                await self.events.emit("pages.settings.saved", settings=doc, previous=previous, identity=identity)
         return self._settings(None)
 
     # -- bundles ----------------------------------------------------------

@@ -356,11 +356,19 @@ class PagesService:
             moved = self._apply_routes([page["_id"]], pages)
             _set_routes(page, moved.pop(page["_id"]))
             coll.replace(page)
+            await self._saved(page, current, identity)
             for other in coll.get_many(list(moved)).values():
                 coll.replace(_set_routes(other, moved[other["_id"]]))
         await self.events.emit_after("pages.page.save.after", page=page, is_update=current is not None,
                                      identity=identity)
         return page
+
+    async def _saved(self, page: dict[str, Any], previous: dict[str, Any] | None, identity: Identity) -> None:
+        """`pages.page.saved`: the page as stored and the one it replaced
+        (None: a new page), inside the write's transaction (revisions).
+        Pages whose routes only followed a parent's are not reported."""
+        with refusals_as_412():
+            await self.events.emit("pages.page.saved", page=page, previous=previous, identity=identity)
 
     def _changed(self, current: dict[str, Any], clean: dict[str, Any], pages: dict[str, Any]) -> dict[str, Any]:
         page = {**current, **clean}
@@ -528,6 +536,7 @@ class PagesService:
             page["_o"] = renumbered.pop(page_id)
             _set_routes(page, routes.pop(page_id))
             coll.replace(page)
+            await self._saved(page, current, identity)
             for other in coll.get_many(sorted(set(routes) | set(renumbered))).values():
                 if other["_id"] in routes:
                     _set_routes(other, routes[other["_id"]])
@@ -565,6 +574,7 @@ class PagesService:
         routes = self._apply_routes([pid for pid, p in pages.items() if p.get("_pid") is None], pages)
         sent = [d["_id"] for d in docs]
         sent_ids = set(sent)
+        before = coll.get_many([pid for pid in sent if pid in existing])
         moved = [pid for pid in routes if pid not in sent_ids]
         for pid, page in [(i, pages[i]) for i in sent] + list(coll.get_many(moved).items()):
             _set_routes(page, routes[pid])
@@ -572,6 +582,8 @@ class PagesService:
             with refusals_as_412(f"page {pid}: "):
                 await self.events.emit("pages.page.save.before", page=page, is_update=is_update, identity=identity)
             coll.replace(page)
+            if pid in sent_ids:
+                await self._saved(page, before.get(pid), identity)
             self.store.after_commit(lambda page=page, is_update=is_update: self.events.emit_after(
                 "pages.page.save.after", page=page, is_update=is_update, identity=identity))
         return len(docs)
