@@ -17,6 +17,7 @@ from quire import (
     l10n,
     pages,
     persona,
+    revisions,
     searchmod,
     sso,
     studio,
@@ -37,7 +38,7 @@ log = logging.getLogger("quire")
 # (what they built, and their code: tests/test_import_shape.py holds it).
 MODULES: list[Module] = [
     auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
-    searchmod.module, health.module, system.module, admin.module, sso.module, studio.module,
+    searchmod.module, health.module, system.module, admin.module, revisions.module, sso.module, studio.module,
 ]
 
 

@@ -205,6 +205,19 @@ class SmtpSettings(Section):
 
 
 @dataclass(frozen=True)
+class RevisionsSettings(Section):
+    """The history of items, pages and the pages' settings (docs/revisions.md):
+    whether writes record revisions, how many are kept per item (older ones
+    are dropped as new ones are written) and for how long (a daily job
+    drops older ones; 0 keeps them whatever their age)."""
+
+    NAME: ClassVar[str] = "revisions"
+    enabled: bool = True
+    keep: int = setting(50, between=(1, 100_000))
+    keep_days: int = setting(365, between=(0, 36_500))
+
+
+@dataclass(frozen=True)
 class JobsSettings(Section):
     """The jobs table (quire.jobs): how often a runner looks for due work
     when nothing woke it, and how long finished jobs are kept."""
@@ -304,7 +317,7 @@ S = TypeVar("S", bound=Section)
 # section name -> its class; load_settings reads exactly these sections.
 SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     ServerSettings, ApiSettings, StoreSettings, ContentSettings, AssetSettings, PagesSettings,
-    InboxSettings, SmtpSettings, JobsSettings, HooksSettings, AdminSettings, SsoSettings,
+    InboxSettings, SmtpSettings, JobsSettings, RevisionsSettings, HooksSettings, AdminSettings, SsoSettings,
 )}
 
 
@@ -372,6 +385,7 @@ class Settings:
     inbox = _SectionOf(InboxSettings)
     smtp = _SectionOf(SmtpSettings)
     jobs = _SectionOf(JobsSettings)
+    revisions = _SectionOf(RevisionsSettings)
     hooks = _SectionOf(HooksSettings)
     admin = _SectionOf(AdminSettings)
     sso = _SectionOf(SsoSettings)
