@@ -359,3 +359,41 @@ def test_a_reader_sees_the_item_but_cannot_change_it(studio: Studio, new_context
     expect(page.get_by_role("button", name="Save")).to_have_count(0)
     expect(page.get_by_role("button", name="Choose…")).to_have_count(0)
     assert_clean(page)
+
+
+def test_the_history_shows_a_change_side_by_side_and_restores_it(
+        studio: Studio, new_context: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
+    item = _new_post(studio, "The first title", tags=["one"])
+    studio.call("POST", "/api/content/item/posts", {"data": {"_id": item["_id"], "title": "A better title"}})
+    page = open_page(new_context())
+    login(page, studio)
+    page.goto(f"{studio.base}/studio/content/posts/item/{item['_id']}")
+    page.get_by_role("link", name="History").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("History")
+    rows = page.locator("table.revisions tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_contain_text("Changed")
+    screenshot(page, "studio-history.png")
+    page.get_by_role("link", name="Revision 2").click()
+    before, after = page.locator("td.before"), page.locator("td.after")
+    expect(before).to_contain_text("The first title")
+    expect(after).to_contain_text("A better title")
+    page.goto(f"{studio.base}/studio/content/posts/item/{item['_id']}/history/1")
+    expect(page.get_by_role("link", name="This version against the item now")).to_be_visible()
+    screenshot(page, "studio-history-revision.png")
+    restore = page.get_by_role("button", name="Restore this version")
+    restore.focus()
+    page.keyboard.press("Enter")  # by keyboard
+    page.wait_for_url(f"{studio.base}/studio/content/posts/item/{item['_id']}")
+    expect(page.get_by_text("Restored the version of revision 1.")).to_be_visible()
+    expect(page.get_by_label("title · Default")).to_have_value("The first title")
+    assert studio.call("GET", f"/api/content/item/posts/{item['_id']}")["title"] == "The first title"
+    phone = open_page(new_context(NARROW))
+    login(phone, studio)
+    phone.goto(f"{studio.base}/studio/content/posts/item/{item['_id']}/history/2")
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"a revision is {width} px wide on a 390 px screen"
+    assert_clean(page)
+    assert_clean(phone)

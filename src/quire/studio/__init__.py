@@ -12,6 +12,7 @@ from quire.studio import (
     assets,
     editor,
     find,
+    history,
     home,
     inbox,
     l10n,
@@ -52,7 +53,7 @@ def subscribe(services: Services) -> None:
 
 
 module = Module("studio", build=build, subscribe=subscribe,
-                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *find.routes,
+                routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *history.routes, *find.routes,
                         *settings_roles.routes, *settings_locales.routes, *settings_search.routes,
                         *pages.routes, *menus.routes, *l10n.routes, *inbox.routes,
                         *assets.routes],  # after editor.routes: /studio/assets/pick, thumb, upload first
