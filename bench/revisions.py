@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                    f"{load_before:.2f} at the start. Two servers of one worker each on SQLite, the same model "
                    f"(ten fields) and {ITEMS} items; {args.saves} updates per server per round, one at a time "
                    f"on a kept connection, servers alternated over {args.rounds} rounds. Each update changes "
-                   "two fields, so a revision (its diff and the whole previous item, about 1.5 KB) is written "
+                   "two fields, so a revision (its diff and the whole previous item, about 2 KB of JSON) is written "
                    "in the save's transaction.\n\n" + table + "\n" + summary + "\n")
         update_doc(DEFAULT_DOCS, machine_paragraph(), section, SECTION_TITLE)
         print(f"\nWrote the {SECTION_TITLE} section of {DEFAULT_DOCS}")
