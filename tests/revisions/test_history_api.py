@@ -6,8 +6,10 @@ compared, and one restored (a new revision); retention by count and age."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from quire.app import Quire, build_app
 from quire.bundle import import_bundle
 from quire.config import load_settings
 from quire.events import Events
+from quire.jobs import Job
 from quire.revisions.diff import apply, diff
 from tests.client import TestClient
 from tests.conftest import Api, create_item, put_model, role_key
@@ -156,12 +159,22 @@ def test_history_needs_the_update_permission_and_checks_its_input(posts: Api) ->
         assert isinstance(response.json()["error"], str)
 
 
-def test_keep_drops_the_oldest_revisions_and_a_job_the_old_ones(data_dir: Path, app_env: dict[str, str]) -> None:
-    app = build_app(load_settings(data_dir, env={**app_env, "QUIRE_REVISIONS_KEEP": "3"}), Events())
+@contextlib.contextmanager
+def site(data_dir: Path, app_env: dict[str, str], **env: str) -> Iterator[tuple[Quire, Api]]:
+    """An app of the run's store with revision settings of its own, the
+    model `posts` and an admin client."""
+    app = build_app(load_settings(data_dir, env={**app_env, **env}), Events())
     try:
         quire = app.state.quire
         admin = Api(TestClient(app), str(quire.auth.create_key("k", "admin")["key"]))
         put_model(admin, "posts", type="collection", fields=FIELDS)
+        yield quire, admin
+    finally:
+        app.state.quire.close()
+
+
+def test_keep_drops_the_oldest_revisions_and_a_job_the_old_ones(data_dir: Path, app_env: dict[str, str]) -> None:
+    with site(data_dir, app_env, QUIRE_REVISIONS_KEEP="3") as (quire, admin):
         item = save(admin, {"title": "v0"})
         for i in range(1, 6):
             save(admin, {"_id": item["_id"], "title": f"v{i}"})
@@ -172,21 +185,13 @@ def test_keep_drops_the_oldest_revisions_and_a_job_the_old_ones(data_dir: Path, 
         assert quire.revisions.prune() == 0  # all younger than a year
         assert quire.revisions.prune(now=time.time() + 366 * 86_400) == 3
         assert history(admin, item["_id"])["total"] == 0
-    finally:
-        app.state.quire.close()
 
 
 def test_revisions_off_records_none(data_dir: Path, app_env: dict[str, str]) -> None:
-    app = build_app(load_settings(data_dir, env={**app_env, "QUIRE_REVISIONS_ENABLED": "false"}), Events())
-    try:
-        quire = app.state.quire
-        admin = Api(TestClient(app), str(quire.auth.create_key("k", "admin")["key"]))
-        put_model(admin, "posts", type="collection", fields=FIELDS)
+    with site(data_dir, app_env, QUIRE_REVISIONS_ENABLED="false") as (_, admin):
         item = save(admin, {"title": "v0"})
         save(admin, {"_id": item["_id"], "title": "v1"})
         assert history(admin, item["_id"])["total"] == 0
-    finally:
-        app.state.quire.close()
 
 
 def test_diff_and_apply_round_trip() -> None:
@@ -197,3 +202,19 @@ def test_diff_and_apply_round_trip() -> None:
     assert [c for c in changes if c["path"] == "/a"][0]["op"] == "replace"  # 1 and 1.0 differ in a document
     assert apply(new, diff(new, old)) == old
     assert diff(old, old) == []
+
+
+def test_the_daily_prune_is_one_job_a_day_and_enqueues_the_next(posts: Api, quire: Quire) -> None:
+    item = save(posts, {"title": "old"})
+    jobs = quire.store.collection("system/jobs")
+    quire.revisions.schedule()
+    quire.revisions.schedule()  # a second instance starting the same day adds none
+    today = int(time.time() // 86_400)
+    [job] = jobs.find({"kind": "revisions.prune"})
+    assert job["_id"] == f"revisions.prune:{today}" and job["payload"] == {"day": today}
+    quire.revisions.clock = lambda: time.time() + 400 * 86_400  # a year and more later
+    claimed = Job(job["_id"], "revisions.prune", job["payload"], job["key"], 1, "lease", quire.store)
+    quire.revisions._prune_job(claimed)
+    assert history(posts, item["_id"])["total"] == 0
+    following = jobs.get(f"revisions.prune:{today + 1}")
+    assert following is not None and following["run_at"] == (today + 1) * 86_400

@@ -241,12 +241,7 @@ class ContentWriter:
                 item[f["name"]] = f["default"]
         item.update(clean)
         item.setdefault("_state", 1)
-        if model.type == "singleton":
-            item["_model"] = model.name
-        if model.type == "tree":
-            item.setdefault("_pid", None)
-            if "_o" not in item:
-                item["_o"] = coll.count({"_pid": item["_pid"]})
+        _place(model, coll, item)
         item.update({"_created": now, "_modified": now, "_cby": identity.actor, "_mby": identity.actor})
         return item
 
@@ -342,12 +337,7 @@ class ContentWriter:
             item.setdefault("_created", now)
             item.update(clean)
             item.update({"_modified": now, "_mby": identity.actor})
-            if model.type == "singleton":
-                item["_model"] = model.name
-            if model.type == "tree":
-                item.setdefault("_pid", None)
-                if "_o" not in item:
-                    item["_o"] = coll.count({"_pid": item["_pid"]})
+            _place(model, coll, item)
             place_rev(item, max(doc_rev(current) if current is not None else 0, last_rev) + 1)
             self._check_required(model, item)
             if model.type == "tree":
@@ -372,6 +362,17 @@ class ContentWriter:
                 coll.delete(doc["_id"])
                 with refusals_as_412():
                     await self.events.emit("content.item.remove", model=name, item=doc, identity=identity)
+
+
+def _place(model: Model, coll: Collection, item: dict[str, Any]) -> None:
+    """A singleton's item names its model; a tree item without a place goes
+    at the top level, after its siblings."""
+    if model.type == "singleton":
+        item["_model"] = model.name
+    if model.type == "tree":
+        item.setdefault("_pid", None)
+        if "_o" not in item:
+            item["_o"] = coll.count({"_pid": item["_pid"]})
 
 
 def is_rev(value: Any) -> bool:
