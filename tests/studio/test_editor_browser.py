@@ -381,7 +381,7 @@ def test_the_history_shows_a_change_side_by_side_and_restores_it(
     expect(before).to_contain_text("The first title")
     expect(after).to_contain_text("A better title")
     page.goto(f"{studio.base}/studio/content/posts/item/{item['_id']}/history/1")
-    expect(page.get_by_role("link", name="This version against the item now")).to_be_visible()
+    expect(page.get_by_role("link", name="This version against now")).to_be_visible()
     screenshot(page, "studio-history-revision.png")
     restore = page.get_by_role("button", name="Restore this version")
     restore.focus()

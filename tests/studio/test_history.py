@@ -75,7 +75,7 @@ def test_a_deleted_item_is_restored_from_its_history(app: Any, admin: Api) -> No
     ann = logged_in(app)
     base = f"/studio/content/posts/item/{item['_id']}/history"
     listing = ann.get(base)
-    assert listing.status_code == 200 and "This item was deleted" in listing.text
+    assert listing.status_code == 200 and "This was deleted" in listing.text
     deletion = ann.get(f"{base}/3").text
     assert "Restore this version" not in deletion and "deletion" in deletion
     done = post_form(ann, f"{base}/2/restore", {}, token_from=base, follow_redirects=False)
@@ -96,3 +96,24 @@ def test_the_history_needs_the_update_permission(app: Any, admin: Api) -> None:
     assert ann.get(f"/studio/content/posts/item/{item['_id']}/history/x").status_code == 400
     assert ann.get(f"/studio/content/posts/item/{item['_id']}/history/9").status_code == 404
     assert ann.get(f"/studio/content/posts/item/{'0' * 24}/history").status_code == 404
+
+
+def test_a_page_has_a_history_in_the_studio_and_is_restored(app: Any, admin: Api) -> None:
+    response = admin.post("/api/pages/page", json={"data": {"title": "About", "slug": "about"}})
+    assert response.status_code == 200, response.text
+    page = response.json()
+    assert admin.post("/api/pages/page", json={"data": {"_id": page["_id"], "title": "About us"}}).status_code == 200
+    ann = logged_in(app)
+    editor = ann.get(f"/studio/pages/{page['_id']}").text
+    base = f"/studio/pages/{page['_id']}/history"
+    assert f'href="{base}"' in editor
+    listing = ann.get(base)
+    assert listing.status_code == 200 and "2 revisions kept" in " ".join(_text(listing.text).split())
+    shown = ann.get(f"{base}/2").text
+    assert "<del>About</del>" in shown and "<ins>About us</ins>" in shown
+    done = post_form(ann, f"{base}/1/restore", {}, token_from=base, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == f"/studio/pages/{page['_id']}"
+    assert admin.get(f"/api/pages/page/{page['_id']}").json()["title"] == "About"
+    role_key(admin, "writer", {"content/posts/read": True})
+    writer = logged_in(app, "wanda", "writer")
+    assert writer.get(base).status_code == 403

@@ -1,11 +1,13 @@
-"""An item's history in the studio: its revisions (who, when, what), one
-revision side by side (the fields it changed, before and after, or that
-version against the item as it is now), and restoring it. Reads and the
-restore go through RevisionService, as the API's routes do
-(revisions/routes.py)."""
+"""The history of an item or a page in the studio: its revisions (who,
+when, what), one revision side by side (the fields it changed, before and
+after, or that version against the document as it is now), and restoring
+it. Reads and the restore go through RevisionService, as the API's routes
+do (revisions/routes.py); a `Subject` says which document a page is about."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -19,7 +21,8 @@ from quire.content.service import ContentService, ReadOptions
 from quire.errors import NotFound
 from quire.http import service
 from quire.ids import is_id
-from quire.revisions.service import RevisionService, check_number
+from quire.pages.service import MANAGE, PagesService
+from quire.revisions.service import PAGES, RevisionService, check_number
 from quire.studio import widgets
 from quire.studio.editor import editor_url
 from quire.studio.titles import title_of
@@ -33,28 +36,63 @@ SYSTEM_LABELS = {"_state": "State", "_pid": "Parent", "_o": "Position"}
 ACTIONS = {"create": "Created", "update": "Changed", "delete": "Deleted", "restore": "Restored"}
 
 
+@dataclass
+class Subject:
+    """The document a history page is about."""
+
+    resource: str
+    item_id: str
+    title: str
+    current: dict[str, Any] | None  # as it is now; None once deleted
+    crumbs: list[tuple[str, str]]  # (label, link) before the document's own
+    editor: str | None  # where the document is edited, while it exists
+    base: str  # the history's address
+    labels: dict[str, str]
+    may_restore: bool
+    restore: Callable[[int], Awaitable[dict[str, Any]]]
+
+
 def history_url(model: Model, item_id: str) -> str:
     return f"/studio/content/{model.name}/item/{item_id}/history"
 
 
-def _target(request: Request, login: Login) -> tuple[Model, str]:
-    """The model and item id of the page; the history needs the update
-    permission (it shows drafts and deleted versions), as in the API."""
+def content_subject(request: Request, login: Login) -> Subject:
+    """An item; its history needs the update permission (it shows drafts
+    and deleted versions), as in the API."""
     name, item_id = request.path_params["model"], request.path_params["id"]
     need(login, f"content/{name}/update")
     model = service(request, ModelService).get(name)
     if not is_id(item_id):
         raise NotFound("Item not found")
-    return model, item_id
-
-
-def _current(request: Request, login: Login, model: Model, item_id: str) -> dict[str, Any] | None:
     try:
-        item, _ = service(request, ContentService).item_with_rev(
+        found, _ = service(request, ContentService).item_with_rev(
             model.name, item_id if model.type != "singleton" else None, ReadOptions(drafts=True), login.identity)
+        current = found if found.get("_id") == item_id else None
     except NotFound:
-        return None
-    return item if item.get("_id") == item_id else None
+        current = None
+    revisions = service(request, RevisionService)
+    return Subject(
+        f"content/{model.name}", item_id, title_of(model, current) if current else f"Deleted item {item_id}",
+        current, [("Content", "/studio/content"), (model.label or model.name, f"/studio/content/{model.name}")],
+        editor_url(model, item_id) if current else None, history_url(model, item_id),
+        _labels(model, service(request, LocaleService).codes()),
+        login.can(f"content/{model.name}/{'update' if current is not None else 'create'}"),
+        lambda n: revisions.restore_item(model.name, item_id, n, login.identity))
+
+
+def page_subject(request: Request, login: Login) -> Subject:
+    page_id = request.path_params["id"]
+    need(login, MANAGE)
+    if not is_id(page_id):
+        raise NotFound("Page not found")
+    current = service(request, PagesService).collection().get(page_id)
+    revisions = service(request, RevisionService)
+    labels = {**SYSTEM_LABELS, "title": "Title", "slug": "Slug", "type": "Type", "data": "Data", "seo": "SEO",
+              "layout": "Layout", "model": "Model", "link": "Link"}
+    return Subject(PAGES, page_id, str(current.get("title") or page_id) if current else f"Deleted page {page_id}",
+                   current, [("Pages", "/studio/pages")], f"/studio/pages/{page_id}" if current else None,
+                   f"/studio/pages/{page_id}/history", labels, True,
+                   lambda n: revisions.restore_page(page_id, n, login.identity))
 
 
 def who_text(who: dict[str, Any]) -> str:
@@ -78,7 +116,7 @@ def _rows(before: dict[str, Any] | None, after: dict[str, Any] | None, labels: d
     before, after = before or {}, after or {}
     rows = []
     for key in dict.fromkeys([*before, *after]):
-        if key in STAMPS or widgets.digest(before.get(key)) == widgets.digest(after.get(key)):
+        if key in STAMPS or key.startswith("_r") or widgets.digest(before.get(key)) == widgets.digest(after.get(key)):
             continue
         rows.append({"key": key, "label": labels.get(key, key), "before": _text(before, key),
                      "after": _text(after, key)})
@@ -93,59 +131,76 @@ def _text(doc: dict[str, Any], key: str) -> str:
     return widgets.short(doc[key], 4000)
 
 
-@studio_page
-async def history(request: Request, login: Login) -> Response:
-    model, item_id = _target(request, login)
+def _history_page(request: Request, login: Login, subject: Subject) -> Response:
     skip = check_number(request.query_params.get("skip", "0") or "0", "skip")
-    revisions = service(request, RevisionService)
-    page, total = revisions.history(f"content/{model.name}", item_id, PAGE, skip)
-    current = _current(request, login, model, item_id)
-    if not total and current is None:
-        raise NotFound("Item not found")
-    labels = _labels(model, service(request, LocaleService).codes())
+    page, total = service(request, RevisionService).history(subject.resource, subject.item_id, PAGE, skip)
+    if not total and subject.current is None:
+        raise NotFound("Not found")
     for entry in page:
         entry["who_text"] = who_text(entry["who"])
         entry["action_text"] = ACTIONS.get(entry["action"], entry["action"])
-        entry["field_labels"] = [labels.get(f, f) for f in entry["fields"] if f not in STAMPS]
-    title = title_of(model, current) if current else f"Deleted item {item_id}"
-    return render(request, login, "studio/history.html", model=model, item_id=item_id, current=current,
-                  title=title, page=page, total=total, skip=skip, size=PAGE,
-                  editor=editor_url(model, item_id) if current else None, base=history_url(model, item_id))
+        entry["field_labels"] = [subject.labels.get(f, f) for f in entry["fields"]
+                                 if f not in STAMPS and not f.startswith("_r")]
+    return render(request, login, "studio/history.html", s=subject, page=page, total=total, skip=skip, size=PAGE)
 
 
-@studio_page
-async def revision(request: Request, login: Login) -> Response:
-    model, item_id = _target(request, login)
+def _revision_page(request: Request, login: Login, subject: Subject) -> Response:
     n = check_number(request.path_params["n"])
-    revisions = service(request, RevisionService)
-    shown = revisions.get(f"content/{model.name}", item_id, n)
-    current = _current(request, login, model, item_id)
-    labels = _labels(model, service(request, LocaleService).codes())
+    shown = service(request, RevisionService).get(subject.resource, subject.item_id, n)
     against = request.query_params.get("against") == "current"
-    if against:
-        rows = _rows(shown["doc"], current, labels)
-    else:
-        rows = _rows(shown["previous"], shown["doc"], labels)
-    may_restore = shown["doc"] is not None and login.can(
-        f"content/{model.name}/{'update' if current is not None else 'create'}")
-    title = title_of(model, current or shown["doc"] or shown["previous"] or {})
-    return render(request, login, "studio/history_revision.html", model=model, item_id=item_id, rev=shown,
+    rows = _rows(shown["doc"], subject.current, subject.labels) if against else \
+        _rows(shown["previous"], shown["doc"], subject.labels)
+    return render(request, login, "studio/history_revision.html", s=subject, rev=shown,
                   who=who_text(shown["who"]), action=ACTIONS.get(shown["action"], shown["action"]), rows=rows,
-                  against=against, current=current, may_restore=may_restore, title=title,
-                  base=history_url(model, item_id), editor=editor_url(model, item_id) if current else None)
+                  against=against, may_restore=shown["doc"] is not None and subject.may_restore)
+
+
+async def _restore(request: Request, login: Login, subject_of: Callable[[Request, Login], Subject],
+                   editor_of: Callable[[dict[str, Any]], str]) -> Response:
+    await checked_form(request, login)
+    subject = subject_of(request, login)
+    n = check_number(request.path_params["n"])
+    saved = await subject.restore(n)
+    return redirect_flash(request, editor_of(saved), f"Restored the version of revision {n}.")
 
 
 @studio_page
-async def restore(request: Request, login: Login) -> Response:
-    await checked_form(request, login)
-    model, item_id = _target(request, login)
-    n = check_number(request.path_params["n"])
-    saved = await service(request, RevisionService).restore_item(model.name, item_id, n, login.identity)
-    return redirect_flash(request, editor_url(model, saved["_id"]), f"Restored the version of revision {n}.")
+async def item_history(request: Request, login: Login) -> Response:
+    return _history_page(request, login, content_subject(request, login))
+
+
+@studio_page
+async def item_revision(request: Request, login: Login) -> Response:
+    return _revision_page(request, login, content_subject(request, login))
+
+
+@studio_page
+async def item_restore(request: Request, login: Login) -> Response:
+    models = service(request, ModelService)
+    return await _restore(request, login, content_subject,
+                          lambda saved: editor_url(models.get(request.path_params["model"]), saved["_id"]))
+
+
+@studio_page
+async def page_history(request: Request, login: Login) -> Response:
+    return _history_page(request, login, page_subject(request, login))
+
+
+@studio_page
+async def page_revision(request: Request, login: Login) -> Response:
+    return _revision_page(request, login, page_subject(request, login))
+
+
+@studio_page
+async def page_restore(request: Request, login: Login) -> Response:
+    return await _restore(request, login, page_subject, lambda saved: f"/studio/pages/{saved['_id']}")
 
 
 routes = [
-    route("/studio/content/{model}/item/{id}/history", get=history, cors=False),
-    route("/studio/content/{model}/item/{id}/history/{n}", get=revision, cors=False),
-    route("/studio/content/{model}/item/{id}/history/{n}/restore", post=restore, cors=False),
+    route("/studio/content/{model}/item/{id}/history", get=item_history, cors=False),
+    route("/studio/content/{model}/item/{id}/history/{n}", get=item_revision, cors=False),
+    route("/studio/content/{model}/item/{id}/history/{n}/restore", post=item_restore, cors=False),
+    route("/studio/pages/{id}/history", get=page_history, cors=False),
+    route("/studio/pages/{id}/history/{n}", get=page_revision, cors=False),
+    route("/studio/pages/{id}/history/{n}/restore", post=page_restore, cors=False),
 ]
