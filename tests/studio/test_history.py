@@ -117,3 +117,17 @@ def test_a_page_has_a_history_in_the_studio_and_is_restored(app: Any, admin: Api
     role_key(admin, "writer", {"content/posts/read": True})
     writer = logged_in(app, "wanda", "writer")
     assert writer.get(base).status_code == 403
+
+
+def test_the_page_settings_have_a_history_in_the_studio(app: Any, admin: Api) -> None:
+    for title in ("First", "Second"):
+        assert admin.post("/api/pages/settings", json={"data": {"seo": {"title": title}}}).status_code == 200
+    ann = logged_in(app)
+    assert 'href="/studio/pages/settings/history"' in ann.get("/studio/pages/settings").text
+    listing = ann.get("/studio/pages/settings/history")
+    assert listing.status_code == 200 and "2 revisions kept" in " ".join(_text(listing.text).split())
+    assert "Second" in ann.get("/studio/pages/settings/history/2").text
+    base = "/studio/pages/settings/history"
+    done = post_form(ann, f"{base}/1/restore", {}, token_from=base, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == "/studio/pages/settings"
+    assert admin.get("/api/pages/settings").json()["seo"] == {"title": "First"}

@@ -78,6 +78,7 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     admin.put("/api/system/locales", json=[{"i18n": "de", "name": "Deutsch"}])  # settings: a locale to remove
     admin.put("/api/searchmod/indexes/posts", json={"model": "posts", "fields": ["title"]})  # an index's page
     admin.post("/api/pages/page", json={"data": {"title": "About"}})
+    admin.post("/api/pages/settings", json={"data": {"seo": {"title": "Site"}}})  # a history of the settings
     admin.post("/api/pages/menu", json={"data": {"name": "main", "links": [{"url": "/about", "title": "About"}]}})
     admin.put("/api/l10n/project/site", json={"locales": ["en", "de"], "keys": {"hi": {"en": "Hi"}}})
     upload_one(admin, "harbour.png", solid(8, 8), "image/png")

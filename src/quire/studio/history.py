@@ -21,8 +21,9 @@ from quire.content.service import ContentService, ReadOptions
 from quire.errors import NotFound
 from quire.http import service
 from quire.ids import is_id
+from quire.pages.menus import MenuService
 from quire.pages.service import MANAGE, PagesService
-from quire.revisions.service import PAGES, RevisionService, check_number
+from quire.revisions.service import PAGES, SETTINGS, RevisionService, check_number
 from quire.studio import widgets
 from quire.studio.editor import editor_url
 from quire.studio.titles import title_of
@@ -93,6 +94,16 @@ def page_subject(request: Request, login: Login) -> Subject:
                    current, [("Pages", "/studio/pages")], f"/studio/pages/{page_id}" if current else None,
                    f"/studio/pages/{page_id}/history", labels, True,
                    lambda n: revisions.restore_page(page_id, n, login.identity))
+
+
+def settings_subject(request: Request, login: Login) -> Subject:
+    need(login, MANAGE)
+    current = service(request, MenuService).settings_coll.get("settings")
+    revisions = service(request, RevisionService)
+    labels = {"seo": "SEO", "images": "Images", "scripts": "Scripts", "preview": "Preview", "meta": "Meta"}
+    return Subject(SETTINGS, "settings", "Page settings", current, [("Pages", "/studio/pages")],
+                   "/studio/pages/settings", "/studio/pages/settings/history", labels, True,
+                   lambda n: revisions.restore_settings(n, login.identity))
 
 
 def who_text(who: dict[str, Any]) -> str:
@@ -182,6 +193,21 @@ async def item_restore(request: Request, login: Login) -> Response:
 
 
 @studio_page
+async def settings_history(request: Request, login: Login) -> Response:
+    return _history_page(request, login, settings_subject(request, login))
+
+
+@studio_page
+async def settings_revision(request: Request, login: Login) -> Response:
+    return _revision_page(request, login, settings_subject(request, login))
+
+
+@studio_page
+async def settings_restore(request: Request, login: Login) -> Response:
+    return await _restore(request, login, settings_subject, lambda _: "/studio/pages/settings")
+
+
+@studio_page
 async def page_history(request: Request, login: Login) -> Response:
     return _history_page(request, login, page_subject(request, login))
 
@@ -200,6 +226,10 @@ routes = [
     route("/studio/content/{model}/item/{id}/history", get=item_history, cors=False),
     route("/studio/content/{model}/item/{id}/history/{n}", get=item_revision, cors=False),
     route("/studio/content/{model}/item/{id}/history/{n}/restore", post=item_restore, cors=False),
+    # the settings' before pages/{id}: "settings" is no page id
+    route("/studio/pages/settings/history", get=settings_history, cors=False),
+    route("/studio/pages/settings/history/{n}", get=settings_revision, cors=False),
+    route("/studio/pages/settings/history/{n}/restore", post=settings_restore, cors=False),
     route("/studio/pages/{id}/history", get=page_history, cors=False),
     route("/studio/pages/{id}/history/{n}", get=page_revision, cors=False),
     route("/studio/pages/{id}/history/{n}/restore", post=page_restore, cors=False),
