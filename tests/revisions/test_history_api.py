@@ -218,3 +218,10 @@ def test_the_daily_prune_is_one_job_a_day_and_enqueues_the_next(posts: Api, quir
     assert history(posts, item["_id"])["total"] == 0
     following = jobs.get(f"revisions.prune:{today + 1}")
     assert following is not None and following["run_at"] == (today + 1) * 86_400
+
+
+def test_a_deleted_model_takes_its_items_histories_with_it(posts: Api) -> None:
+    item = save(posts, {"title": "x"})
+    assert posts.delete("/api/system/models/posts").status_code == 200
+    put_model(posts, "posts", type="collection", fields=FIELDS)
+    assert history(posts, item["_id"])["total"] == 0
