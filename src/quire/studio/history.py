@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from quire.admin.web import Login
-from quire.asgi import route
+from quire.asgi import Route, route
 from quire.content.locales import LocaleService
 from quire.content.models import Model, ModelService
 from quire.content.service import ContentService, ReadOptions
@@ -166,71 +166,38 @@ def _revision_page(request: Request, login: Login, subject: Subject) -> Response
                   against=against, may_restore=shown["doc"] is not None and subject.may_restore)
 
 
-async def _restore(request: Request, login: Login, subject_of: Callable[[Request, Login], Subject],
-                   editor_of: Callable[[dict[str, Any]], str]) -> Response:
-    await checked_form(request, login)
-    subject = subject_of(request, login)
-    n = check_number(request.path_params["n"])
-    saved = await subject.restore(n)
-    return redirect_flash(request, editor_of(saved), f"Restored the version of revision {n}.")
+def screens(base: str, subject_of: Callable[[Request, Login], Subject],
+            editor_of: Callable[[Request, dict[str, Any]], str]) -> list[Route]:
+    """The history, a revision and its restore for one kind of document
+    under `base`; `editor_of(request, saved)` is where a restore lands."""
+
+    @studio_page
+    async def history(request: Request, login: Login) -> Response:
+        return _history_page(request, login, subject_of(request, login))
+
+    @studio_page
+    async def revision(request: Request, login: Login) -> Response:
+        return _revision_page(request, login, subject_of(request, login))
+
+    @studio_page
+    async def restore(request: Request, login: Login) -> Response:
+        await checked_form(request, login)
+        subject = subject_of(request, login)
+        n = check_number(request.path_params["n"])
+        saved = await subject.restore(n)
+        return redirect_flash(request, editor_of(request, saved), f"Restored the version of revision {n}.")
+
+    return [route(base, get=history, cors=False), route(base + "/{n}", get=revision, cors=False),
+            route(base + "/{n}/restore", post=restore, cors=False)]
 
 
-@studio_page
-async def item_history(request: Request, login: Login) -> Response:
-    return _history_page(request, login, content_subject(request, login))
-
-
-@studio_page
-async def item_revision(request: Request, login: Login) -> Response:
-    return _revision_page(request, login, content_subject(request, login))
-
-
-@studio_page
-async def item_restore(request: Request, login: Login) -> Response:
-    models = service(request, ModelService)
-    return await _restore(request, login, content_subject,
-                          lambda saved: editor_url(models.get(request.path_params["model"]), saved["_id"]))
-
-
-@studio_page
-async def settings_history(request: Request, login: Login) -> Response:
-    return _history_page(request, login, settings_subject(request, login))
-
-
-@studio_page
-async def settings_revision(request: Request, login: Login) -> Response:
-    return _revision_page(request, login, settings_subject(request, login))
-
-
-@studio_page
-async def settings_restore(request: Request, login: Login) -> Response:
-    return await _restore(request, login, settings_subject, lambda _: "/studio/pages/settings")
-
-
-@studio_page
-async def page_history(request: Request, login: Login) -> Response:
-    return _history_page(request, login, page_subject(request, login))
-
-
-@studio_page
-async def page_revision(request: Request, login: Login) -> Response:
-    return _revision_page(request, login, page_subject(request, login))
-
-
-@studio_page
-async def page_restore(request: Request, login: Login) -> Response:
-    return await _restore(request, login, page_subject, lambda saved: f"/studio/pages/{saved['_id']}")
+def _item_editor(request: Request, saved: dict[str, Any]) -> str:
+    return editor_url(service(request, ModelService).get(request.path_params["model"]), saved["_id"])
 
 
 routes = [
-    route("/studio/content/{model}/item/{id}/history", get=item_history, cors=False),
-    route("/studio/content/{model}/item/{id}/history/{n}", get=item_revision, cors=False),
-    route("/studio/content/{model}/item/{id}/history/{n}/restore", post=item_restore, cors=False),
+    *screens("/studio/content/{model}/item/{id}/history", content_subject, _item_editor),
     # the settings' before pages/{id}: "settings" is no page id
-    route("/studio/pages/settings/history", get=settings_history, cors=False),
-    route("/studio/pages/settings/history/{n}", get=settings_revision, cors=False),
-    route("/studio/pages/settings/history/{n}/restore", post=settings_restore, cors=False),
-    route("/studio/pages/{id}/history", get=page_history, cors=False),
-    route("/studio/pages/{id}/history/{n}", get=page_revision, cors=False),
-    route("/studio/pages/{id}/history/{n}/restore", post=page_restore, cors=False),
+    *screens("/studio/pages/settings/history", settings_subject, lambda _, __: "/studio/pages/settings"),
+    *screens("/studio/pages/{id}/history", page_subject, lambda _, saved: f"/studio/pages/{saved['_id']}"),
 ]
