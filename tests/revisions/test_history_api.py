@@ -225,3 +225,39 @@ def test_a_deleted_model_takes_its_items_histories_with_it(posts: Api) -> None:
     assert posts.delete("/api/system/models/posts").status_code == 200
     put_model(posts, "posts", type="collection", fields=FIELDS)
     assert history(posts, item["_id"])["total"] == 0
+
+
+def test_revision_numbers_are_ascii_digits_and_restores_start_at_one(posts: Api) -> None:
+    item = save(posts, {"title": "x"})
+    base = f"/api/revisions/content/posts/{item['_id']}"
+    for bad in ("²", "١", "①"):
+        for response in (posts.get(f"{base}/{bad}"), posts.post(f"{base}/{bad}/restore"),
+                         posts.get(f"{base}/diff", params={"from": bad})):
+            assert response.status_code == 400, (bad, response.text)
+    assert posts.post(f"{base}/0/restore").status_code == 400
+    assert posts.post("/api/revisions/pages/settings/0/restore").status_code == 400
+
+
+def test_a_renamed_field_keeps_its_value_in_a_restore(posts: Api) -> None:
+    item = save(posts, {"title": "keep me"})
+    save(posts, {"_id": item["_id"], "title": "changed"})
+    renamed = [{**f, "name": "headline"} if f["name"] == "title" else f for f in FIELDS]
+    response = posts.put("/api/system/models/posts",
+                         json={"name": "posts", "type": "collection", "fields": renamed, "renames": {"title": "headline"}})
+    assert response.status_code == 200, response.text
+    restored = posts.post(f"/api/revisions/content/posts/{item['_id']}/1/restore")
+    assert restored.status_code == 200, restored.text
+    assert restored.json()["headline"] == "keep me" and "title" not in restored.json()
+    second = posts.get(f"/api/revisions/content/posts/{item['_id']}/2").json()
+    assert {c["path"] for c in second["diff"] if not c["path"].startswith("/_")} == {"/headline"}
+
+
+def test_bringing_a_deleted_item_back_published_needs_publish(posts: Api) -> None:
+    draft = save(posts, {"title": "draft", "_state": 0})
+    live = save(posts, {"title": "live"})
+    for item in (draft, live):
+        assert posts.delete(f"/api/content/item/posts/{item['_id']}").status_code == 200
+    editor = role_key(posts, "editor", {f"content/posts/{p}": True for p in ("read", "create", "update")})
+    assert editor.post(f"/api/revisions/content/posts/{draft['_id']}/1/restore").status_code == 200
+    assert editor.post(f"/api/revisions/content/posts/{live['_id']}/1/restore").status_code == 403
+    assert posts.get(f"/api/content/item/posts/{live['_id']}").status_code == 404

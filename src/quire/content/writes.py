@@ -329,7 +329,10 @@ class ContentWriter:
             if model.type == "singleton" and current is None and coll.find_one({}) is not None:
                 raise BadRequest("Another item is this singleton's item now")
             identity.require(perm(name, "update" if current is not None else "create"))
-            if clean.get("_state", 1) != (current or {}).get("_state", 1):
+            # a deleted item counts as a draft: bringing it back published
+            # (or archived) needs the publish permission, as a draft does
+            was = current.get("_state", 1) if current is not None else 0
+            if clean.get("_state", 1) != was:
                 identity.require(perm(name, "publish"))
             kept = current if current is not None else state
             item: dict[str, Any] = {"_id": item_id}

@@ -35,6 +35,9 @@ def subscribe(services: Services) -> None:
     def model_removed(model: str, **_: Any) -> None:
         revisions.forget(f"content/{model}")
 
+    def model_renamed(model: str, keys: dict[str, str], **_: Any) -> None:
+        revisions.renamed(f"content/{model}", keys)
+
     def page_saved(page: dict[str, Any], previous: dict[str, Any] | None, identity: Identity, **_: Any) -> None:
         revisions.record(PAGES, page["_id"], previous, page, identity)
 
@@ -48,6 +51,7 @@ def subscribe(services: Services) -> None:
     services.events.on("content.item.saved", saved)
     services.events.on("content.item.remove", removed)
     services.events.on("content.model.remove", model_removed)
+    services.events.on("content.model.rename", model_renamed)
     services.events.on("pages.page.saved", page_saved)
     services.events.on("pages.page.remove", page_removed)
     services.events.on("pages.settings.saved", settings_saved)

@@ -63,6 +63,19 @@ def apply(doc: dict[str, Any] | None, changes: list[Change]) -> dict[str, Any]:
     return out
 
 
+def renamed(doc: dict[str, Any] | None, changes: list[Change], keys: dict[str, str]
+            ) -> tuple[dict[str, Any] | None, list[Change]]:
+    """A document and its changes with top-level keys renamed (`keys`:
+    old name -> new name), as a field rename moves stored items."""
+    doc = {keys.get(k, k): v for k, v in doc.items()} if doc is not None else None
+    moved = []
+    for change in changes:
+        top, sep, rest = change["path"][1:].partition("/")
+        name = keys.get(_unescape(top))
+        moved.append({**change, "path": "/" + _escape(name) + sep + rest} if name is not None else change)
+    return doc, moved
+
+
 def changed_fields(changes: list[Change]) -> list[str]:
     """The top-level fields a list of changes touches, in order, once each."""
     return list(dict.fromkeys(_unescape(c["path"].split("/")[1]) for c in changes))

@@ -27,7 +27,7 @@ from quire.ids import new_id
 from quire.jobs import Job, Jobs
 from quire.pages.menus import MenuService
 from quire.pages.service import MANAGE, PagesService
-from quire.revisions.diff import apply, changed_fields, diff
+from quire.revisions.diff import apply, changed_fields, diff, renamed
 from quire.store import Store
 
 log = logging.getLogger("quire.revisions")
@@ -102,6 +102,22 @@ class RevisionService:
             self.revisions.delete_many({"resource": resource, "item": item_id, "n": {"$lte": n - self.settings.keep}})
         return revision
 
+    def renamed(self, resource: str, keys: dict[str, str]) -> None:
+        """Fields of a model were renamed (`keys`: every stored key that
+        moved, old -> new, localized ones included): its revisions name
+        them by their new names, so a restore keeps their values. In the
+        rename's transaction, a batch at a time."""
+        last = ""
+        while True:
+            batch = self.revisions.find({"resource": resource, "_id": {"$gt": last}}, [(("_id",), 1)], limit=500)
+            for revision in batch:
+                previous, changes = renamed(revision["previous"], revision["diff"], keys)
+                if previous != revision["previous"] or changes != revision["diff"]:
+                    self.revisions.replace({**revision, "previous": previous, "diff": changes})
+            if len(batch) < 500:
+                return
+            last = batch[-1]["_id"]
+
     def forget(self, resource: str) -> int:
         """Drop every revision of `resource` (a removed model): answers how many."""
         return self.revisions.delete_many({"resource": resource})
@@ -136,7 +152,8 @@ class RevisionService:
     def compare(self, resource: str, item_id: str, a: int, b: int) -> list[dict[str, Any]]:
         """The changes from the document as revision `a` left it to the one
         revision `b` left."""
-        return diff(self.state(resource, item_id, a), self.state(resource, item_id, b))
+        after = self.state(resource, item_id, b)
+        return diff(self.state(resource, item_id, a), after)
 
     def last(self, resource: str, item_id: str) -> dict[str, Any] | None:
         return self.revisions.find_one({"resource": resource, "item": item_id}, [(("n",), -1)])
@@ -161,7 +178,7 @@ class RevisionService:
         the old version lacked are emptied), through the pages' own save
         (checks, routes, events); a deleted page comes back with its id."""
         identity.require(MANAGE)
-        state = self.state(PAGES, page_id, n)
+        state = self.get(PAGES, page_id, _restorable(n))["doc"]
         if state is None:
             raise BadRequest(f"Revision {n} records the page's deletion: restore one before it")
         current = self.pages.collection().get(page_id)
@@ -177,7 +194,7 @@ class RevisionService:
     async def restore_settings(self, n: int, identity: Identity) -> dict[str, Any]:
         """Write the pages' settings back as revision `n` left them, whole."""
         identity.require(MANAGE)
-        state = self.state(SETTINGS, "settings", n) or {}
+        state = self.get(SETTINGS, "settings", _restorable(n))["doc"] or {}
         current = self.menus.settings_coll.get("settings") or {}
         data = {k: v for k, v in state.items() if not k.startswith("_")}
         data.update({k: None for k in current if k not in state and not k.startswith("_")})
@@ -226,8 +243,15 @@ def state_after(revision: dict[str, Any]) -> dict[str, Any] | None:
     return apply(revision["previous"], revision["diff"])
 
 
+def _restorable(n: int) -> int:
+    if n < 1:
+        raise BadRequest("Revisions are numbered from 1: name the one to restore", fields=["revision"])
+    return n
+
+
 def check_number(raw: str, name: str = "revision") -> int:
-    """A revision number of a path or parameter: 400 unless a whole number >= 0."""
-    if not raw.isdigit() or len(raw) > 12:
+    """A revision number of a path or parameter: 400 unless a whole number
+    >= 0 in ASCII digits (`isdigit` alone takes "²" and "١")."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
         raise BadRequest(f"{name} must be a revision number (a whole number)", fields=[name])
     return int(raw)
