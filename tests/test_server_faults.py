@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from quire.store import SqliteStore
 from tests.serving import quire_server
 
 
@@ -129,4 +130,12 @@ def test_a_killed_worker_is_respawned_and_no_acknowledged_write_is_lost(tmp_path
         assert status == 200
         stored = {item["_id"] for item in items}
         assert set(acknowledged) <= stored
+        # Each item's revision committed with it: a write the kill cut off
+        # left neither, one that landed left both.
+        store = SqliteStore(data / "quire.db")
+        try:
+            revised = [r["item"] for r in store.collection("system/revisions").find({"resource": "content/notes"})]
+        finally:
+            store.close()
+        assert sorted(revised) == sorted(stored)
         os.kill(main, 0)  # still running

@@ -234,7 +234,8 @@ def test_revision_numbers_are_ascii_digits_and_restores_start_at_one(posts: Api)
         for response in (posts.get(f"{base}/{bad}"), posts.post(f"{base}/{bad}/restore"),
                          posts.get(f"{base}/diff", params={"from": bad})):
             assert response.status_code == 400, (bad, response.text)
-    assert posts.post(f"{base}/0/restore").status_code == 400
+    refused = posts.post(f"{base}/0/restore")
+    assert refused.status_code == 400 and "numbered from 1" in refused.json()["error"]
     assert posts.post("/api/revisions/pages/settings/0/restore").status_code == 400
 
 

@@ -395,5 +395,6 @@ def test_the_history_shows_a_change_side_by_side_and_restores_it(
     phone.goto(f"{studio.base}/studio/content/posts/item/{item['_id']}/history/2")
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"a revision is {width} px wide on a 390 px screen"
+    screenshot(phone, "studio-history-phone.png")
     assert_clean(page)
     assert_clean(phone)

@@ -92,7 +92,7 @@ class RevisionService:
             action = "delete"
         else:
             action = _action.get() or ("update" if previous is not None else "create")
-        last = self.revisions.find_one({"resource": resource, "item": item_id}, [(("n",), -1)])
+        last = self.last(resource, item_id)
         n = (last["n"] if last else 0) + 1
         revision = {"_id": new_id(), "resource": resource, "item": item_id, "n": n,
                     "at": round(self.clock(), 3), "action": action, "who": who(identity),
@@ -165,7 +165,7 @@ class RevisionService:
         (`ContentWriter.restore`: checks, permissions, events), recorded as
         a `restore`; answers the item."""
         resource = f"content/{model}"
-        state = self.state(resource, item_id, n)
+        state = self.get(resource, item_id, _restorable(n))["doc"]
         if state is None:
             raise BadRequest(f"Revision {n} records the item's deletion: restore one before it")
         last = self.last(resource, item_id) or {}
