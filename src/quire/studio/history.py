@@ -25,7 +25,7 @@ from quire.pages.menus import MenuService
 from quire.pages.service import MANAGE, PagesService
 from quire.revisions.service import PAGES, SETTINGS, RevisionService, check_number
 from quire.studio import widgets
-from quire.studio.editor import editor_url
+from quire.studio.editor import STATES, editor_url
 from quire.studio.titles import title_of
 from quire.studio.web import checked_form, need, redirect_flash, render, studio_page
 
@@ -138,7 +138,7 @@ def _text(doc: dict[str, Any], key: str) -> str:
     if key not in doc:
         return ""
     if key == "_state":
-        return {1: "Published", 0: "Draft", -1: "Archived"}.get(doc[key], str(doc[key]))
+        return dict(STATES).get(doc[key], str(doc[key]))
     return widgets.short(doc[key], 4000)
 
 
