@@ -131,3 +131,15 @@ def test_the_page_settings_have_a_history_in_the_studio(app: Any, admin: Api) ->
     done = post_form(ann, f"{base}/1/restore", {}, token_from=base, follow_redirects=False)
     assert done.status_code == 303 and done.headers["location"] == "/studio/pages/settings"
     assert admin.get("/api/pages/settings").json()["seo"] == {"title": "First"}
+
+
+def test_a_fetched_part_of_a_page_leaves_the_flash_to_the_page(app: Any, admin: Api) -> None:
+    item = _post(admin)
+    ann = logged_in(app)
+    base = f"/studio/content/posts/item/{item['_id']}/history"
+    done = post_form(ann, f"{base}/1/restore", {}, token_from=base, follow_redirects=False)
+    assert done.status_code == 303
+    # a script's request landing between the redirect and the page
+    ann.get(base, headers={"hx-request": "true"})
+    ann.get(base, headers={"sec-fetch-mode": "cors"})
+    assert "Restored the version of revision 1." in ann.get(done.headers["location"]).text

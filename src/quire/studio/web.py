@@ -151,8 +151,12 @@ async def checked_form(request: Request, login: Login) -> Form:
 
 
 def render(request: Request, login: Login, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    """A studio page, with the flash message a redirect left (shown once)."""
-    flash = unquote(request.cookies.get(FLASH_COOKIE, ""))[:500] or None
+    """A studio page, with the flash message a redirect left (shown once).
+    Only a page the browser navigates to takes the message: a part of a
+    page fetched by a script (htmx, a picker's search) shows none, and one
+    still under way as a save redirects would otherwise use it up."""
+    fetched = request.headers.get("hx-request") or request.headers.get("sec-fetch-mode", "navigate") != "navigate"
+    flash = None if fetched else unquote(request.cookies.get(FLASH_COOKIE, ""))[:500] or None
     response = render_in(templates, request, template, status, login=login, csrf=login.session["csrf"],
                          flash=flash, **context)
     if flash is not None:
