@@ -210,8 +210,12 @@ def test_the_daily_prune_is_one_job_a_day_and_enqueues_the_next(posts: Api, quir
     quire.revisions.schedule()
     quire.revisions.schedule()  # a second instance starting the same day adds none
     today = int(time.time() // 86_400)
-    [job] = jobs.find({"kind": "revisions.prune"})
-    assert job["_id"] == f"revisions.prune:{today}" and job["payload"] == {"day": today}
+    # The server's runner may already have run today's prune (which enqueues
+    # tomorrow's), so only the days are counted, not the jobs' states.
+    days = sorted(job["payload"]["day"] for job in jobs.find({"kind": "revisions.prune"}))
+    assert days in ([today], [today, today + 1]), days
+    job = jobs.get(f"revisions.prune:{today}")
+    assert job is not None and job["payload"] == {"day": today}
     quire.revisions.clock = lambda: time.time() + 400 * 86_400  # a year and more later
     claimed = Job(job["_id"], "revisions.prune", job["payload"], job["key"], 1, "lease", quire.store)
     quire.revisions._prune_job(claimed)
