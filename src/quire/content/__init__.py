@@ -22,8 +22,9 @@ def build(services: Services) -> None:
     services.on_start(locales.renamer.resume)  # a rename a stopped server left half done
     # asset references in answers become asset objects (the assets module's service is an AssetLookup)
     assets: AssetLookup = services.assets
-    services.add("content", ContentService(store, cache, models, locales, events, assets,
-                                           settings.api.max_populate_depth))
+    content = services.add("content", ContentService(store, cache, models, locales, events, assets,
+                                                     settings.api.max_populate_depth))
+    content.register_jobs(services.jobs)  # `_publish_at` / `_unpublish_at`
     services.add("asset_refs", AssetRefs(store, models, locales))
 
 

@@ -18,6 +18,7 @@ from quire.content.fields import (
     validate_definition_field,
 )
 from quire.content.fill import KEPT_BYTES, Filler
+from quire.content.preview import check_uris
 from quire.errors import BadRequest, NotFound
 from quire.events import Events, refusals_as_412
 from quire.store import Collection, Store
@@ -37,6 +38,11 @@ def collection_name(model: str) -> str:
     return f"content/{model}"
 
 
+def drafts_name(model: str) -> str:
+    """The collection of the drafts kept beside a model's published items."""
+    return f"drafts/{model}"
+
+
 @dataclass
 class Model:
     name: str
@@ -45,6 +51,9 @@ class Model:
     fields: list[dict[str, Any]]
     meta: dict[str, Any] = field(default_factory=dict)
     indexes: list[list[str]] = field(default_factory=list)
+    # preview links: [{"name", "uri"}], the site's pages that show an item
+    # (content/preview.py); their origins may be framed by the studio
+    preview: list[dict[str, str]] = field(default_factory=list)
     _created: int = 0
     _modified: int = 0
     _collection: Collection | None = field(default=None, repr=False, compare=False)
@@ -157,6 +166,7 @@ class Model:
             "fields": self.fields,
             "meta": self.meta,
             "indexes": self.indexes,
+            "preview": self.preview,
             "_created": self._created,
             "_modified": self._modified,
         }
@@ -179,7 +189,7 @@ def parse_model(name: str, body: Any, renames: Mapping[str, str] | None = None) 
         raise BadRequest("Model name must match ^[A-Za-z][A-Za-z0-9_]*$", fields=["name"])
     if body.get("name", name) != name:
         raise BadRequest("Model name in the body differs from the path", fields=["name"])
-    unknown = set(body) - {"name", "label", "type", "fields", "meta", "indexes", "_created", "_modified"}
+    unknown = set(body) - {"name", "label", "type", "fields", "meta", "indexes", "preview", "_created", "_modified"}
     if unknown:
         raise BadRequest(f"Unknown model keys: {', '.join(sorted(unknown))}", fields=sorted(unknown))
     kind = body.get("type", "collection")
@@ -206,7 +216,7 @@ def parse_model(name: str, body: Any, renames: Mapping[str, str] | None = None) 
     label = body.get("label") or name
     if not isinstance(label, str):
         raise BadRequest("label must be a string", fields=["label"])
-    return Model(name, kind, label, fields, meta, indexes)
+    return Model(name, kind, label, fields, meta, indexes, check_uris(body.get("preview")))
 
 
 def parse_change(name: str, body: Any) -> tuple[Model, dict[str, str], bool]:
@@ -322,6 +332,9 @@ class ModelService:
                 # one UPDATE; items' `_modified` stays (the schema changed, not
                 # the content), their revision moves so stale editors notice
                 self.store.collection(model.collection).move_keys(moves, drop, bump=REVISION)
+                drafts = self.store.collection(drafts_name(model.name))
+                if drafts.exists():  # drafts beside published items follow their fields
+                    drafts.move_keys(moves, drop, bump=REVISION)
             hints = model.hints(codes)
             self.store.ensure_indexes(model.collection, self.index_paths(model), hints)
             # automatic indexes on fields gone (or no longer of one type) serve nothing
@@ -433,6 +446,7 @@ class ModelService:
         with self.store.transaction():
             self.models.delete(name)
             self.store.drop_collection(collection_name(name))
+            self.store.drop_collection(drafts_name(name))
             self.cache.bump_system()
             # in the transaction: search indexes of the model empty too
             with refusals_as_412():
@@ -533,7 +547,7 @@ def _renamed_definition(model: Model, renames: Mapping[str, str]) -> Model:
     and its declared indexes (`title` or `title:de`) naming them so."""
     fields = [{**f, "name": renames[f["name"]]} if f["name"] in renames else f for f in model.fields]
     indexes = [[_renamed_column(c, renames) for c in columns] for columns in model.indexes]
-    return Model(model.name, model.type, model.label, fields, model.meta, indexes)
+    return Model(model.name, model.type, model.label, fields, model.meta, indexes, model.preview)
 
 
 def _renamed_column(column: str, renames: Mapping[str, str]) -> str:

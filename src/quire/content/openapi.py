@@ -65,20 +65,65 @@ def with_revision(operation: dict[str, Any], saves: bool = False) -> dict[str, A
     return operation
 
 
+DRAFT = param("draft", "query", "string",
+              "1: the item's draft if it has one, else the item in any state, with _draft saying which "
+              "(needs the model's update permission); on a save, write a draft instead of the live item",
+              enum=["0", "1", "true", "false"])
+PREVIEW = param("preview", "query", "string",
+                "A preview token of this item (POST /api/content/preview/...): its draft without an API key")
+
+
+def optional_body(operation: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    operation["requestBody"] = {"required": False, "content": {"application/json": {"schema": schema}}}
+    return operation
+
+
+PUBLISH_BODY = {"type": "object", "properties": {
+    "_rev": {"type": "integer", "minimum": 0, "description": "The revision seen (the draft's, else the item's)"},
+    "force": {"type": "boolean", "description": "Publish a draft started before the live item's last write"}}}
+PREVIEW_BODY = {"type": "object", "properties": {
+    "seconds": {"type": "integer", "minimum": 1, "maximum": 604800, "description": "Validity (default 3600)"},
+    "locale": {"type": "string", "description": "Fills {locale} in the model's preview addresses"}}}
+PREVIEW_ANSWER = {"type": "object", "properties": {
+    "token": {"type": "string"}, "expires": {"type": "integer"},
+    "links": {"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "url": {"type": "string"}}}}}}
+
+
+def lifecycle() -> dict[str, Any]:
+    """Publishing, unpublishing, drafts and preview links, for an item by
+    id and for a singleton's one item."""
+    out: dict[str, Any] = {}
+    for suffix, params in (("/{model}", [MODEL]), ("/{model}/{id}", [MODEL, ITEM_ID])):
+        out["/api/content/publish" + suffix] = {"post": with_revision(optional_body(op(
+            "Publish the item: its draft (if it has one) becomes the live item, checked as a save, with _state 1",
+            params, (400, 401, 403, 404, 409, 412)), PUBLISH_BODY))}
+        out["/api/content/unpublish" + suffix] = {"post": with_revision(op(
+            "Unpublish the item (_state 0); its draft stays", params, (401, 403, 404, 412)))}
+        out["/api/content/draft" + suffix] = {"delete": op(
+            "Discard the item's draft (the live item stays)", params, (401, 403, 404, 412), schema=SUCCESS)}
+        out["/api/content/preview" + suffix] = {"post": optional_body(op(
+            "A signed, expiring preview token for the item, and the model's preview addresses filled in",
+            params, (400, 401, 403, 404), schema=PREVIEW_ANSWER), PREVIEW_BODY)}
+    return out
+
+
 def paths() -> dict[str, Any]:
     return {
+        **lifecycle(),
         "/api/content/item/{model}": {
             "get": with_revision(op("Get the item of a singleton, or the first item matching filter",
-                                    [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, *PERSONA], READ_ERRORS,
-                                    schema=ITEM)),
+                                    [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, DRAFT, PREVIEW, *PERSONA],
+                                    READ_ERRORS, schema=ITEM)),
             "post": with_revision(op("Create an item, or update one partially when data._id is given; "
-                                     "data._rev (or If-Match) names the revision the save started from",
-                                     [MODEL], WRITE_ERRORS, body=DATA_BODY, ok="The whole stored item",
+                                     "data._rev (or If-Match) names the revision the save started from; "
+                                     "draft=1 writes a draft beside a published item",
+                                     [MODEL, DRAFT], WRITE_ERRORS, body=DATA_BODY, ok="The whole stored item",
                                      schema=ITEM), saves=True),
         },
         "/api/content/item/{model}/{id}": {
-            "get": with_revision(op("Get one published item by id",
-                                    [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE, *PERSONA], READ_ERRORS,
+            "get": with_revision(op("Get one published item by id (its draft with draft=1 or a preview token)",
+                                    [MODEL, ITEM_ID, LOCALE, FIELDS, POPULATE, DRAFT, PREVIEW, *PERSONA], READ_ERRORS,
                                     schema=ITEM)),
             "delete": op("Delete an item (a tree node with its subtree)", [MODEL, ITEM_ID],
                          (401, 403, 404, 405), ok='{"success": true}', schema=SUCCESS),

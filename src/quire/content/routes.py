@@ -17,9 +17,10 @@ from quire.auth.service import Identity
 from quire.content.aggregate import run_aggregate
 from quire.content.fill import rev_of
 from quire.content.models import ModelService
+from quire.content.preview import DEFAULT_SECONDS
 from quire.content.service import ContentService, ReadOptions
-from quire.content.writes import Expected
-from quire.errors import BadRequest, PreconditionFailed, Unavailable
+from quire.content.writes import REV_RULE, Expected, is_rev
+from quire.errors import BadRequest, NotFound, PreconditionFailed, Unavailable
 from quire.http import (
     JSON_TYPE,
     int_param,
@@ -29,6 +30,7 @@ from quire.http import (
     quire_of,
     raw_json_response,
     read_data,
+    read_json,
     service,
 )
 from quire.persona.request import Persona, persona_of
@@ -59,6 +61,8 @@ def read_options(request: Request, *, listing: bool = False) -> ReadOptions:
 
 async def get_item(request: Request) -> Response:
     identity = identify(request)
+    if request.scope["query_string"] and ("draft" in request.query_params or "preview" in request.query_params):
+        return _draft_answer(request, identity)
     quire = quire_of(request)
     item_id = request.path_params.get("id")
     # An item's answer by id is kept for the store's generation like a list
@@ -86,6 +90,40 @@ async def get_item(request: Request) -> Response:
     if key is not None:
         _keep(quire, answers, key, persona, body, headers, generation)
     return raw_json_response(body, headers=headers)
+
+
+def _draft_answer(request: Request, identity: Identity) -> Response:
+    """`?draft=1` (who may update the model) or `?preview=<token>` (anyone
+    holding a preview link of this item): the item's draft if it has one,
+    else the item in whatever state, with `_draft` saying which; never
+    kept among the cached answers."""
+    model, item_id = request.path_params["model"], request.path_params.get("id")
+    content = service(request, ContentService)
+    token = request.query_params.get("preview")
+    if token is not None:
+        identity = content.preview_identity(model, item_id, token, identity)
+    elif not flag(request, "draft"):
+        return _published_answer(request, identity)
+    item, rev, is_draft = content.item_or_draft(model, item_id, read_options(request), identity)
+    headers = {**_etag(rev), "Cache-Control": "no-store"}
+    return json_response({**item, "_draft": is_draft}, headers=headers)
+
+
+def _published_answer(request: Request, identity: Identity) -> Response:
+    """`?draft=0`: the item as without the parameter."""
+    item, rev = service(request, ContentService).item_with_rev(
+        request.path_params["model"], request.path_params.get("id"), read_options(request), identity)
+    return json_response(item, headers=_etag(rev))
+
+
+def flag(request: Request, name: str) -> bool:
+    """A yes/no query parameter: 1/true or 0/false (400 for anything else)."""
+    raw = request.query_params.get(name)
+    if raw is None or raw in ("", "0", "false"):
+        return False
+    if raw in ("1", "true"):
+        return True
+    raise BadRequest(f"<{name}> must be 1 or 0", fields=[name])
 
 
 def _etag(rev: int) -> dict[str, str]:
@@ -126,10 +164,64 @@ def _view(model: str, opts: ReadOptions, identity: Identity) -> Any:
 
 async def save_item(request: Request) -> Response:
     identity = identify(request)
+    draft = flag(request, "draft") if request.scope["query_string"] else False
     data = await read_data(request)
-    item = await service(request, ContentService).save(request.path_params["model"], data, identity,
-                                                       if_match=if_match(request))
+    content = service(request, ContentService)
+    if draft:
+        item = await content.save_draft(request.path_params["model"], data, identity, if_match=if_match(request))
+    else:
+        item = await content.save(request.path_params["model"], data, identity, if_match=if_match(request))
     return json_response(item, headers=_etag(item["_rev"]))
+
+
+async def _options(request: Request) -> dict[str, Any]:
+    """The optional JSON object of a publish or preview request (no body: {})."""
+    if not await request.body():
+        return {}
+    quire = quire_of(request)
+    body = await read_json(request, quire.max_body, quire.max_depth)
+    if not isinstance(body, dict):
+        raise BadRequest("The body must be a JSON object (or empty)")
+    return body
+
+
+async def publish_item(request: Request) -> Response:
+    identity = identify(request)
+    body = await _options(request)
+    expected = body.get("_rev")
+    if expected is not None and not is_rev(expected):
+        raise BadRequest(REV_RULE, fields=["_rev"])
+    force = body.get("force", False)
+    if not isinstance(force, bool):
+        raise BadRequest("force must be true or false", fields=["force"])
+    item = await service(request, ContentService).publish(
+        request.path_params["model"], request.path_params.get("id"), identity, expected=expected, force=force)
+    return json_response(item, headers=_etag(item["_rev"]))
+
+
+async def unpublish_item(request: Request) -> Response:
+    identity = identify(request)
+    item = await service(request, ContentService).unpublish(
+        request.path_params["model"], request.path_params.get("id"), identity)
+    return json_response(item, headers=_etag(item["_rev"]))
+
+
+async def discard_draft(request: Request) -> Response:
+    identity = identify(request)
+    if not await service(request, ContentService).discard_draft(
+            request.path_params["model"], request.path_params.get("id"), identity):
+        raise NotFound("This item has no draft")
+    return json_response({"success": True})
+
+
+async def preview_link(request: Request) -> Response:
+    """A preview token for one item, and the model's preview links filled in."""
+    identity = identify(request)
+    body = await _options(request)
+    content = service(request, ContentService)
+    link = content.preview_link(request.path_params["model"], request.path_params.get("id"), identity,
+                                body.get("seconds", DEFAULT_SECONDS), body.get("locale"))
+    return json_response(link, headers={"Cache-Control": "no-store"})
 
 
 async def delete_item(request: Request) -> Response:
@@ -385,4 +477,12 @@ routes = [
     route("/api/content/items", get=batch),
     route("/api/content/tree/{model}", get=get_tree),
     route("/api/content/aggregate/{model}", get=aggregate_items),
+    route("/api/content/publish/{model}", post=publish_item),
+    route("/api/content/publish/{model}/{id}", post=publish_item),
+    route("/api/content/unpublish/{model}", post=unpublish_item),
+    route("/api/content/unpublish/{model}/{id}", post=unpublish_item),
+    route("/api/content/draft/{model}", delete=discard_draft),
+    route("/api/content/draft/{model}/{id}", delete=discard_draft),
+    route("/api/content/preview/{model}", post=preview_link),
+    route("/api/content/preview/{model}/{id}", post=preview_link),
 ]

@@ -4,18 +4,37 @@ hooks (`quire.content.save`), pages, search, bundles and the demo use."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+from quire.auth.permissions import content as perm
+from quire.auth.service import Identity
 from quire.cache import Cache
+from quire.content.drafts import DraftWriter
+from quire.content.fill import doc_rev
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService
-from quire.content.reads import PUBLISHED, AssetLookup, ContentReader, Page, ReadOptions
-from quire.content.writes import READ_ONLY, STATES, ContentWriter
+from quire.content.preview import PreviewTokens, fill
+from quire.content.reads import (
+    PUBLISHED,
+    AssetLookup,
+    ContentReader,
+    Page,
+    ReadOptions,
+    parse_fields,
+)
+from quire.content.writes import READ_ONLY, STATES
+from quire.errors import BadRequest, NotFound
 from quire.events import Events
+from quire.jobs import Jobs
 from quire.store import Store
 
 __all__ = ["PUBLISHED", "AssetLookup", "READ_ONLY", "STATES", "ContentService", "Page", "ReadOptions"]
 
 
-class ContentService(ContentReader, ContentWriter):
+class ContentService(ContentReader, DraftWriter):
+    """Reads and writes of items, drafts and preview links."""
+
     def __init__(
         self,
         store: Store,
@@ -25,6 +44,49 @@ class ContentService(ContentReader, ContentWriter):
         events: Events,
         assets: AssetLookup | None = None,
         max_populate: int = 5,
+        jobs: Jobs | None = None,
     ) -> None:
         ContentReader.__init__(self, cache, models, locales, assets, max_populate)
-        ContentWriter.__init__(self, store, models, locales, events)
+        DraftWriter.__init__(self, store, models, locales, events, jobs)
+        self.previews = PreviewTokens(store)
+
+    def item_or_draft(self, name: str, item_id: str | None, opts: ReadOptions,
+                      identity: Identity) -> tuple[dict[str, Any], int, bool]:
+        """The item's draft if it has one, else the item in any state, for
+        who may update the model (`?draft=1`, a preview link); with the
+        revision answered and whether it is the draft."""
+        model = self.readable(name, identity)
+        draft = self.draft_of(name, item_id, identity)
+        if draft is None:
+            item, rev = self.item_with_rev(name, item_id, replace(opts, drafts=True), identity)
+            return item, rev, False
+        projection = parse_fields(opts.fields)
+        return self.transform(model, [draft], opts, projection, identity)[0], doc_rev(draft), True
+
+    def preview_identity(self, name: str, item_id: str | None, token: str, identity: Identity) -> Identity:
+        """The caller, allowed to read model `name`'s drafts for a valid
+        preview token of this item (403 otherwise); links to other models
+        are read with the caller's own permissions."""
+        model = self.models.get(name)
+        if item_id is None:  # a singleton's one item: the token names its id
+            live = self._live(model, self.models.collection(model), None)
+            if live is None:
+                raise NotFound("Item not found")
+            item_id = live["_id"]
+        self.previews.check(token, f"content/{name}", item_id)
+        granted = frozenset({perm(name, "read"), perm(name, "update")})
+        return replace(identity, permissions=identity.permissions | granted)
+
+    def preview_link(self, name: str, item_id: str | None, identity: Identity, seconds: Any,
+                     locale: Any = None) -> dict[str, Any]:
+        """A preview token for the item (who may update the model), and
+        the model's preview addresses filled in with it and the item's
+        draft (or live) values."""
+        if locale is not None and not isinstance(locale, str):
+            raise BadRequest("locale must be a locale code", fields=["locale"])
+        model = self.models.get(name)
+        item, _, _ = self.item_or_draft(name, item_id, ReadOptions(), identity)
+        issued = self.previews.issue(f"content/{name}", item["_id"], seconds)
+        values = {**item, "id": item["_id"], "model": name, "token": issued["token"], "locale": locale or ""}
+        links = [{"name": entry["name"], "url": fill(entry["uri"], values)} for entry in model.preview]
+        return {**issued, "links": links}

@@ -13,7 +13,14 @@ from quire.bundleparts import naming
 from quire.content.fields import FieldError, check_value, is_empty
 from quire.content.fill import doc_rev
 from quire.content.locales import LocaleService
-from quire.content.models import Model, ModelService
+from quire.content.models import Model, ModelService, drafts_name
+from quire.content.schedule import (
+    SCHEDULE,
+    check_schedule,
+    check_time,
+    drop_cleared,
+    enqueue_schedule,
+)
 from quire.errors import (
     BadRequest,
     Conflict,
@@ -24,6 +31,7 @@ from quire.errors import (
 )
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
+from quire.jobs import Jobs
 from quire.store import Collection, Store
 from quire.trees import MISSING, parent_problem
 
@@ -39,6 +47,8 @@ REV_RULE = "must be a revision number: a whole number, 0 for an item not stored 
 STATES = (-1, 0, 1)
 # System fields an imported item keeps from its bundle (checked, not set anew)
 KEPT_SYSTEM = ("_id", "_created", "_modified", "_cby", "_mby", "_state", "_pid", "_o", "_model")
+# system fields a write may send, checked by `check_data`
+SENT_SYSTEM = ("_state", "_pid", "_o", *SCHEDULE)
 
 
 class ContentWriter:
@@ -47,11 +57,13 @@ class ContentWriter:
     the save and remove events. Answers a saved item with every field but
     reads nothing else; `ContentReader` owns reading."""
 
-    def __init__(self, store: Store, models: ModelService, locales: LocaleService, events: Events) -> None:
+    def __init__(self, store: Store, models: ModelService, locales: LocaleService, events: Events,
+                 jobs: Jobs | None = None) -> None:
         self.store = store
         self.models = models
         self.locales = locales
         self.events = events
+        self.jobs = jobs  # publishes on schedule (`register_jobs`); None: times are kept, not acted on
 
     def check_data(
         self, model: Model, data: Any, identity: Identity, codes: list[str] | None = None
@@ -76,6 +88,13 @@ class ContentWriter:
             if key == "_state":  # the publish permission is checked by save, against the stored state
                 if value not in STATES or isinstance(value, bool):
                     errors[key] = "must be 1 (published), 0 (draft) or -1 (archived)"
+                else:
+                    clean[key] = value
+                continue
+            if key in SCHEDULE:  # the publish permission is checked by save, against the stored times
+                problem = check_time(value)
+                if problem:
+                    errors[key] = problem
                 else:
                     clean[key] = value
                 continue
@@ -111,11 +130,14 @@ class ContentWriter:
             raise ValidationError("item data", errors)
         return clean
 
-    async def save(self, name: str, data: Any, identity: Identity, if_match: Expected = None) -> dict[str, Any]:
+    async def save(self, name: str, data: Any, identity: Identity, if_match: Expected = None,
+                   draft: bool = False) -> dict[str, Any]:
         """Create or update an item. The revision the save started from,
         `_rev` in `data` or `if_match` (the If-Match header), must be the
         stored item's, checked in the write's transaction: else 409 naming
-        the current one, and nothing is stored."""
+        the current one, and nothing is stored. `draft`: a new item is
+        created unpublished (`save_draft` for an item that is not
+        published)."""
         model = self.models.get(name)
         if not isinstance(data, dict):
             raise PreconditionFailed("Item data is missing")
@@ -147,15 +169,22 @@ class ContentWriter:
             if "_state" in clean and (current is None or current.get("_state") != clean["_state"]):
                 # an update that sends the stored state back changes nothing that needs it
                 identity.require(perm(name, "publish"))
+            if any(key in clean and (current or {}).get(key) != clean[key] for key in SCHEDULE):
+                identity.require(perm(name, "publish"))  # a schedule publishes, as a state does
             stored_rev = 0 if current is None else doc_rev(current)
             if expected is not None:  # after the permissions: a refused save is refused either way
                 _check_rev(expected, stored_rev)
             if current is not None:
                 item = {**current, **clean, "_modified": now, "_mby": identity.actor}
             else:
+                if draft:
+                    clean.setdefault("_state", 0)
                 item = self._new_item(model, clean, now, identity, coll)
+            drop_cleared(item)
+            check_schedule(item)
             place_rev(item, stored_rev + 1)
-            self._check_required(model, item)
+            if not draft or item.get("_state") == 1:  # a draft may lack what publishing will need
+                self._check_required(model, item)
             if model.type == "tree":
                 self._check_parent(coll, item)
             await self._write(name, coll, item, current, identity)
@@ -177,6 +206,8 @@ class ContentWriter:
             )
         place_rev(item, rev)  # the revision is the writer's, whatever a handler did to the item
         coll.replace(item)
+        if enqueue_schedule(self.jobs, name, item, previous) and self.jobs is not None:
+            self.store.after_commit(self.jobs.wake)
         await self.stored(name, item, previous, identity)
 
     # -- imports ----------------------------------------------------------
@@ -188,7 +219,7 @@ class ContentWriter:
         fields, `_state`, `_pid` and `_o`, required fields), plus its time
         and author stamps: the item ready for `store_imported`, with the
         bundle's system fields kept. `codes` as for `check_data`."""
-        fields = {k: v for k, v in doc.items() if not k.startswith("_") or k in ("_state", "_pid", "_o")}
+        fields = {k: v for k, v in doc.items() if not k.startswith("_") or k in SENT_SYSTEM}
         item = self.check_data(model, fields, identity, codes=codes)
         _check_stamps(doc)
         item.update({k: doc[k] for k in KEPT_SYSTEM if k in doc})
@@ -244,6 +275,10 @@ class ContentWriter:
         _place(model, coll, item)
         item.update({"_created": now, "_modified": now, "_cby": identity.actor, "_mby": identity.actor})
         return item
+
+    def drafts(self, model: Model) -> Collection:
+        """The drafts kept beside the model's published items (`drafts.py`)."""
+        return self.store.collection(drafts_name(model.name))
 
     def _check_required(self, model: Model, item: dict[str, Any]) -> None:
         missing = {f["name"]: "is required" for f in model.fields if f["required"] and is_empty(item.get(f["name"]))}
@@ -312,7 +347,7 @@ class ContentWriter:
         item_id = state.get("_id")
         if not isinstance(item_id, str):
             raise BadRequest("The revision holds no item id")
-        sent = {k: v for k, v in state.items() if not k.startswith("_") or k in ("_state", "_pid", "_o")}
+        sent = {k: v for k, v in state.items() if not k.startswith("_") or k in SENT_SYSTEM}
         if model.type != "tree":
             sent = {k: v for k, v in sent.items() if k not in ("_pid", "_o")}
         try:
@@ -332,7 +367,8 @@ class ContentWriter:
             # a deleted item counts as a draft: bringing it back published
             # (or archived) needs the publish permission, as a draft does
             was = current.get("_state", 1) if current is not None else 0
-            if clean.get("_state", 1) != was:
+            if clean.get("_state", 1) != was or any(
+                    clean.get(key) != (current or {}).get(key) for key in SCHEDULE):
                 identity.require(perm(name, "publish"))
             kept = current if current is not None else state
             item: dict[str, Any] = {"_id": item_id}
@@ -340,6 +376,8 @@ class ContentWriter:
             item.setdefault("_created", now)
             item.update(clean)
             item.update({"_modified": now, "_mby": identity.actor})
+            drop_cleared(item)
+            check_schedule(item)
             _place(model, coll, item)
             place_rev(item, max(doc_rev(current) if current is not None else 0, last_rev) + 1)
             self._check_required(model, item)
@@ -361,8 +399,10 @@ class ContentWriter:
             if item is None:
                 raise NotFound("Item not found")
             removed = coll.subtree(item) if model.type == "tree" else [item]
+            drafts = self.drafts(model)
             for doc in removed:
                 coll.delete(doc["_id"])
+                drafts.delete(doc["_id"])
                 with refusals_as_412():
                     await self.events.emit("content.item.remove", model=name, item=doc, identity=identity)
 

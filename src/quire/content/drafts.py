@@ -1,0 +1,270 @@
+"""Drafts kept beside a published item, publishing and unpublishing (now
+or at `_publish_at` / `_unpublish_at`, by a job of the jobs table).
+
+A published item's draft is a document of `drafts/<model>` under the
+item's `_id`: the item as the draft would make it, with `_base`, the live
+revision it was started from, and its own `_rev`. Live reads never look
+at it. An item that is not published (`_state` 0 or -1) is its own draft:
+a draft save writes it, as Cockpit's drafts are written.
+
+The schedule belongs to the live item (`_publish_at`, `_unpublish_at`,
+Unix seconds): a write that sets one enqueues a job keyed by the item and
+the time, in the write's transaction. The job acts only while the item
+still names that time, and clears it in the same transaction as the
+change, so a job run twice (its runner killed after the commit) or a
+schedule moved since changes nothing the second time."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from quire.auth.permissions import content as perm
+from quire.auth.service import Identity
+from quire.content.fill import doc_rev
+from quire.content.models import Model
+from quire.content.schedule import (
+    PUBLISH_JOB,
+    SCHEDULE,
+    SCHEDULER,
+    UNPUBLISH_JOB,
+    check_schedule,
+    check_time,
+    drop_cleared,
+)
+from quire.content.writes import ContentWriter, Expected, _check_rev, _expected, place_rev
+from quire.errors import BadRequest, Conflict, NotFound
+from quire.events import refusals_as_412
+from quire.ids import is_id
+from quire.jobs import GiveUp, Job, Jobs
+from quire.store import Collection
+
+log = logging.getLogger("quire.content")
+
+# what a draft holds besides the fields: where it started
+DRAFT_KEYS = ("_base",)
+
+
+class DraftWriter(ContentWriter):
+    """The writer with drafts beside published items, publishing and
+    unpublishing, now and on schedule."""
+
+    def _live(self, model: Model, coll: Collection, item_id: str | None) -> dict[str, Any] | None:
+        if model.type == "singleton":
+            return coll.find_one({})
+        return coll.get(item_id) if item_id is not None and is_id(item_id) else None
+
+    # -- reading ------------------------------------------------------------
+
+    def draft_of(self, name: str, item_id: str | None, identity: Identity) -> dict[str, Any] | None:
+        """The stored draft of an item (None: it has none), for who may
+        update the model."""
+        model = self.models.get(name)
+        identity.require(perm(name, "update"))
+        coll = self.models.collection(model)
+        live = self._live(model, coll, item_id)
+        if live is None:
+            return None
+        return self.drafts(model).get(live["_id"])
+
+    # -- writing a draft ----------------------------------------------------
+
+    async def save_draft(self, name: str, data: Any, identity: Identity,
+                         if_match: Expected = None) -> dict[str, Any]:
+        """Write `data` as the item's draft: beside the live item when it
+        is published, else to the item itself (a new item is created as a
+        draft, `_state` 0). Answers the draft with `_draft: true`, or the
+        item as a save does with `_draft: false`."""
+
+        model = self.models.get(name)
+        if not isinstance(data, dict):
+            raise BadRequest("Item data is missing")
+        item_id = data.get("_id")
+        if item_id is not None and not isinstance(item_id, str):
+            raise BadRequest("_id must be a string", fields=["_id"])
+        coll = self.models.collection(model)
+        live = self._live(model, coll, item_id)
+        if live is None or live.get("_state", 1) != 1:
+            if live is None and model.type != "singleton" and item_id is not None:
+                raise NotFound("Item not found")
+            saved = await self.save(name, data, identity, if_match, draft=True)
+            return {**saved, "_draft": False}
+        identity.require(perm(name, "update"))
+        clean = self.check_data(model, data, identity)
+        if clean.pop("_state", 1) != 1:
+            raise BadRequest("A draft has no state of its own: publish or unpublish the item "
+                             "(POST /api/content/publish or /unpublish)", fields=["_state"])
+        for key in ("_pid", "_o"):
+            if key in clean and clean.pop(key) != live.get(key):
+                raise BadRequest(f"{key}: a draft keeps the item's place; move the item to change it", fields=[key])
+        schedule = {k: clean.pop(k) for k in SCHEDULE if k in clean}
+        expected = _expected(data.get("_rev"), if_match)
+        now = int(time.time())
+        drafts = self.drafts(model)
+        async with self.store.atomic():
+            live = self._live(model, coll, live["_id"])
+            if live is None:
+                raise NotFound("Item not found")
+            draft = drafts.get(live["_id"])
+            if expected is not None:
+                _check_rev(expected, doc_rev(draft) if draft is not None else doc_rev(live))
+            started = doc_rev(live)
+            if schedule and any(live.get(k) != v for k, v in schedule.items()):
+                identity.require(perm(name, "publish"))
+                live = await self._reschedule(model, coll, live, schedule, identity, now)
+            start = draft if draft is not None else live
+            doc = {**start, **clean, "_modified": now, "_mby": identity.actor}
+            if draft is None or draft.get("_base") == started:
+                # this save's own schedule change is no change the draft missed
+                doc["_base"] = doc_rev(live)
+            place_rev(doc, (doc_rev(draft) if draft is not None else doc_rev(live)) + 1)
+            for key in SCHEDULE:
+                doc.pop(key, None)
+            drafts.replace(doc)
+            with refusals_as_412():
+                await self.events.emit("content.draft.saved", model=name, item=doc, identity=identity)
+        return {**model.filler.doc(doc), "_draft": True}
+
+    async def _reschedule(self, model: Model, coll: Collection, live: dict[str, Any],
+                          schedule: dict[str, Any], identity: Identity, now: int) -> dict[str, Any]:
+        """Write a new schedule to the live item (inside the caller's
+        transaction), as a save of those fields only."""
+
+        item = {**live, **schedule, "_modified": now, "_mby": identity.actor}
+        drop_cleared(item)
+        check_schedule(item)
+        place_rev(item, doc_rev(live) + 1)
+        await self._write(model.name, coll, item, live, identity)
+        return item
+
+    async def discard_draft(self, name: str, item_id: str | None, identity: Identity) -> bool:
+        """Drop the item's draft; False when it had none."""
+        model = self.models.get(name)
+        identity.require(perm(name, "update"))
+        coll = self.models.collection(model)
+        async with self.store.atomic():
+            live = self._live(model, coll, item_id)
+            if live is None:
+                raise NotFound("Item not found")
+            dropped = self.drafts(model).delete(live["_id"])
+            if dropped:
+                with refusals_as_412():
+                    await self.events.emit("content.draft.remove", model=name, item=live, identity=identity)
+        return dropped
+
+    # -- publishing ---------------------------------------------------------
+
+    async def publish(self, name: str, item_id: str | None, identity: Identity,
+                      expected: int | None = None, force: bool = False) -> dict[str, Any]:
+        """Publish the item: its draft, if it has one, becomes the live
+        item (checked as a save checks it, required fields too) with
+        `_state` 1, and the draft is dropped. `expected`: the revision the
+        caller saw (the draft's, or the item's without one): 409 when it
+        moved on. A draft started from an older live revision than the
+        stored one is refused (409: publishing would undo that write)
+        unless `force`."""
+        identity.require(perm(name, "update"))
+        identity.require(perm(name, "publish"))
+        return await self._publish(name, item_id, identity, expected=expected, force=force)
+
+    async def _publish(self, name: str, item_id: str | None, identity: Identity, *,
+                       expected: int | None = None, force: bool = False, at: int | None = None,
+                       ) -> dict[str, Any]:
+
+        model = self.models.get(name)
+        coll = self.models.collection(model)
+        drafts = self.drafts(model)
+        now = int(time.time())
+        async with self.store.atomic():
+            live = self._live(model, coll, item_id)
+            if live is None:
+                raise NotFound("Item not found")
+            if at is not None and live.get("_publish_at") != at:
+                return model.filler.doc(live)  # rescheduled or cleared since: not this job's to do
+            draft = drafts.get(live["_id"])
+            if expected is not None:
+                _check_rev(expected, doc_rev(draft) if draft is not None else doc_rev(live))
+            if draft is not None and draft.get("_base") != doc_rev(live) and not force:
+                raise Conflict(f"The published item changed (revision {doc_rev(live)}) since this draft was "
+                               f"started from revision {draft.get('_base')}: publishing it would undo that "
+                               "change. Publish with force to replace it.", rev=doc_rev(live))
+            if draft is None and live.get("_state") == 1 and "_publish_at" not in live:
+                return model.filler.doc(live)  # nothing to publish
+            item = dict(live)
+            if draft is not None:
+                kept = {k: live[k] for k in ("_created", "_cby", "_pid", "_o", "_model", *SCHEDULE) if k in live}
+                item = {k: v for k, v in draft.items() if k not in DRAFT_KEYS}
+                item.update(kept)
+            item.pop("_publish_at", None)
+            item.update({"_state": 1, "_modified": now, "_mby": identity.actor})
+            place_rev(item, doc_rev(live) + 1)
+            self._check_required(model, item)
+            await self._write(name, coll, item, live, identity)
+            if draft is not None:
+                drafts.delete(live["_id"])
+            with refusals_as_412():
+                await self.events.emit("content.item.publish", model=name, item=item, identity=identity,
+                                       scheduled=at is not None)
+        await self.events.emit_after("content.item.save.after", model=name, item=item, is_update=True,
+                                     identity=identity)
+        return model.filler.doc(item)
+
+    async def unpublish(self, name: str, item_id: str | None, identity: Identity,
+                        at: int | None = None) -> dict[str, Any]:
+        """Take the item off the live site (`_state` 0); its draft stays."""
+
+        if at is None:
+            identity.require(perm(name, "publish"))
+        model = self.models.get(name)
+        coll = self.models.collection(model)
+        now = int(time.time())
+        async with self.store.atomic():
+            live = self._live(model, coll, item_id)
+            if live is None:
+                raise NotFound("Item not found")
+            if at is not None and live.get("_unpublish_at") != at:
+                return model.filler.doc(live)
+            if live.get("_state") != 1 and "_unpublish_at" not in live:
+                return model.filler.doc(live)
+            item = {**live, "_state": 0, "_modified": now, "_mby": identity.actor}
+            item.pop("_unpublish_at", None)
+            place_rev(item, doc_rev(live) + 1)
+            await self._write(name, coll, item, live, identity)
+            with refusals_as_412():
+                await self.events.emit("content.item.unpublish", model=name, item=item, identity=identity,
+                                       scheduled=at is not None)
+        await self.events.emit_after("content.item.save.after", model=name, item=item, is_update=True,
+                                     identity=identity)
+        return model.filler.doc(item)
+
+    # -- the schedule's jobs ------------------------------------------------
+
+    def register_jobs(self, jobs: Jobs) -> None:
+        self.jobs = jobs
+        jobs.handle(PUBLISH_JOB, self._scheduled, max_attempts=5, retry_seconds=10, lease_seconds=60)
+        jobs.handle(UNPUBLISH_JOB, self._scheduled, max_attempts=5, retry_seconds=10, lease_seconds=60)
+
+    def _scheduled(self, job: Job) -> None:
+        """A `content.publish` / `content.unpublish` job, in the runner's
+        thread: the write goes through the site's store and services like
+        any other (its own event loop), so revisions, search and webhooks
+        follow it in its transaction."""
+        payload = job.payload
+        name, item_id, at = payload.get("model"), payload.get("id"), payload.get("at")
+        if not isinstance(name, str) or not isinstance(item_id, str) or check_time(at) or at is None:
+            raise GiveUp(f"not a schedule: {payload!r}")
+        if self.models.find(name) is None:
+            return  # the model is gone, and its items with it
+        action = self._publish if job.kind == PUBLISH_JOB else self._unpublish_at
+        try:
+            asyncio.run(action(name, item_id, SCHEDULER, at=at))
+        except NotFound:
+            return  # the item was deleted meanwhile
+        except BadRequest as exc:  # a draft missing required fields: another attempt fails the same way
+            raise GiveUp(f"{name}/{item_id}: {exc.message}") from None
+
+    async def _unpublish_at(self, name: str, item_id: str, identity: Identity, *,
+                            at: int) -> dict[str, Any]:
+        return await self.unpublish(name, item_id, identity, at=at)
