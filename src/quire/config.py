@@ -90,6 +90,9 @@ class StoreSettings(Section):
 class ContentSettings(Section):
     NAME: ClassVar[str] = "content"
     default_locale_name: str = "Default"
+    # how long a scheduled publish may run before another instance takes
+    # its job over (the jobs table's lease)
+    publish_lease_seconds: int = setting(60, between=(2, 3600))
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,10 @@ class EditorForm(HTMLParser):
         return self
 
 
-def post(browser: Any, form: EditorForm, path: str | None = None) -> Any:
-    """Submit the form (to its action, or `path`) as the browser would."""
-    return browser.post(path or form.action, content=urlencode(form.pairs),
+def post(browser: Any, form: EditorForm, path: str | None = None, intent: str | None = None) -> Any:
+    """Submit the form (to its action, or `path`) as the browser would:
+    by Enter (the first button), or by the button of `intent` ("publish":
+    a published item's "Publish" rather than "Save draft")."""
+    pairs = form.pairs if intent is None else [*form.pairs, ("intent", intent)]
+    return browser.post(path or form.action, content=urlencode(pairs),
                         headers={"content-type": "application/x-www-form-urlencoded"})

@@ -112,7 +112,7 @@ def test_every_field_type_round_trips_from_the_form(app: Any, admin: Api) -> Non
     again = EditorForm(page.text)
     assert again.get("f.rating") == "4.5" and again.get("f.labels") == "news, tips"
     assert again.get("_rev") == "1"
-    assert post(ann, again).status_code == 303
+    assert post(ann, again, intent="publish").status_code == 303
     after = _stored(admin, "posts", item_id)
     assert after["_rev"] == 2
     assert {k: v for k, v in after.items() if not k.startswith("_")} == \
@@ -125,7 +125,12 @@ def test_every_field_type_round_trips_from_the_form(app: Any, admin: Api) -> Non
     second = next(i for i, (k, _) in enumerate(pairs) if k == "f.links.k1")
     pairs[first], pairs[second] = pairs[second], pairs[first]
     again.drop("f.hero.k0").set("f.rating", "").set("f.featured", "0").set("f.author", "")
-    assert post(ann, again).status_code == 303
+    assert post(ann, again).status_code == 303  # Enter: "Save draft", the published item stays
+    assert _stored(admin, "posts", item_id)["links"] == ["https://a.example", "https://b.example"]
+    drafted = admin.get(f"/api/content/item/posts/{item_id}", params={"draft": 1}).json()
+    assert drafted["_draft"] is True and drafted["links"] == ["https://b.example", "https://a.example"]
+    shown = EditorForm(ann.get(f"/studio/content/posts/item/{item_id}").text)  # the editor shows the draft
+    assert post(ann, shown, intent="publish").status_code == 303
     after = _stored(admin, "posts", item_id)
     assert after["links"] == ["https://b.example", "https://a.example"]
     assert after["hero"] is None and after["rating"] is None and after["featured"] is False
@@ -177,7 +182,7 @@ def test_a_save_after_someone_elses_shows_the_conflict_and_can_overwrite(app: An
     # someone else saves meanwhile
     assert admin.post("/api/content/item/posts", json={"data": {"_id": item["_id"], "title": "Theirs"}}).status_code == 200
     form.set("f.title", "Mine")
-    answer = post(ann, form)
+    answer = post(ann, form, intent="publish")
     assert answer.status_code == 409
     assert "Someone else saved this item meanwhile" in answer.text
     assert 'data-changed="title"' in answer.text and "Theirs" in answer.text and "Mine" in answer.text
@@ -186,7 +191,7 @@ def test_a_save_after_someone_elses_shows_the_conflict_and_can_overwrite(app: An
     assert _stored(admin, "posts", item["_id"])["title"] == "Theirs"  # not overwritten silently
     again = EditorForm(answer.text)
     assert again.get("_rev") == "2" and again.get("f.title") == "Mine"
-    assert post(ann, again).status_code == 303  # overwrite on purpose
+    assert post(ann, again, intent="publish").status_code == 303  # overwrite on purpose
     stored = _stored(admin, "posts", item["_id"])
     assert stored["title"] == "Mine" and stored["summary"] == "Kept" and stored["_rev"] == 3
 
@@ -423,12 +428,12 @@ def test_line_breaks_sent_as_browsers_send_them_change_nothing(app: Any, admin: 
     form = EditorForm(ann.get(f"/studio/content/posts/item/{item['_id']}").text)
     # a browser sends every line break of a text area as CRLF
     form.pairs = [(k, v.replace("\n", "\r\n")) for k, v in form.pairs]
-    assert post(ann, form).status_code == 303
+    assert post(ann, form, intent="publish").status_code == 303
     assert _stored(admin, "posts", item["_id"])["summary"] == "one\ntwo\n\nthree"
     # and a later conflict names only what really differs
     stale = EditorForm(ann.get(f"/studio/content/posts/item/{item['_id']}").text)
     assert admin.post("/api/content/item/posts", json={"data": {"_id": item["_id"], "title": "Theirs"}}).status_code == 200
     stale.pairs = [(k, v.replace("\n", "\r\n")) for k, v in stale.pairs]
-    answer = post(ann, stale.set("f.title", "Mine"))
+    answer = post(ann, stale.set("f.title", "Mine"), intent="publish")
     assert answer.status_code == 409
     assert 'data-changed="title"' in answer.text and 'data-changed="summary"' not in answer.text

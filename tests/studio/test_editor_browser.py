@@ -142,17 +142,17 @@ def test_the_second_save_of_two_people_gets_the_conflict_screen(
     first.goto(url)
     second.goto(url)
     first.get_by_label("title · Default").fill("Ann's title")
-    first.get_by_role("button", name="Save").click()
-    expect(first.locator("#flash")).to_have_text("Saved.")
+    first.get_by_role("button", name="Save and publish").click()
+    expect(first.locator("#flash")).to_have_text("Published.")
     second.get_by_label("title · Default").fill("Eddie's title")
-    second.get_by_role("button", name="Save").click()
+    second.get_by_role("button", name="Save and publish").click()
     expect(second.get_by_role("heading", name="Someone else saved this item meanwhile")).to_be_visible()
     expect(second.locator("tr[data-changed=title]")).to_contain_text("Ann's title")
     expect(second.locator("tr[data-changed=title]")).to_contain_text("Eddie's title")
     assert studio.call("GET", f"/api/content/item/posts/{item['_id']}")["title"] == "Ann's title"
     screenshot(second, "studio-conflict.png")
     second.get_by_role("button", name="Overwrite on purpose").click()
-    expect(second.locator("#flash")).to_have_text("Saved.")
+    expect(second.locator("#flash")).to_have_text("Published.")
     stored = studio.call("GET", f"/api/content/item/posts/{item['_id']}")
     assert stored["title"] == "Eddie's title" and stored["_rev"] == 3
     assert_clean(first)
@@ -180,15 +180,15 @@ def test_rich_text_with_a_script_is_stored_without_it(studio: Studio, new_contex
     # defence working, not a fault of the page
     errors = page.quire_errors  # type: ignore[attr-defined]
     errors[:] = [e for e in errors if "inline event handler" not in e]
-    page.get_by_role("button", name="Save").click()
-    expect(page.locator("#flash")).to_have_text("Saved.")
+    page.get_by_role("button", name="Save and publish").click()
+    expect(page.locator("#flash")).to_have_text("Published.")
     body = studio.call("GET", f"/api/content/item/posts/{item['_id']}")["body"]
     assert "Pasted" in body and "<script" not in body and "onerror" not in body
     # the HTML set past the editor, straight into the form: the server cleans it
     page.evaluate("""() => { document.getElementById('f-body').value =
         '<p>Direct<script>alert(1)</script><img src="x.png" onerror="alert(2)"></p>'; }""")
-    page.get_by_role("button", name="Save").click()
-    expect(page.locator("#flash")).to_have_text("Saved.")
+    page.get_by_role("button", name="Save and publish").click()
+    expect(page.locator("#flash")).to_have_text("Published.")
     body = studio.call("GET", f"/api/content/item/posts/{item['_id']}")["body"]
     assert "Direct" in body and "<script" not in body and "onerror" not in body and "alert" not in body
     assert page.evaluate("window.bad") is None
@@ -214,8 +214,8 @@ def test_repeater_entries_are_added_removed_and_reordered(studio: Studio, new_co
     repeater.locator("li.entry").nth(2).get_by_role("button", name="Remove Links entry").click()
     # by dragging: "four" onto the first place
     repeater.locator("li.entry").nth(2).locator(".handle").drag_to(repeater.locator("li.entry").nth(0))
-    page.get_by_role("button", name="Save").click()
-    expect(page.locator("#flash")).to_have_text("Saved.")
+    page.get_by_role("button", name="Save and publish").click()
+    expect(page.locator("#flash")).to_have_text("Published.")
     assert studio.call("GET", f"/api/content/item/posts/{item['_id']}")["links"] == ["four", "two", "one"]
     assert_clean(page)
 
@@ -228,7 +228,7 @@ def test_an_editor_without_delete_rights_sees_no_delete_button(
     page = open_page(new_context())
     login(page, studio, "eddie")
     page.goto(f"{studio.base}/studio/content/posts/item/{item['_id']}")
-    expect(page.get_by_role("button", name="Save")).to_be_visible()
+    expect(page.get_by_role("button", name="Save draft")).to_be_visible()
     expect(page.get_by_text("Delete this item")).to_have_count(0)
     # a crafted delete from this page (its own token) is refused
     status = page.evaluate("""async (id) => {
@@ -290,7 +290,7 @@ def test_leaving_with_unsaved_changes_asks_first(studio: Studio, new_context: Ca
     assert page.url.endswith(item["_id"])  # still here
     page.remove_listener("dialog", dismiss)
     # after saving, leaving asks nothing
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save draft").click()
     page.wait_for_url(f"**/{item['_id']}")
     page.on("dialog", dismiss)
     page.goto(studio.base + "/studio/content")
@@ -338,7 +338,7 @@ def test_every_widget_works_in_the_browser(studio: Studio, new_context: Callable
     assert variant["data"] == {"heading": "Hi"}
     # a bad value comes back next to its field, the typed values kept
     page.get_by_label("rating", exact=True).fill("seven")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save and publish").click()
     expect(page.locator("#err-rating")).to_have_text("must be a number")
     expect(page.get_by_label("rating", exact=True)).to_have_value("seven")
     assert studio.call("GET", f"/api/content/item/kitchen/{item_id}")["rating"] == 7
@@ -396,5 +396,42 @@ def test_the_history_shows_a_change_side_by_side_and_restores_it(
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"a revision is {width} px wide on a 390 px screen"
     screenshot(phone, "studio-history-phone.png")
+    assert_clean(page)
+    assert_clean(phone)
+
+
+def test_a_draft_is_saved_previewed_beside_the_editor_and_published_by_keyboard(
+        studio: Studio, new_context: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
+    # a model whose preview address is this server's own API read by token
+    studio.call("PUT", "/api/system/models/notes", {"name": "notes", "fields": [{"name": "title", "type": "text"}],
+                "preview": [{"name": "API", "uri": studio.base + "/api/content/item/notes/{id}?preview={token}"}]})
+    item = studio.call("POST", "/api/content/item/notes", {"data": {"title": "Live words"}})
+    page = open_page(new_context())
+    login(page, studio)
+    editor = f"{studio.base}/studio/content/notes/item/{item['_id']}"
+    page.goto(editor)
+    page.get_by_label("title", exact=True).fill("Draft words")
+    page.get_by_role("button", name="Save draft").click()
+    expect(page.locator("#flash")).to_have_text("Draft saved: not published yet.")
+    expect(page.locator("[data-draft-note]")).to_contain_text("You are editing a draft")
+    assert studio.call("GET", f"/api/content/item/notes/{item['_id']}")["title"] == "Live words"
+    page.get_by_role("link", name="Show the preview beside the editor").click()
+    frame = page.frame_locator("iframe")
+    expect(frame.locator("body")).to_contain_text("Draft words")  # the draft, read with the token
+    screenshot(page, "studio-draft-preview.png")
+    publish = page.get_by_role("button", name="Publish draft")
+    publish.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#flash")).to_have_text("Published.")
+    assert studio.call("GET", f"/api/content/item/notes/{item['_id']}")["title"] == "Draft words"
+    expect(page.locator("[data-draft-note]")).to_have_count(0)
+    phone = open_page(new_context(NARROW))
+    login(phone, studio)
+    phone.goto(editor + "?preview=1")
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the editor with its preview is {width} px wide on a 390 px screen"
+    screenshot(phone, "studio-draft-phone.png")
     assert_clean(page)
     assert_clean(phone)

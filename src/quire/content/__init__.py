@@ -24,7 +24,7 @@ def build(services: Services) -> None:
     assets: AssetLookup = services.assets
     content = services.add("content", ContentService(store, cache, models, locales, events, assets,
                                                      settings.api.max_populate_depth))
-    content.register_jobs(services.jobs)  # `_publish_at` / `_unpublish_at`
+    content.register_jobs(services.jobs, settings.content.publish_lease_seconds)  # `_publish_at` / `_unpublish_at`
     services.add("asset_refs", AssetRefs(store, models, locales))
 
 

@@ -241,10 +241,10 @@ class DraftWriter(ContentWriter):
 
     # -- the schedule's jobs ------------------------------------------------
 
-    def register_jobs(self, jobs: Jobs) -> None:
+    def register_jobs(self, jobs: Jobs, lease_seconds: float = 60) -> None:
         self.jobs = jobs
-        jobs.handle(PUBLISH_JOB, self._scheduled, max_attempts=5, retry_seconds=10, lease_seconds=60)
-        jobs.handle(UNPUBLISH_JOB, self._scheduled, max_attempts=5, retry_seconds=10, lease_seconds=60)
+        for kind in (PUBLISH_JOB, UNPUBLISH_JOB):
+            jobs.handle(kind, self._scheduled, max_attempts=5, retry_seconds=10, lease_seconds=lease_seconds)
 
     def _scheduled(self, job: Job) -> None:
         """A `content.publish` / `content.unpublish` job, in the runner's

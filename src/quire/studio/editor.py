@@ -18,7 +18,7 @@ from quire.content.models import Model, ModelService
 from quire.content.service import ContentService, ReadOptions
 from quire.errors import BadRequest, Conflict, NotFound, ValidationError
 from quire.http import service
-from quire.studio import formdata, pickers, widgets
+from quire.studio import drafts, formdata, pickers, widgets
 from quire.studio.titles import title_of
 from quire.studio.web import Form, checked_form, need, redirect_flash, render, studio_page
 
@@ -38,6 +38,19 @@ def _read(request: Request, login: Login, model: Model, item_id: str | None) -> 
                                                           login.identity)
 
 
+def _load(request: Request, login: Login, model: Model, item_id: str | None
+          ) -> tuple[dict[str, Any], int, dict[str, Any]]:
+    """What the editor shows: the draft of a published item when it has
+    one, else the item; its revision; and the live item."""
+    live, rev = _read(request, login, model, item_id)
+    if live.get("_state") == 1 and rev and login.can(f"content/{model.name}/update"):
+        item, draft_rev, is_draft = service(request, ContentService).item_or_draft(
+            model.name, item_id, ReadOptions(), login.identity)
+        if is_draft:
+            return item, draft_rev, live
+    return live, rev, live
+
+
 def _new_item(model: Model) -> dict[str, Any]:
     return {f["name"]: f.get("default") for f in model.fields}
 
@@ -50,13 +63,16 @@ def _model(request: Request, login: Login) -> Model:
 
 def _screen(request: Request, login: Login, model: Model, item: dict[str, Any], *, item_id: str | None,
             rev: int | None, base: str | None = None, status: int = 200, errors: dict[str, str] | None = None,
-            top: list[str] | None = None, conflict: dict[str, Any] | None = None) -> Response:
+            top: list[str] | None = None, conflict: dict[str, Any] | None = None,
+            live: dict[str, Any] | None = None, intent: str = "draft") -> Response:
     locales = service(request, LocaleService).list()
     codes = [loc["i18n"] for loc in locales[1:]]
     is_new = item_id is None and model.type != "singleton" or (model.type == "singleton" and not rev)
     may_save = login.can(f"content/{model.name}/{'create' if is_new else 'update'}")
     refs = pickers.references(request, login, model, item)
-    return render(
+    live = live if live is not None else item
+    lifecycle = drafts.lifecycle(request, login, model, item, live, is_new)
+    response = render(
         request, login, "studio/editor.html", status,
         model=model, item=item, item_id=item_id, rev=rev, is_new=is_new, may_save=may_save,
         may_publish=login.can(f"content/{model.name}/publish"),
@@ -67,7 +83,9 @@ def _screen(request: Request, login: Login, model: Model, item: dict[str, Any], 
         refs=refs, w=widgets, states=STATES, title=title_of(model, item) if not is_new else "",
         action=editor_url(model, item_id), may_upload=login.can("assets/upload"),
         unsaved=status != 200, parent=request.query_params.get("parent", "") if model.type == "tree" else "",
+        live=live, life=lifecycle, intent="publish" if intent == "publish" else "draft",
     )
+    return drafts.allow_frames(response, lifecycle)
 
 
 @studio_page
@@ -75,8 +93,8 @@ async def new_item(request: Request, login: Login) -> Response:
     """A new item; a singleton's one item (there is no other)."""
     model = _model(request, login)
     if model.type == "singleton":
-        item, rev = _read(request, login, model, None)
-        return _screen(request, login, model, item, item_id=None, rev=rev)
+        item, rev, live = _load(request, login, model, None)
+        return _screen(request, login, model, item, item_id=None, rev=rev, live=live)
     need(login, f"content/{model.name}/create")
     return _screen(request, login, model, _new_item(model), item_id=None, rev=None)
 
@@ -86,8 +104,8 @@ async def edit_item(request: Request, login: Login) -> Response:
     model = _model(request, login)
     if model.type == "singleton":
         raise NotFound("A singleton has one item: open it from its model")
-    item, rev = _read(request, login, model, request.path_params["id"])
-    return _screen(request, login, model, item, item_id=item["_id"], rev=rev)
+    item, rev, live = _load(request, login, model, request.path_params["id"])
+    return _screen(request, login, model, item, item_id=item["_id"], rev=rev, live=live)
 
 
 @studio_page
@@ -113,15 +131,25 @@ async def _save(request: Request, login: Login, model: Model, item_id: str | Non
         need(login, f"content/{model.name}/{'create' if item_id is None else 'update'}")
     data, problems = formdata.item_data(model.fields, formdata.tree_of(form), codes)
     rev = _rev(form)
-    if "_state" in form and login.can(f"content/{model.name}/publish"):
+    may_publish = login.can(f"content/{model.name}/publish")
+    if "_state" in form and may_publish:
         data["_state"] = _state(form.get("_state"))
     base = form.get("_base")
+    try:
+        live = None if item_id is None and model.type != "singleton" else _read(request, login, model, item_id)[0]
+    except NotFound:
+        return _gone(request, login, model, data)
+    if may_publish:
+        problems.update(drafts.schedule_data(form, live or {}, data))
+    # a published item's changes are kept as its draft until published
+    as_draft = live is not None and live.get("_state") == 1 and bool(live.get("_id"))
+    intent = form.get("intent")
 
     def shown() -> dict[str, Any]:
-        """What the form showed: the stored item with what was typed (only
-        read again when the form comes back)."""
+        """What the form showed: the stored item (or its draft) with what
+        was typed (only read again when the form comes back)."""
         stored = _new_item(model) if item_id is None and model.type != "singleton" else \
-            _read(request, login, model, item_id)[0]
+            _load(request, login, model, item_id)[0]
         return {**stored, **data}
 
     if problems:
@@ -134,9 +162,24 @@ async def _save(request: Request, login: Login, model: Model, item_id: str | Non
     if model.type == "tree" and item_id is None and form.get("_pid"):
         data["_pid"] = form.get("_pid")  # a new child, from the tree's "add below"
     try:
+        if as_draft:
+            data.pop("_state", None)  # a draft has no state: it is published or discarded
+            saved = await content.save_draft(model.name, data, login.identity)
+            if intent == "publish" and may_publish:
+                try:
+                    saved = await content.publish(model.name, item_id, login.identity, expected=saved["_rev"],
+                                                  force=form.get("force") == "1")
+                except (Conflict, ValidationError, BadRequest) as exc:
+                    # the draft is kept; the editor says why it is not live
+                    item, draft_rev, live_now = _load(request, login, model, item_id)
+                    return _screen(request, login, model, item, item_id=item_id, rev=draft_rev, status=409,
+                                   errors=getattr(exc, "errors", None) or {}, live=live_now,
+                                   top=[f"The draft was saved but not published. {exc.message}"])
+                return redirect_flash(request, editor_url(model, saved["_id"]), "Published.")
+            return redirect_flash(request, editor_url(model, saved["_id"]), "Draft saved: not published yet.")
         saved = await content.save(model.name, data, login.identity)
     except Conflict:
-        return _conflict(request, login, model, item_id, data, base)
+        return _conflict(request, login, model, item_id, data, base, intent)
     except NotFound:
         if item_id is None:
             raise
@@ -170,12 +213,12 @@ def _state(text: str) -> int:
 
 
 def _conflict(request: Request, login: Login, model: Model, item_id: str | None, mine: dict[str, Any],
-              base: str) -> Response:
+              base: str, intent: str = "draft") -> Response:
     """The item moved on since the form was opened: which fields the others
     changed (their value now, and what this form holds), to reload or to
     overwrite on purpose (the form again, now naming the current revision)."""
     try:
-        current, current_rev = _read(request, login, model, item_id)
+        current, current_rev, _ = _load(request, login, model, item_id)
     except NotFound:
         return _gone(request, login, model, mine)
     codes = service(request, LocaleService).codes()
@@ -193,7 +236,8 @@ def _conflict(request: Request, login: Login, model: Model, item_id: str | None,
     conflict = {"rev": current_rev, "changed": changed, "by": current.get("_mby"), "modified": current.get("_modified")}
     shown = {**current, **mine}
     return _screen(request, login, model, shown, item_id=item_id, rev=current_rev,
-                   base=widgets.digests(model.fields, codes, current), status=409, conflict=conflict)
+                   base=widgets.digests(model.fields, codes, current), status=409, conflict=conflict,
+                   intent=intent)
 
 
 def _gone(request: Request, login: Login, model: Model, mine: dict[str, Any]) -> Response:
@@ -215,6 +259,7 @@ async def delete_item(request: Request, login: Login) -> Response:
 
 
 routes = [
+    *drafts.routes,
     route("/studio/content/{model}/item", get=new_item, post=save_new, cors=False),
     route("/studio/content/{model}/item/{id}", get=edit_item, post=save_existing, cors=False),
     route("/studio/content/{model}/item/{id}/delete", post=delete_item, cors=False),
