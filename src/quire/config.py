@@ -22,6 +22,7 @@ from email.utils import parseaddr
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, TypeVar
+from urllib.parse import urlsplit
 
 from quire.errors import ConfigError
 from quire.forwarded import MAX_PROXY_HOPS
@@ -166,9 +167,14 @@ class PagesSettings(Section):
     default_language: str = "en"
     locale_prefix: bool = True
     max_sitemap_urls: int = setting(50_000, between=(1, 1_000_000))
+    # where the site shows a page's preview: {token}, {id}, {route}, {slug}, ...
+    preview_url: str = ""
 
     def check(self) -> None:
         _check_url("pages.site_url", self.site_url)
+        if self.preview_url and url_origin(self.preview_url) is None:
+            raise ConfigError("setting 'pages.preview_url' must be an http(s) address like "
+                              "https://www.example.com/preview{route}?token={token}")
 
 
 @dataclass(frozen=True)
@@ -249,6 +255,21 @@ class AdminSettings(Section):
     def check(self) -> None:
         if self.secure_cookies not in ("auto", "always", "never"):
             raise ConfigError("setting 'admin.secure_cookies' must be \"auto\", \"always\" or \"never\"")
+
+
+def url_origin(uri: str) -> str | None:
+    """`scheme://host[:port]` of an http(s) address (None: not one; one
+    with spaces, quotes, control characters or credentials is not one)."""
+    if any(c in uri for c in " \"'<>\\`") or any(ord(c) < 32 or ord(c) == 127 for c in uri):
+        return None
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 (a port that is no number raises here)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc or "{" in parts.netloc:
+        return None
+    return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
 def _check_url(name: str, url: str) -> None:

@@ -17,10 +17,11 @@ import re
 import secrets
 import time
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import orjson
 
+from quire.config import url_origin as origin
 from quire.errors import BadRequest, Forbidden
 from quire.store import Store
 
@@ -118,27 +119,13 @@ def check_uris(raw: Any) -> list[dict[str, str]]:
     return out
 
 
-def origin(uri: str) -> str | None:
-    """`scheme://host[:port]` of an http(s) address (None: not one; one
-    with spaces, quotes, control characters or credentials is not one)."""
-    if any(c in uri for c in " \"'<>\\`") or any(ord(c) < 32 or ord(c) == 127 for c in uri):
-        return None
-    try:
-        parts = urlsplit(uri)
-        parts.port  # noqa: B018 (a port that is no number raises here)
-    except ValueError:
-        return None
-    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc or "{" in parts.netloc:
-        return None
-    return f"{parts.scheme}://{parts.netloc.lower()}"
-
-
 def fill(uri: str, values: dict[str, Any]) -> str:
     """The URI with each `{name}` replaced by the value, URL-encoded
-    (empty for a value the item lacks or that is not text or a number)."""
+    ("/" kept; empty for a value the item lacks or that is not text or a
+    number)."""
     def value(match: re.Match[str]) -> str:
         found = values.get(match.group(1))
         if isinstance(found, bool) or not isinstance(found, str | int | float):
             return ""
-        return quote(str(found), safe="")
+        return quote(str(found), safe="/")  # a route keeps its slashes
     return _PLACEHOLDER.sub(value, uri)

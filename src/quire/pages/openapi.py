@@ -6,6 +6,7 @@ from typing import Any
 
 
 def paths() -> dict[str, Any]:
+    from quire.content.openapi import PREVIEW_ANSWER, PREVIEW_BODY, optional_body
     from quire.openapi import (
         DATA_BODY,
         FIELDS,
@@ -57,10 +58,19 @@ def paths() -> dict[str, Any]:
                            body=DATA_BODY, ok="The whole stored page", schema=OBJECT),
         },
         "/api/pages/page/{id}": {
-            "get": tagged("One published page by id", [page_id, LOCALE, FIELDS, POPULATE, *PERSONA], read,
+            "get": tagged("One published page by id (any state with a preview token of it)",
+                          [page_id, LOCALE, FIELDS, POPULATE,
+                           param("preview", "query", "string",
+                                 "A preview token of this page (POST /api/pages/preview/{id}): the page in any "
+                                 "state, without a key"), *PERSONA], read,
                           schema=OBJECT),
             "delete": tagged("Delete a page and its subtree", [page_id], (401, 403, 404),
                              ok='{"success": true}', schema=SUCCESS),
+        },
+        "/api/pages/preview/{id}": {
+            "post": optional_body(tagged(
+                "A signed, expiring preview token for a page, and [pages] preview_url filled in",
+                [page_id], (400, 401, 403, 404), schema=PREVIEW_ANSWER), PREVIEW_BODY),
         },
         "/api/pages/routes": {
             "get": tagged("Routes, slugs, types and lastmod of published pages: {locale: [...]}",

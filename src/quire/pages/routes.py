@@ -9,6 +9,7 @@ from starlette.responses import Response
 
 from quire.asgi import route
 from quire.auth.request import identify
+from quire.content.preview import DEFAULT_SECONDS
 from quire.errors import BadRequest
 from quire.http import (
     int_param,
@@ -17,6 +18,7 @@ from quire.http import (
     quire_of,
     raw_json_response,
     read_data,
+    read_json,
     service,
 )
 from quire.pages import sitemap
@@ -69,7 +71,27 @@ async def page_by_route(request: Request) -> Response:
 async def page_by_id(request: Request) -> Response:
     identity = identify(request)
     opts = _options(request)
-    return _page(request, service(request, PagesService).by_id(request.path_params["id"], opts, identity))
+    preview = request.query_params.get("preview") if request.scope["query_string"] else None
+    page = service(request, PagesService).by_id(request.path_params["id"], opts, identity, preview=preview)
+    response = _page(request, page)
+    if preview is not None:
+        response.headers["cache-control"] = "no-store"
+    return response
+
+
+async def preview_page(request: Request) -> Response:
+    """A preview token for a page, and `[pages] preview_url` filled in."""
+    identity = identify(request)
+    body: dict[str, Any] = {}
+    if await request.body():
+        quire = quire_of(request)
+        sent = await read_json(request, quire.max_body, quire.max_depth)
+        if not isinstance(sent, dict):
+            raise BadRequest("The body must be a JSON object (or empty)")
+        body = sent
+    link = service(request, PagesService).preview_link(request.path_params["id"], identity,
+                                                       body.get("seconds", DEFAULT_SECONDS))
+    return json_response(link, headers={"Cache-Control": "no-store"})
 
 
 async def save_page(request: Request) -> Response:
@@ -148,6 +170,7 @@ routes = [
     route("/api/pages/pages", get=list_pages),
     route("/api/pages/page", get=page_by_route, post=save_page),
     route("/api/pages/page/{id}", get=page_by_id, delete=delete_page),
+    route("/api/pages/preview/{id}", post=preview_page),
     route("/api/pages/routes", get=get_routes),
     route("/api/pages/settings", get=get_settings, post=save_settings),
     route("/api/pages/sitemap", get=get_sitemap),

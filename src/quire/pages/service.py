@@ -24,6 +24,7 @@ from quire.cache import Cache
 from quire.config import PagesSettings
 from quire.content.fields import is_empty
 from quire.content.locales import rewrite_locale_keys
+from quire.content.preview import fill
 from quire.content.service import ContentService, ReadOptions
 from quire.errors import (
     ApiError,
@@ -46,6 +47,7 @@ from quire.trees import MISSING, parent_problem
 PAGES = "pages/pages"
 READ = "pages/read"
 MANAGE = "pages/manage"
+PREVIEW = "pages"  # what a page's preview token names
 ANSWERS_KEPT = 64  # routes, sitemaps and menus kept per generation
 PUBLISHED = Cond(("_state",), "eq", 1)
 # Where a localized object (data, seo) lacks a key, the default's value shows.
@@ -158,13 +160,32 @@ class PagesService:
         spec = {"$or": [{name: pattern} for name in ["title", *(f"title_{c}" for c in self.codes())]]}
         return self.collection().find(parse_filter(spec), [(("_modified",), -1)], limit)
 
-    def by_id(self, page_id: str, opts: PageOptions, identity: Identity) -> dict[str, Any]:
-        identity.require(READ)
+    def by_id(self, page_id: str, opts: PageOptions, identity: Identity,
+              preview: str | None = None) -> dict[str, Any]:
+        """A published page; with a preview token of this page
+        (`preview_link`), the page in whatever state, without `pages/read`."""
+        if preview is not None:
+            self.content.previews.check(preview, PREVIEW, page_id)
+        else:
+            identity.require(READ)
         projection = parse_fields(opts.fields)
         doc = self.collection().get(page_id) if is_id(page_id) else None
-        if doc is None or doc.get("_state") != 1:
+        if doc is None or (doc.get("_state") != 1 and preview is None):
             raise NotFound("Page not found")
         return self.answer([doc], opts, identity, projection)[0]
+
+    def preview_link(self, page_id: str, identity: Identity, seconds: Any) -> dict[str, Any]:
+        """A preview token for a page (who may manage pages), and the
+        `[pages] preview_url` address filled in with it."""
+        identity.require(MANAGE)
+        doc = self.collection().get(page_id) if is_id(page_id) else None
+        if doc is None:
+            raise NotFound("Page not found")
+        issued = self.content.previews.issue(PREVIEW, page_id, seconds)
+        values = {**doc, "id": page_id, "token": issued["token"], "route": doc.get("_r", "")}
+        template = self.settings.preview_url
+        links = [{"name": "Site", "url": fill(template, values)}] if template else []
+        return {**issued, "links": links}
 
     def by_route(self, route: str, opts: PageOptions, identity: Identity) -> dict[str, Any]:
         """The published page at `route` in the request's locale; else, when

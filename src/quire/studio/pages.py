@@ -343,9 +343,13 @@ def _editor(request: Request, login: Login, page: dict[str, Any] | None, form: d
              "seo", "seo_more", "layout", "_pid"} | {f"{n}_{loc['i18n']}" for loc in locales for n in ("title", "slug", "seo")}
     rest = {k: v for k, v in errors.items() if k not in shown and not k.startswith("layout[")}
     parents = flat(pages.outline(login.identity)) if page is None else []
+    site_preview = []
+    if page is not None and pages.settings.preview_url and login.can(MANAGE):
+        site_preview = pages.preview_link(page["_id"], login.identity, 3600)["links"]
     return render(request, login, "studio/pages_editor.html", status, page=page, form=form, locales=locales,
                   errors=errors, rest=rest, models=_models(request), types=PAGE_TYPES, states=STATE_NAMES,
-                  targets=LINK_TARGETS, preview=preview, preview_locale=locale, focus=focus, parents=parents)
+                  targets=LINK_TARGETS, preview=preview, preview_locale=locale, focus=focus, parents=parents,
+                  site_preview=site_preview)
 
 
 @studio_page
