@@ -86,14 +86,14 @@ def _item(rng: random.Random, n: int) -> dict[str, Any]:
             "meta": {"source": "bench", "n": n}}
 
 
-def start(work: Path, name: str, env: dict[str, str]) -> tuple[Server, str]:
+def start(work: Path, name: str, env: dict[str, str], workers: int = 1) -> tuple[Server, str]:
     """A server on a new data dir with an admin key (made before it starts)."""
     data = work / name
     shutil.rmtree(data, ignore_errors=True)
     out = subprocess.run([sys.executable, "-m", "quire", "keys", "create", "--name", "bench", "--role", "admin",
                           "--data", str(data)], capture_output=True, text=True, check=True).stdout
     key = out.strip().splitlines()[-1]
-    server = Server(data, free_port(), 1, work / f"{name}.log", env=env)
+    server = Server(data, free_port(), workers, work / f"{name}.log", env=env)
     server.start()
     server.wait_ready()
     return server, key
