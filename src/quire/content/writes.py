@@ -38,7 +38,8 @@ from quire.trees import MISSING, parent_problem
 # Keys answers carry that a save ignores, so an item can be written back as
 # it was read (a tree item with its `_children` too). `_rev` is the one that
 # is not ignored but checked: `save` compares it with the stored revision.
-READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model", "_children", "_rev"}
+# `_draft` and `_base` come with a draft's answer (drafts.py).
+READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model", "_children", "_rev", "_draft", "_base"}
 # What a save may name as the revision it started from: a number (0: the
 # item is not stored yet), "*" (If-Match: * - the item must be stored) or
 # nothing (no check, as before revisions were counted).
