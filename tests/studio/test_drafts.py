@@ -95,3 +95,11 @@ def test_preview_links_and_the_frame_beside_the_editor(app: Any, admin: Api) -> 
     page = ann.get(f"/studio/content/plain/item/{other['_id']}")
     assert "frame-src" not in page.headers["content-security-policy"] and "data-preview" not in page.text
     assert page_csrf(page.text)
+
+
+def test_the_list_shows_when_an_item_is_scheduled(app: Any, admin: Api) -> None:
+    put_model(admin, "posts", fields=FIELDS)
+    create_item(admin, "posts", {"title": "Soon", "_state": 0, "_publish_at": 1_900_000_000})
+    ann = logged_in(app)
+    page = ann.get("/studio/content/posts").text
+    assert 'publishes <time data-unix="1900000000">' in page

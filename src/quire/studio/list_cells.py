@@ -64,7 +64,13 @@ def cell(model: Model, name: str, item: dict[str, Any], titles: dict[str, str] |
         return Markup('<time data-unix="{0}">{0}</time>').format(value) if isinstance(value, int) else Markup("")
     if name == "_state":
         state = STATES.get(value if isinstance(value, int) else 1, "published")
-        return Markup('<span class="state state-{0}">{0}</span>').format(state)
+        out = Markup('<span class="state state-{0}">{0}</span>').format(state)
+        for key, what in (("_publish_at", "publishes"), ("_unpublish_at", "unpublishes")):
+            at = item.get(key)
+            if isinstance(at, int) and not isinstance(at, bool):  # the schedule, in the viewer's time
+                out += Markup(' <span class="hint scheduled">{0} <time data-unix="{1}">{1}</time></span>').format(
+                    what, at)
+        return out
     if name == "_id":
         return Markup("<code>{}</code>").format(value)
     definition = model.by_name.get(name, {"type": "text"})
