@@ -172,7 +172,6 @@ class DraftWriter(ContentWriter):
     async def _publish(self, name: str, item_id: str | None, identity: Identity, *,
                        expected: int | None = None, force: bool = False, at: int | None = None,
                        ) -> dict[str, Any]:
-
         model = self.models.get(name)
         coll = self.models.collection(model)
         drafts = self.drafts(model)
@@ -199,22 +198,15 @@ class DraftWriter(ContentWriter):
                 item.update(kept)
             item.pop("_publish_at", None)
             item.update({"_state": 1, "_modified": now, "_mby": identity.actor})
-            place_rev(item, doc_rev(live) + 1)
             self._check_required(model, item)
-            await self._write(name, coll, item, live, identity)
             if draft is not None:
                 drafts.delete(live["_id"])
-            with refusals_as_412():
-                await self.events.emit("content.item.publish", model=name, item=item, identity=identity,
-                                       scheduled=at is not None)
-        await self.events.emit_after("content.item.save.after", model=name, item=item, is_update=True,
-                                     identity=identity)
-        return model.filler.doc(item)
+            await self._store_state(name, coll, live, item, identity, "content.item.publish", at)
+        return await self._after_state(model, item, identity)
 
     async def unpublish(self, name: str, item_id: str | None, identity: Identity,
                         at: int | None = None) -> dict[str, Any]:
         """Take the item off the live site (`_state` 0); its draft stays."""
-
         if at is None:
             identity.require(perm(name, "publish"))
         model = self.models.get(name)
@@ -230,12 +222,20 @@ class DraftWriter(ContentWriter):
                 return model.filler.doc(live)
             item = {**live, "_state": 0, "_modified": now, "_mby": identity.actor}
             item.pop("_unpublish_at", None)
-            place_rev(item, doc_rev(live) + 1)
-            await self._write(name, coll, item, live, identity)
-            with refusals_as_412():
-                await self.events.emit("content.item.unpublish", model=name, item=item, identity=identity,
-                                       scheduled=at is not None)
-        await self.events.emit_after("content.item.save.after", model=name, item=item, is_update=True,
+            await self._store_state(name, coll, live, item, identity, "content.item.unpublish", at)
+        return await self._after_state(model, item, identity)
+
+    async def _store_state(self, name: str, coll: Collection, live: dict[str, Any], item: dict[str, Any],
+                           identity: Identity, event: str, at: int | None) -> None:
+        """Store a publish or unpublish as a save of the item (revision + 1,
+        its events) with its own event, inside the caller's transaction."""
+        place_rev(item, doc_rev(live) + 1)
+        await self._write(name, coll, item, live, identity)
+        with refusals_as_412():
+            await self.events.emit(event, model=name, item=item, identity=identity, scheduled=at is not None)
+
+    async def _after_state(self, model: Model, item: dict[str, Any], identity: Identity) -> dict[str, Any]:
+        await self.events.emit_after("content.item.save.after", model=model.name, item=item, is_update=True,
                                      identity=identity)
         return model.filler.doc(item)
 
