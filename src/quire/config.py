@@ -257,9 +257,17 @@ class AdminSettings(Section):
             raise ConfigError("setting 'admin.secure_cookies' must be \"auto\", \"always\" or \"never\"")
 
 
+# A host as an origin names it: ASCII labels (an international name in its
+# xn-- form) or a bracketed IPv6 address, and an optional port. Nothing else
+# may stand there (credentials, placeholders, `;` or `,`, which would end a
+# CSP directive or policy the origin is written into).
+_ORIGIN_HOST = re.compile(r"(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?")
+
+
 def url_origin(uri: str) -> str | None:
     """`scheme://host[:port]` of an http(s) address (None: not one; one
-    with spaces, quotes, control characters or credentials is not one)."""
+    with spaces, quotes, control characters, credentials or a host that is
+    not plain ASCII is not one)."""
     if any(c in uri for c in " \"'<>\\`") or any(ord(c) < 32 or ord(c) == 127 for c in uri):
         return None
     try:
@@ -267,9 +275,10 @@ def url_origin(uri: str) -> str | None:
         parts.port  # noqa: B018 (a port that is no number raises here)
     except ValueError:
         return None
-    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc or "{" in parts.netloc:
+    netloc = parts.netloc.lower()
+    if parts.scheme not in ("http", "https") or not _ORIGIN_HOST.fullmatch(netloc):
         return None
-    return f"{parts.scheme}://{parts.netloc.lower()}"
+    return f"{parts.scheme}://{netloc}"
 
 
 def _check_url(name: str, url: str) -> None:

@@ -3,12 +3,14 @@ on schedule, and preview links, over the API."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import pytest
 
 from quire.app import Quire
+from quire.bundle import import_bundle
 from quire.content.schedule import PUBLISH_JOB
 from quire.jobs import Job
 from tests.conftest import Api, create_item, put_model, role_key
@@ -64,17 +66,18 @@ def test_a_draft_of_a_published_item_stays_beside_it_until_published(posts: Api,
     assert after["_draft"] is False  # the draft is gone with its publishing
 
 
-def test_an_api_post_keeps_writing_the_live_item(posts: Api) -> None:
-    item = create_item(posts, "posts", {"title": "Live"})
-    draft(posts, {"_id": item["_id"], "title": "Draft"})
-    updated = create_item(posts, "posts", {"_id": item["_id"], "title": "Straight to live"})
+def test_an_api_post_keeps_writing_the_live_item_and_publishing_keeps_it(posts: Api) -> None:
+    item = create_item(posts, "posts", {"title": "Live", "body": "old body"})
+    draft(posts, {"_id": item["_id"], "body": "new body"})
+    create_item(posts, "posts", {"_id": item["_id"], "title": "Straight to live"})
     assert live(posts, item["_id"]).json()["title"] == "Straight to live"
-    # the draft started before that write: publishing it would undo it
-    refused = posts.post(f"/api/content/publish/posts/{item['_id']}")
-    assert refused.status_code == 409 and "since this draft was" in refused.json()["error"]
-    assert live(posts, item["_id"]).json()["_rev"] == updated["_rev"]
-    forced = posts.post(f"/api/content/publish/posts/{item['_id']}", json={"force": True})
-    assert forced.status_code == 200 and forced.json()["title"] == "Draft"
+    # publishing applies what the draft changed (body) and keeps what was written meanwhile (title)
+    published = posts.post(f"/api/content/publish/posts/{item['_id']}").json()
+    assert published["title"] == "Straight to live" and published["body"] == "new body"
+    # a field changed on both sides takes the draft's value
+    draft(posts, {"_id": item["_id"], "title": "Draft title"})
+    create_item(posts, "posts", {"_id": item["_id"], "title": "API title"})
+    assert posts.post(f"/api/content/publish/posts/{item['_id']}").json()["title"] == "Draft title"
 
 
 def test_a_new_draft_is_an_unpublished_item_and_publish_checks_required_fields(posts: Api, site: Api) -> None:
@@ -225,3 +228,78 @@ def test_drafts_follow_renamed_fields_and_go_with_their_item_and_model(posts: Ap
     draft(posts, {"_id": create_item(posts, "posts", {"title": "x"})["_id"], "title": "y"})
     assert posts.delete("/api/system/models/posts").status_code == 200
     assert not quire.store.table_exists("drafts/posts")
+
+
+def test_an_unpublished_item_keeps_its_draft_and_draft_saves_go_to_it(posts: Api, site: Api) -> None:
+    item = create_item(posts, "posts", {"title": "A1"})
+    draft(posts, {"_id": item["_id"], "title": "D"})
+    assert posts.post(f"/api/content/unpublish/posts/{item['_id']}").status_code == 200
+    again = draft(posts, {"_id": item["_id"], "title": "E"})
+    assert again["_draft"] is True and again["title"] == "E"
+    asked = posts.get(f"/api/content/item/posts/{item['_id']}", params={"draft": 1}).json()
+    assert asked["title"] == "E" and "_basis" not in asked
+    assert posts.post(f"/api/content/publish/posts/{item['_id']}").status_code == 200
+    assert live(site, item["_id"]).json()["title"] == "E"
+
+
+def test_a_preview_token_opens_its_item_only_not_the_items_it_links(admin: Api, anon: Api) -> None:
+    put_model(admin, "secret", fields=[{"name": "title", "type": "text"},
+                                       {"name": "rel", "type": "contentItemLink", "opts": {"link": "secret"}}])
+    other = create_item(admin, "secret", {"title": "B, not for the public"})
+    item = create_item(admin, "secret", {"title": "A", "rel": {"_model": "secret", "_id": other["_id"]}})
+    token = admin.post(f"/api/content/preview/secret/{item['_id']}").json()["token"]
+    seen = anon.get(f"/api/content/item/secret/{item['_id']}", params={"preview": token, "populate": 1})
+    assert seen.status_code == 200 and "not for the public" not in seen.text
+
+
+def test_publish_checks_the_values_against_the_fields_of_now(posts: Api) -> None:
+    put_model(posts, "typed", fields=[{"name": "n", "type": "text"}])
+    item = create_item(posts, "typed", {})
+    draft(posts, {"_id": item["_id"], "n": "abc"}, model="typed")  # drafts are not among the checked items
+    put_model(posts, "typed", fields=[{"name": "n", "type": "number"}])
+    refused = posts.post(f"/api/content/publish/typed/{item['_id']}")
+    assert refused.status_code == 400 and "n" in refused.json()["fields"]
+
+
+def test_moves_and_renames_do_not_block_publishing_a_draft(posts: Api, quire: Quire) -> None:
+    put_model(posts, "nav", type="tree", fields=[{"name": "title", "type": "text"}, {"name": "b", "type": "text"}])
+    top = create_item(posts, "nav", {"title": "top"})
+    first = create_item(posts, "nav", {"title": "one", "_pid": top["_id"]})
+    second = create_item(posts, "nav", {"title": "two", "_pid": top["_id"], "b": "live b"})
+    draft(posts, {"_id": first["_id"], "title": "one, edited"}, model="nav")
+    draft(posts, {"_id": second["_id"], "title": "two, edited"}, model="nav")
+    asyncio.run(quire.content.move("nav", second["_id"], top["_id"], 0, quire.auth.identify(posts.key)))
+    fields = [{"name": "title", "type": "text"}, {"name": "c", "type": "text"}]
+    assert posts.put("/api/system/models/nav", json={"name": "nav", "type": "tree", "fields": fields,
+                                                     "renames": {"b": "c"}}).status_code == 200
+    for node in (first, second):
+        answer = posts.post(f"/api/content/publish/nav/{node['_id']}")
+        assert answer.status_code == 200, answer.text
+    published = posts.get(f"/api/content/item/nav/{second['_id']}").json()
+    assert published["title"] == "two, edited" and published["c"] == "live b" and published["_o"] == 0
+
+
+def test_a_singleton_never_saved_has_nothing_to_preview(admin: Api) -> None:
+    put_model(admin, "footer", type="singleton", fields=[{"name": "text", "type": "text"}],
+              preview=[{"uri": "https://site.example/"}])
+    assert admin.post("/api/content/preview/footer").status_code == 404
+
+
+def test_preview_hosts_are_plain_origins(posts: Api) -> None:
+    for uri in ("https://例え.jp/{slug}", "https://bücher.example/", "https://a.example;sandbox/x",
+                "https://a.example,script-src/x"):
+        response = posts.put("/api/system/models/posts", json={"name": "posts", "fields": FIELDS,
+                                                               "preview": [{"uri": uri}]})
+        assert response.status_code == 400, uri
+    ok = posts.put("/api/system/models/posts", json={"name": "posts", "fields": FIELDS,
+                                                     "preview": [{"uri": "https://xn--bcher-kva.example/{slug}"}]})
+    assert ok.status_code == 200
+
+
+def test_an_import_checks_the_schedule_as_a_save_does(posts: Api, quire: Quire) -> None:
+    now = int(time.time())
+    bad = {"quire": 1, "items": {"posts": [{"_id": "6b0000000000000000000001", "title": "x",
+                                              "_publish_at": now + 100, "_unpublish_at": now + 50}]}}
+    with pytest.raises(Exception) as refused:
+        asyncio.run(import_bundle(quire, bad))
+    assert "_unpublish_at" in str(refused.value)

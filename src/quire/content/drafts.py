@@ -2,10 +2,13 @@
 or at `_publish_at` / `_unpublish_at`, by a job of the jobs table).
 
 A published item's draft is a document of `drafts/<model>` under the
-item's `_id`: the item as the draft would make it, with `_base`, the live
-revision it was started from, and its own `_rev`. Live reads never look
-at it. An item that is not published (`_state` 0 or -1) is its own draft:
-a draft save writes it, as Cockpit's drafts are written.
+item's `_id`: the item as the draft would make it, its own `_rev`, `_base`
+(the live revision it was started from) and `_basis` (the item's fields
+then). Live reads never look at it. Publishing applies the fields the
+draft changed since `_basis` to the live item, so a write made to the live
+item meanwhile (another field, a tree move, a state) is kept. An item that
+is not published (`_state` 0 or -1) and has no draft is its own draft: a
+draft save writes it, as Cockpit's drafts are written.
 
 The schedule belongs to the live item (`_publish_at`, `_unpublish_at`,
 Unix seconds): a write that sets one enqueues a job keyed by the item and
@@ -35,7 +38,7 @@ from quire.content.schedule import (
     drop_cleared,
 )
 from quire.content.writes import ContentWriter, Expected, _check_rev, _expected, place_rev
-from quire.errors import BadRequest, Conflict, NotFound
+from quire.errors import BadRequest, Conflict, NotFound, ValidationError
 from quire.events import refusals_as_412
 from quire.ids import is_id
 from quire.jobs import GiveUp, Job, Jobs
@@ -43,8 +46,9 @@ from quire.store import Collection
 
 log = logging.getLogger("quire.content")
 
-# what a draft holds besides the fields: where it started
-DRAFT_KEYS = ("_base",)
+# what a draft holds besides the item: where it started
+DRAFT_KEYS = ("_base", "_basis")
+MISSING = object()
 
 
 class DraftWriter(ContentWriter):
@@ -85,15 +89,16 @@ class DraftWriter(ContentWriter):
         if item_id is not None and not isinstance(item_id, str):
             raise BadRequest("_id must be a string", fields=["_id"])
         coll = self.models.collection(model)
+        drafts = self.drafts(model)
         live = self._live(model, coll, item_id)
-        if live is None or live.get("_state", 1) != 1:
+        if live is None or not _beside(live, drafts):
             if live is None and model.type != "singleton" and item_id is not None:
                 raise NotFound("Item not found")
             saved = await self.save(name, data, identity, if_match, draft=True)
             return {**saved, "_draft": False}
         identity.require(perm(name, "update"))
         clean = self.check_data(model, data, identity)
-        if clean.pop("_state", 1) != 1:
+        if "_state" in clean and clean.pop("_state") != live.get("_state", 1):
             raise BadRequest("A draft has no state of its own: publish or unpublish the item "
                              "(POST /api/content/publish or /unpublish)", fields=["_state"])
         for key in ("_pid", "_o"):
@@ -102,30 +107,40 @@ class DraftWriter(ContentWriter):
         schedule = {k: clean.pop(k) for k in SCHEDULE if k in clean}
         expected = _expected(data.get("_rev"), if_match)
         now = int(time.time())
-        drafts = self.drafts(model)
         async with self.store.atomic():
             live = self._live(model, coll, live["_id"])
             if live is None:
                 raise NotFound("Item not found")
             draft = drafts.get(live["_id"])
+            if draft is None and live.get("_state", 1) != 1:
+                raise Conflict("The item was unpublished meanwhile: it is its own draft now; save again",
+                               rev=doc_rev(live))
             if expected is not None:
                 _check_rev(expected, doc_rev(draft) if draft is not None else doc_rev(live))
-            started = doc_rev(live)
             if schedule and any(live.get(k) != v for k, v in schedule.items()):
                 identity.require(perm(name, "publish"))
                 live = await self._reschedule(model, coll, live, schedule, identity, now)
-            start = draft if draft is not None else live
-            doc = {**start, **clean, "_modified": now, "_mby": identity.actor}
-            if draft is None or draft.get("_base") == started:
-                # this save's own schedule change is no change the draft missed
-                doc["_base"] = doc_rev(live)
-            place_rev(doc, (doc_rev(draft) if draft is not None else doc_rev(live)) + 1)
+            if draft is None:  # a new draft: a copy of the item, and what its fields were
+                draft = {**live, "_base": doc_rev(live), "_basis": _fields(live)}
+            doc = {**draft, **clean, "_modified": now, "_mby": identity.actor}
+            place_rev(doc, doc_rev(draft) + 1)
             for key in SCHEDULE:
                 doc.pop(key, None)
             drafts.replace(doc)
             with refusals_as_412():
                 await self.events.emit("content.draft.saved", model=name, item=doc, identity=identity)
-        return {**model.filler.doc(doc), "_draft": True}
+        return {**model.filler.doc(shown(doc)), "_draft": True}
+
+    def _check_fields(self, model: Model, item: dict[str, Any], identity: Identity) -> None:
+        """The item's field values checked as a save checks them (a draft
+        may hold a value its field's type no longer takes); keys of fields
+        the model no longer has stay, as they do on a save."""
+        try:
+            self.check_data(model, _fields(item), identity)
+        except ValidationError as exc:
+            errors = {k: why for k, why in exc.errors.items() if why != "is not a field of this model"}
+            if errors:
+                raise ValidationError("item data", errors) from None
 
     async def _reschedule(self, model: Model, coll: Collection, live: dict[str, Any],
                           schedule: dict[str, Any], identity: Identity, now: int) -> dict[str, Any]:
@@ -157,21 +172,19 @@ class DraftWriter(ContentWriter):
     # -- publishing ---------------------------------------------------------
 
     async def publish(self, name: str, item_id: str | None, identity: Identity,
-                      expected: int | None = None, force: bool = False) -> dict[str, Any]:
-        """Publish the item: its draft, if it has one, becomes the live
-        item (checked as a save checks it, required fields too) with
-        `_state` 1, and the draft is dropped. `expected`: the revision the
-        caller saw (the draft's, or the item's without one): 409 when it
-        moved on. A draft started from an older live revision than the
-        stored one is refused (409: publishing would undo that write)
-        unless `force`."""
+                      expected: int | None = None) -> dict[str, Any]:
+        """Publish the item with `_state` 1: with a draft, the fields the
+        draft changed are applied to the live item (the others keep what
+        the live item holds now, written meanwhile or not), the result is
+        checked as a save checks it (field values, required fields), and
+        the draft is dropped. `expected`: the revision the caller saw (the
+        draft's, or the item's without one): 409 when it moved on."""
         identity.require(perm(name, "update"))
         identity.require(perm(name, "publish"))
-        return await self._publish(name, item_id, identity, expected=expected, force=force)
+        return await self._publish(name, item_id, identity, expected=expected)
 
     async def _publish(self, name: str, item_id: str | None, identity: Identity, *,
-                       expected: int | None = None, force: bool = False, at: int | None = None,
-                       ) -> dict[str, Any]:
+                       expected: int | None = None, at: int | None = None) -> dict[str, Any]:
         model = self.models.get(name)
         coll = self.models.collection(model)
         drafts = self.drafts(model)
@@ -185,19 +198,12 @@ class DraftWriter(ContentWriter):
             draft = drafts.get(live["_id"])
             if expected is not None:
                 _check_rev(expected, doc_rev(draft) if draft is not None else doc_rev(live))
-            if draft is not None and draft.get("_base") != doc_rev(live) and not force:
-                raise Conflict(f"The published item changed (revision {doc_rev(live)}) since this draft was "
-                               f"started from revision {draft.get('_base')}: publishing it would undo that "
-                               "change. Publish with force to replace it.", rev=doc_rev(live))
             if draft is None and live.get("_state") == 1 and "_publish_at" not in live:
                 return model.filler.doc(live)  # nothing to publish
-            item = dict(live)
-            if draft is not None:
-                kept = {k: live[k] for k in ("_created", "_cby", "_pid", "_o", "_model", *SCHEDULE) if k in live}
-                item = {k: v for k, v in draft.items() if k not in DRAFT_KEYS}
-                item.update(kept)
+            item = dict(live) if draft is None else applied(live, draft)
             item.pop("_publish_at", None)
             item.update({"_state": 1, "_modified": now, "_mby": identity.actor})
+            self._check_fields(model, item, identity)
             self._check_required(model, item)
             if draft is not None:
                 drafts.delete(live["_id"])
@@ -262,9 +268,42 @@ class DraftWriter(ContentWriter):
             asyncio.run(action(name, item_id, SCHEDULER, at=at))
         except NotFound:
             return  # the item was deleted meanwhile
-        except BadRequest as exc:  # a draft missing required fields: another attempt fails the same way
+        except (BadRequest, Conflict) as exc:  # a draft that fails its checks: so would another attempt
             raise GiveUp(f"{name}/{item_id}: {exc.message}") from None
 
     async def _unpublish_at(self, name: str, item_id: str, identity: Identity, *,
                             at: int) -> dict[str, Any]:
         return await self.unpublish(name, item_id, identity, at=at)
+
+
+def _fields(doc: dict[str, Any]) -> dict[str, Any]:
+    """An item's own fields (not the system keys)."""
+    return {k: v for k, v in doc.items() if not k.startswith("_")}
+
+
+def _beside(live: dict[str, Any], drafts: Collection) -> bool:
+    """Whether a draft save goes beside the live item: it is published, or
+    a draft is kept beside it already (made while it was)."""
+    return live.get("_state", 1) == 1 or drafts.get(live["_id"]) is not None
+
+
+def applied(live: dict[str, Any], draft: dict[str, Any]) -> dict[str, Any]:
+    """The live item with the fields the draft changed since it was
+    started (its `_basis`): a field the draft left as it found it keeps the
+    live item's value, whatever was written to it meanwhile."""
+    basis = draft.get("_basis") or {}
+    item = dict(live)
+    for key in set(_fields(draft)) | set(basis):
+        mine = draft.get(key, MISSING)
+        if mine is basis.get(key, MISSING) or mine == basis.get(key, MISSING):
+            continue
+        if mine is MISSING:
+            item.pop(key, None)
+        else:
+            item[key] = mine
+    return item
+
+
+def shown(draft: dict[str, Any]) -> dict[str, Any]:
+    """A draft as answers show it: without its `_basis`."""
+    return {k: v for k, v in draft.items() if k != "_basis"}

@@ -335,6 +335,11 @@ class ModelService:
                 drafts = self.store.collection(drafts_name(model.name))
                 if drafts.exists():  # drafts beside published items follow their fields
                     drafts.move_keys(moves, drop, bump=REVISION)
+                    for draft in drafts.find():  # and what they started from (few: a draft per item at most)
+                        basis = draft.get("_basis") or {}
+                        moved = {moves.get(k, k): v for k, v in basis.items() if k not in drop}
+                        if moved != basis:
+                            drafts.replace({**draft, "_basis": moved})
             hints = model.hints(codes)
             self.store.ensure_indexes(model.collection, self.index_paths(model), hints)
             # automatic indexes on fields gone (or no longer of one type) serve nothing

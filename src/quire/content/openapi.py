@@ -79,8 +79,8 @@ def optional_body(operation: dict[str, Any], schema: dict[str, Any]) -> dict[str
 
 
 PUBLISH_BODY = {"type": "object", "properties": {
-    "_rev": {"type": "integer", "minimum": 0, "description": "The revision seen (the draft's, else the item's)"},
-    "force": {"type": "boolean", "description": "Publish a draft started before the live item's last write"}}}
+    "_rev": {"type": "integer", "minimum": 0, "description": "The revision seen (the draft's, else the item's)"}},
+    "additionalProperties": False}
 PREVIEW_BODY = {"type": "object", "properties": {
     "seconds": {"type": "integer", "minimum": 1, "maximum": 604800, "description": "Validity (default 3600)"},
     "locale": {"type": "string", "description": "Fills {locale} in the model's preview addresses"}}}

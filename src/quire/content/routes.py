@@ -100,11 +100,12 @@ def _draft_answer(request: Request, identity: Identity) -> Response:
     model, item_id = request.path_params["model"], request.path_params.get("id")
     content = service(request, ContentService)
     token = request.query_params.get("preview")
+    reader = identity  # links are read with the caller's own permissions
     if token is not None:
         identity = content.preview_identity(model, item_id, token, identity)
     elif not flag(request, "draft"):
         return _published_answer(request, identity)
-    item, rev, is_draft = content.item_or_draft(model, item_id, read_options(request), identity)
+    item, rev, is_draft = content.item_or_draft(model, item_id, read_options(request), identity, links_as=reader)
     headers = {**_etag(rev), "Cache-Control": "no-store"}
     return json_response({**item, "_draft": is_draft}, headers=headers)
 
@@ -191,11 +192,11 @@ async def publish_item(request: Request) -> Response:
     expected = body.get("_rev")
     if expected is not None and not is_rev(expected):
         raise BadRequest(REV_RULE, fields=["_rev"])
-    force = body.get("force", False)
-    if not isinstance(force, bool):
-        raise BadRequest("force must be true or false", fields=["force"])
+    unknown = sorted(set(body) - {"_rev"})
+    if unknown:
+        raise BadRequest(f"Unknown keys: {', '.join(map(str, unknown))} (a publish takes _rev)", fields=unknown)
     item = await service(request, ContentService).publish(
-        request.path_params["model"], request.path_params.get("id"), identity, expected=expected, force=force)
+        request.path_params["model"], request.path_params.get("id"), identity, expected=expected)
     return json_response(item, headers=_etag(item["_rev"]))
 
 

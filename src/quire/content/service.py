@@ -10,7 +10,7 @@ from typing import Any
 from quire.auth.permissions import content as perm
 from quire.auth.service import Identity
 from quire.cache import Cache
-from quire.content.drafts import DraftWriter
+from quire.content.drafts import DraftWriter, shown
 from quire.content.fill import doc_rev
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService
@@ -50,18 +50,28 @@ class ContentService(ContentReader, DraftWriter):
         DraftWriter.__init__(self, store, models, locales, events, jobs)
         self.previews = PreviewTokens(store)
 
-    def item_or_draft(self, name: str, item_id: str | None, opts: ReadOptions,
-                      identity: Identity) -> tuple[dict[str, Any], int, bool]:
-        """The item's draft if it has one, else the item in any state, for
-        who may update the model (`?draft=1`, a preview link); with the
-        revision answered and whether it is the draft."""
+    def item_or_draft(self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity,
+                      links_as: Identity | None = None) -> tuple[dict[str, Any], int, bool]:
+        """The item's draft if it has one, else the item in any state (a
+        singleton not stored yet: its defaults), for who may update the
+        model (`?draft=1`, a preview link); with the revision answered and
+        whether it is the draft. Links are read as `links_as` (the caller,
+        for a preview link: it opens its one item only)."""
         model = self.readable(name, identity)
-        draft = self.draft_of(name, item_id, identity)
-        if draft is None:
-            item, rev = self.item_with_rev(name, item_id, replace(opts, drafts=True), identity)
-            return item, rev, False
-        projection = parse_fields(opts.fields)
-        return self.transform(model, [draft], opts, projection, identity)[0], doc_rev(draft), True
+        identity.require(perm(name, "update"))
+        projection = parse_fields(opts.fields)  # bad parameters answer 400 before any lookup
+        live = self._live(model, self.models.collection(model), item_id)
+        doc: dict[str, Any]
+        is_draft = False
+        if live is not None:
+            draft = self.drafts(model).get(live["_id"])
+            doc, is_draft = (shown(draft), True) if draft is not None else (live, False)
+        elif model.type == "singleton" and item_id is None:
+            doc = self._singleton_defaults(model)
+        else:
+            raise NotFound("Item not found")
+        answer = self.transform(model, [doc], opts, projection, links_as or identity)[0]
+        return answer, doc_rev(doc), is_draft
 
     def preview_identity(self, name: str, item_id: str | None, token: str, identity: Identity) -> Identity:
         """The caller, allowed to read model `name`'s drafts for a valid
@@ -86,6 +96,8 @@ class ContentService(ContentReader, DraftWriter):
             raise BadRequest("locale must be a locale code", fields=["locale"])
         model = self.models.get(name)
         item, _, _ = self.item_or_draft(name, item_id, ReadOptions(), identity)
+        if "_id" not in item:  # a singleton never saved: nothing to preview yet
+            raise NotFound("Item not found")
         issued = self.previews.issue(f"content/{name}", item["_id"], seconds)
         values = {**item, "id": item["_id"], "model": name, "token": issued["token"], "locale": locale or ""}
         links = [{"name": entry["name"], "url": fill(entry["uri"], values)} for entry in model.preview]

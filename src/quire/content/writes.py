@@ -38,8 +38,8 @@ from quire.trees import MISSING, parent_problem
 # Keys answers carry that a save ignores, so an item can be written back as
 # it was read (a tree item with its `_children` too). `_rev` is the one that
 # is not ignored but checked: `save` compares it with the stored revision.
-# `_draft` and `_base` come with a draft's answer (drafts.py).
-READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model", "_children", "_rev", "_draft", "_base"}
+# `_draft` and `_base` come with a draft's answer (drafts.py), `_basis` never.
+READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model", "_children", "_rev", "_draft", "_base", "_basis"}
 # What a save may name as the revision it started from: a number (0: the
 # item is not stored yet), "*" (If-Match: * - the item must be stored) or
 # nothing (no check, as before revisions were counted).
@@ -224,6 +224,8 @@ class ContentWriter:
         item = self.check_data(model, fields, identity, codes=codes)
         _check_stamps(doc)
         item.update({k: doc[k] for k in KEPT_SYSTEM if k in doc})
+        drop_cleared(item)
+        check_schedule(item)
         self._check_required(model, item)
         return item
 

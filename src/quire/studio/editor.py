@@ -167,8 +167,7 @@ async def _save(request: Request, login: Login, model: Model, item_id: str | Non
             saved = await content.save_draft(model.name, data, login.identity)
             if intent == "publish" and may_publish:
                 try:
-                    saved = await content.publish(model.name, item_id, login.identity, expected=saved["_rev"],
-                                                  force=form.get("force") == "1")
+                    saved = await content.publish(model.name, item_id, login.identity, expected=saved["_rev"])
                 except (Conflict, ValidationError, BadRequest) as exc:
                     # the draft is kept; the editor says why it is not live
                     item, draft_rev, live_now = _load(request, login, model, item_id)
