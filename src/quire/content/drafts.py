@@ -49,6 +49,7 @@ log = logging.getLogger("quire.content")
 # what a draft holds besides the item: where it started
 DRAFT_KEYS = ("_base", "_basis")
 MISSING = object()
+PUBLISHED, UNPUBLISHED = "publish", "unpublish"
 
 
 class DraftWriter(ContentWriter):
@@ -207,7 +208,7 @@ class DraftWriter(ContentWriter):
             self._check_required(model, item)
             if draft is not None:
                 drafts.delete(live["_id"])
-            await self._store_state(name, coll, live, item, identity, "content.item.publish", at)
+            await self._store_state(name, coll, live, item, identity, PUBLISHED, at)
         return await self._after_state(model, item, identity)
 
     async def unpublish(self, name: str, item_id: str | None, identity: Identity,
@@ -228,7 +229,7 @@ class DraftWriter(ContentWriter):
                 return model.filler.doc(live)
             item = {**live, "_state": 0, "_modified": now, "_mby": identity.actor}
             item.pop("_unpublish_at", None)
-            await self._store_state(name, coll, live, item, identity, "content.item.unpublish", at)
+            await self._store_state(name, coll, live, item, identity, UNPUBLISHED, at)
         return await self._after_state(model, item, identity)
 
     async def _store_state(self, name: str, coll: Collection, live: dict[str, Any], item: dict[str, Any],
@@ -238,7 +239,12 @@ class DraftWriter(ContentWriter):
         place_rev(item, doc_rev(live) + 1)
         await self._write(name, coll, item, live, identity)
         with refusals_as_412():
-            await self.events.emit(event, model=name, item=item, identity=identity, scheduled=at is not None)
+            if event == PUBLISHED:
+                await self.events.emit("content.item.publish", model=name, item=item, identity=identity,
+                                       scheduled=at is not None)
+            else:
+                await self.events.emit("content.item.unpublish", model=name, item=item, identity=identity,
+                                       scheduled=at is not None)
 
     async def _after_state(self, model: Model, item: dict[str, Any], identity: Identity) -> dict[str, Any]:
         await self.events.emit_after("content.item.save.after", model=model.name, item=item, is_update=True,
