@@ -43,7 +43,8 @@ async def one(request: Request) -> Response:
     if request.method == "DELETE":
         await webhooks.delete(hook_id)
         return json_response({"success": True})
-    return json_response(await webhooks.update(hook_id, await _body(request)))
+    body = await _body(request)  # a bad body is a 400 (or 413) whatever the id
+    return json_response(await webhooks.update(hook_id, body))
 
 
 async def rotate(request: Request) -> Response:
