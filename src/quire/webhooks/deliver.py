@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -25,6 +26,7 @@ import httpx2
 MAX_ANSWER_BYTES = 64 * 1024  # read of an answer's body, kept for the log up to MAX_LOGGED
 MAX_LOGGED = 1000
 USER_AGENT = "Quire-Webhooks/1"
+MAX_CLIENTS = 64  # receivers whose connections are kept
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -125,13 +127,25 @@ class Sender:
     def __init__(self, policy: Policy, timeout: float) -> None:
         self.policy = policy
         self.timeout = timeout
-        # One client, so connections to a receiver are kept between
-        # deliveries; keyed by address, since requests name the address.
-        self._client = httpx2.Client(follow_redirects=False, trust_env=False,
-                                     timeout=httpx2.Timeout(timeout), headers={"user-agent": USER_AGENT})
+        # A client per URL host keeps connections to a receiver between
+        # deliveries; requests name the address, so one shared pool could
+        # send a request for one host over a TLS connection made for
+        # another that has the same address.
+        self._clients: OrderedDict[str, httpx2.Client] = OrderedDict()
+
+    def _client(self, host: str) -> httpx2.Client:
+        client = self._clients.pop(host, None)
+        if client is None:
+            client = httpx2.Client(follow_redirects=False, trust_env=False, timeout=httpx2.Timeout(self.timeout),
+                                   headers={"user-agent": USER_AGENT})
+            while len(self._clients) >= MAX_CLIENTS:
+                self._clients.popitem(last=False)[1].close()
+        self._clients[host] = client  # the most recently used last
+        return client
 
     def close(self) -> None:
-        self._client.close()
+        while self._clients:
+            self._clients.popitem()[1].close()
 
     def post(self, url: str, headers: dict[str, str], body: bytes) -> Answer:
         """POST `body` to `url` at its checked address. Raises `Refused` for
@@ -149,9 +163,10 @@ class Sender:
         started = time.monotonic()
         deadline = started + self.timeout
         extensions = {"sni_hostname": host} if parts.scheme == "https" and literal_address(host) is None else {}
-        request = self._client.build_request("POST", target, content=body, extensions=extensions,
+        client = self._client(host)
+        request = client.build_request("POST", target, content=body, extensions=extensions,
                                              headers={**headers, "host": host_header})
-        response = self._client.send(request, stream=True)
+        response = client.send(request, stream=True)
         try:
             read = bytearray()
             for chunk in response.iter_bytes():

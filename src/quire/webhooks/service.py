@@ -82,6 +82,8 @@ class WebhookService:
         jobs.handle(PRUNE, self._prune_job, max_attempts=3, retry_seconds=600, lease_seconds=3600)
 
     def close(self) -> None:
+        # the runner first: a delivery under way must not find its client closed
+        self.jobs.close()
         self.sender.close()
 
     # -- managing -----------------------------------------------------------
