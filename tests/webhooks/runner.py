@@ -14,12 +14,11 @@ import os
 import sys
 from pathlib import Path
 
-from quire.config import load_settings
+from quire.config import WebhooksSettings, load_settings
 from quire.jobs import Jobs
 from quire.store import open_store
 from quire.webhooks.sealing import Sealer, key_text
 from quire.webhooks.service import WebhookService
-from quire.webhooks.settings import WebhooksSettings
 
 
 def main() -> None:

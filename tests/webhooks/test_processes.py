@@ -19,12 +19,11 @@ from typing import IO, Any
 import httpx2
 import pytest
 
-from quire.config import load_settings
+from quire.config import WebhooksSettings, load_settings
 from quire.jobs import DONE, JOBS, RUNNING, Jobs
 from quire.store import open_store
 from quire.webhooks.sealing import Sealer, key_text
 from quire.webhooks.service import DELIVERIES, DELIVERY, WebhookService
-from quire.webhooks.settings import WebhooksSettings
 from tests.serving import quire_server
 from tests.webhooks.conftest import WEBHOOK_ENV
 from tests.webhooks.receiver import Receiver, expected_signature

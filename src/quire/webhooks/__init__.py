@@ -10,7 +10,6 @@ from quire.modules import Module, Services
 from quire.webhooks import openapi, routes
 from quire.webhooks.sealing import Sealer, key_text
 from quire.webhooks.service import MANAGE, WebhookService, who
-from quire.webhooks.settings import WebhooksSettings
 
 # Events sent inside their write's transaction: the delivery commits with
 # the write. (`inbox.submit.after` comes after its commit: see subscribe.)
@@ -22,7 +21,7 @@ EVENTS = (*IN_TRANSACTION, "inbox.submit.after")
 
 
 def build(services: Services) -> None:
-    settings = services.settings.section(WebhooksSettings)
+    settings = services.settings.webhooks
     sealer = Sealer(key_text(settings.key, services.settings.data_dir))
     webhooks = services.add("webhooks", WebhookService(services.store, settings, services.jobs, sealer))
     services.on_start(webhooks.schedule)

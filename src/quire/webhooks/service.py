@@ -21,6 +21,7 @@ import httpx2
 import orjson
 
 from quire.auth.service import Identity
+from quire.config import WebhooksSettings
 from quire.errors import BadRequest, NotFound
 from quire.ids import is_id, new_id
 from quire.jobs import JOBS, RUNNING, GiveUp, Job, Jobs
@@ -28,7 +29,6 @@ from quire.store import Store
 from quire.webhooks.checks import check_webhook, matches
 from quire.webhooks.deliver import MAX_LOGGED, Policy, Refused, Sender
 from quire.webhooks.sealing import Sealer, new_secret, sign
-from quire.webhooks.settings import WebhooksSettings
 
 log = logging.getLogger("quire.webhooks")
 
