@@ -189,3 +189,25 @@ def test_the_secret_is_encrypted_at_rest_and_never_answered_or_logged(
     assert quire.store.collection(WEBHOOKS).get(hook["_id"])["secret"].startswith("gAAAA")  # a Fernet token
     assert secret_part not in caplog.text
     assert (quire.settings.data_dir / "webhooks.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_pages_assets_and_forms_are_delivered_without_the_forms_token(admin: Api, receiver: Receiver) -> None:
+    from tests.assets.helpers import solid, upload_one
+
+    make_hook(admin, receiver.url, events=["pages.*", "assets.*", "inbox.*"])
+    admin.post("/api/pages/page", json={"data": {"title": "About"}})
+    upload_one(admin, "dot.png", solid(4, 4), "image/png")
+    form = admin.post("/api/inbox/forms", json={"data": {"name": "Contact"}}).json()
+    sent = admin.client.post(f"/api/inbox/submit/{form['token']}", json={"data": {"name": "Ann"}})
+    assert sent.status_code == 200, sent.text
+    got = receiver.wait_for(4)
+    time.sleep(0.2)
+    by_type = {g.json["type"]: g.json["data"] for g in receiver.received}
+    assert sorted(by_type) == ["assets.asset.save", "inbox.form.save", "inbox.submit.after", "pages.page.saved"]
+    assert by_type["pages.page.saved"]["page"]["title"] == "About"
+    assert by_type["assets.asset.save"]["asset"]["title"] == "dot.png"
+    assert by_type["assets.asset.save"]["action"] == "create"
+    assert by_type["inbox.submit.after"]["submission"]["data"] == {"name": "Ann"}
+    assert by_type["inbox.submit.after"]["form"] == {"_id": form["_id"], "name": "Contact"}
+    assert "token" not in by_type["inbox.form.save"]["form"]
+    assert all(form["token"] not in g.body.decode() for g in got)
