@@ -93,6 +93,7 @@ def test_a_failed_attempt_is_retried_with_the_same_id_and_each_attempt_logged(po
         create_item(posts, "posts", {"title": "x"})
         first, second = receiver.wait_for(2)
         assert first.id == second.id and first.body == second.body
+        assert second.at - first.at >= 0.02  # after the retry wait ([webhooks] retry_ms = 20 here)
         assert second.headers["webhook-signature"] == expected_signature(hook["secret"], second)
         logged = log_of(posts, hook["_id"], 2)
         assert [(e["attempt"], e["status"], e["ok"]) for e in logged] == [(2, 200, True), (1, 500, False)]
