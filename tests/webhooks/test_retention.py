@@ -51,3 +51,22 @@ def test_deleting_a_webhook_drops_its_log_and_a_disabled_one_is_not_redelivered_
     assert admin.delete(f"/api/webhooks/{hook['_id']}").status_code == 200
     assert quire.store.collection(DELIVERIES).count({"hook": hook["_id"]}) == 0
     assert quire.store.collection(DELIVERIES).count({"hook": other["_id"]}) == 1
+
+
+def test_a_secret_sealed_with_another_key_is_not_sent_and_says_why(admin: Api, quire: Quire) -> None:
+    from quire.webhooks.sealing import Sealer
+
+    admin.put("/api/system/models/posts", json={"name": "posts", "type": "collection",
+                                                "fields": [{"name": "title", "type": "text"}]})
+    hook = admin.post("/api/webhooks", json={**GOOD, "events": ["*"]}).json()
+    stored = quire.store.collection("system/webhooks").get(hook["_id"])
+    assert stored is not None
+    stored["secret"] = Sealer("another instance's key, 32 characters or more").seal("whsec_AAAA")
+    with quire.store.transaction():
+        quire.store.collection("system/webhooks").replace(stored)
+    admin.post("/api/content/item/posts", json={"data": {"title": "x"}})
+    deadline = time.monotonic() + 10
+    while not (log := admin.get(f"/api/webhooks/{hook['_id']}/deliveries").json()["data"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert "cannot be decrypted" in log[0]["error"] and log[0]["status"] is None

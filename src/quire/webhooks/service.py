@@ -207,9 +207,13 @@ class WebhookService:
         body = payload["body"].encode()
         now = self.clock()
         timestamp = int(now)
-        secrets_now = [self.sealer.open(hook["secret"])]
-        if hook.get("previous_secret") and (hook.get("previous_until") or 0) > now:
-            secrets_now.append(self.sealer.open(hook["previous_secret"]))
+        try:
+            secrets_now = [self.sealer.open(hook["secret"])]
+            if hook.get("previous_secret") and (hook.get("previous_until") or 0) > now:
+                secrets_now.append(self.sealer.open(hook["previous_secret"]))
+        except ValueError as exc:  # another key than the one that sealed it: shown in the log, retried
+            self._record(job, None, 0, f"not sent: {exc}")
+            raise DeliveryFailed(str(exc)) from None
         headers = {**hook["headers"], "content-type": "application/json", "webhook-id": payload["msg"],
                    "webhook-timestamp": str(timestamp),
                    "webhook-signature": " ".join(sign(s, payload["msg"], timestamp, body) for s in secrets_now)}
