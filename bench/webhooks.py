@@ -188,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         steady = receiver.snapshot()[warm:]
         load_steady = os.getloadavg()[0]
 
+        # a new connection for each phase: the server drops one left idle while waiting
+        client = Client(server.base, key)
         receiver.failing = True
         outage_started = time.monotonic()
         outage_ids = paced_saves(client, args.outage_events, args.rate, "outage")
@@ -203,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         recovery = time.monotonic() - recovered_at
         time.sleep(2)  # anything sent twice would come now
         everything = receiver.snapshot()
+        client = Client(server.base, key)
         status, log = client.call("GET", f"/api/webhooks/{hook['_id']}/deliveries?limit=1")
         logged = log["total"] if status == 200 else None
     finally:
