@@ -152,7 +152,7 @@ def test_a_hanging_receiver_never_slows_saves(posts: Api) -> None:
         started = time.monotonic()
         for n in range(20):
             create_item(posts, "posts", {"title": f"t{n}"})
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 5.0  # held by the 2 s timeout, 20 saves would take 40 s
     finally:
         receiver.close()
 
