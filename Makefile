@@ -70,6 +70,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/studio_assets.py
 	$(BIN)/python bench/revisions.py
 	$(BIN)/python bench/schedule.py
+	$(BIN)/python bench/webhooks.py
 	$(BIN)/python bench/instances.py
 
 ## make vendor: rebuild the studio's third-party browser code (htmx, Sortable,

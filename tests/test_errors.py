@@ -33,7 +33,9 @@ def _concrete(path: str, item_id: str = "0" * 24, token: str = "no-such-token") 
 NO_BODY = {"/api/inbox/forms/{id}/token", "/api/searchmod/indexes/{name}/rebuild",  # POSTs that read no body
            "/api/revisions/content/{model}/{id}/{n}/restore", "/api/revisions/pages/{id}/{n}/restore",
            "/api/revisions/pages/settings/{n}/restore", "/api/content/unpublish/{model}",
-           "/api/content/unpublish/{model}/{id}"}
+           "/api/content/unpublish/{model}/{id}",
+           "/api/webhooks/{id}/rotate", "/api/webhooks/{id}/enable",
+           "/api/webhooks/{id}/deliveries/{delivery}/redeliver"}
 
 
 def _routes(app: Any) -> list[tuple[str, str]]:

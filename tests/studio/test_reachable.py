@@ -82,6 +82,8 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     admin.post("/api/pages/menu", json={"data": {"name": "main", "links": [{"url": "/about", "title": "About"}]}})
     admin.put("/api/l10n/project/site", json={"locales": ["en", "de"], "keys": {"hi": {"en": "Hi"}}})
     upload_one(admin, "harbour.png", solid(8, 8), "image/png")
+    # a webhook's page (an event nothing here sends: no delivery is tried)
+    admin.post("/api/webhooks", json={"name": "Build", "url": "https://build.example/", "events": ["none.such"]})
     ann = logged_in(app)
     seen = _crawl(ann)
     errors = {path: status for path, status in seen.items() if status >= 500}

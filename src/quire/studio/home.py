@@ -10,7 +10,8 @@ from quire.admin.web import Login
 from quire.asgi import route
 from quire.content.models import ModelService
 from quire.content.service import ContentService, ReadOptions
-from quire.http import service
+from quire.http import quire_of, service
+from quire.studio.settings_webhooks import disabled_webhooks
 from quire.studio.web import render, static_file, studio_page
 
 
@@ -20,7 +21,8 @@ async def content_home(request: Request, login: Login) -> Response:
     content = service(request, ContentService)
     counts = {m.name: content.count(m.name, ReadOptions(drafts=login.can(f"content/{m.name}/update")),
                                     login.identity) for m in models}
-    return render(request, login, "studio/home.html", models=models, counts=counts)
+    return render(request, login, "studio/home.html", models=models, counts=counts,
+                  disabled_webhooks=disabled_webhooks(quire_of(request), login))
 
 
 routes = [

@@ -1,0 +1,303 @@
+"""Webhooks: managed documents of `system/webhooks`, deliveries as jobs.
+
+An event of a write that a webhook follows becomes a job of kind
+`webhook.delivery`, enqueued inside the write's transaction (so a delivery
+exists exactly when the write does) with the whole message body and its
+`webhook-id` fixed at enqueue: every attempt sends the same bytes and id,
+signed afresh with the attempt's time. The jobs runner sends it; each
+attempt is recorded in `system/webhook_deliveries` in a transaction that
+first checks the job's claim still holds, so an attempt is recorded once
+even when a runner stalls past its lease or dies. See docs/webhooks.md."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+import orjson
+
+from quire.auth.service import Identity
+from quire.config import WebhooksSettings
+from quire.errors import BadRequest, NotFound
+from quire.ids import is_id, new_id
+from quire.jobs import JOBS, RUNNING, GiveUp, Job, Jobs
+from quire.store import Store
+from quire.webhooks.checks import check_webhook, matches
+from quire.webhooks.deliver import MAX_LOGGED, Policy, Refused, Sender
+from quire.webhooks.sealing import Sealer, new_secret, sign
+
+log = logging.getLogger("quire.webhooks")
+
+WEBHOOKS = "system/webhooks"
+DELIVERIES = "system/webhook_deliveries"
+DELIVERY_HINTS = {"hook": "text", "at": "number"}
+DELIVERY_INDEXES: list[list[tuple[str, ...]]] = [[("hook",), ("at",)], [("at",)]]
+DELIVERY = "webhook.delivery"
+PRUNE = "webhooks.prune"
+MANAGE = "webhooks/manage"
+DAY = 86_400
+ROTATION_OVERLAP = DAY  # the old secret keeps signing this long after a rotation
+SHOWN = ("_id", "name", "url", "events", "models", "headers", "enabled", "failures", "disabled_reason",
+         "disabled_at", "created", "modified", "rotated", "last_delivery")
+
+
+class DeliveryFailed(Exception):
+    """An attempt did not reach a 2xx answer: the job retries."""
+
+
+def public(hook: dict[str, Any]) -> dict[str, Any]:
+    """A webhook as the API answers it: never its secret, sealed or not."""
+    return {k: hook.get(k) for k in SHOWN}
+
+
+def iso(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+class WebhookService:
+    """Manages webhooks and turns the events they follow into deliveries."""
+
+    def __init__(self, store: Store, settings: WebhooksSettings, jobs: Jobs, sealer: Sealer,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.settings = settings
+        self.jobs = jobs
+        self.sealer = sealer
+        self.clock = clock
+        self.policy = Policy.of(settings.allow_private, settings.allow_hosts)
+        self.sender = Sender(self.policy, float(settings.timeout_seconds))
+        self.webhooks = store.collection(WEBHOOKS)
+        self.deliveries = store.collection(DELIVERIES, DELIVERY_HINTS)
+        store.ensure_indexes(DELIVERIES, DELIVERY_INDEXES, DELIVERY_HINTS)
+        # An attempt may take a connect, a write and a read timeout; the
+        # lease outlasts them, so a live runner is never taken over.
+        lease = 3 * settings.timeout_seconds + 2
+        jobs.handle(DELIVERY, self._deliver_job, max_attempts=settings.max_attempts,
+                    retry_seconds=settings.retry_ms / 1000, lease_seconds=lease)
+        jobs.handle(PRUNE, self._prune_job, max_attempts=3, retry_seconds=600, lease_seconds=3600)
+
+    def close(self) -> None:
+        # the runner first: a delivery under way must not find its client closed
+        self.jobs.close()
+        self.sender.close()
+
+    # -- managing -----------------------------------------------------------
+
+    def all(self) -> list[dict[str, Any]]:
+        return [public(h) for h in self.webhooks.find(None, [(("name",), 1), (("_id",), 1)])]
+
+    def get(self, hook_id: str) -> dict[str, Any]:
+        hook = self.webhooks.get(hook_id) if is_id(hook_id) else None
+        if hook is None:
+            raise NotFound("Webhook not found")
+        return hook
+
+    async def create(self, data: Any) -> dict[str, Any]:
+        """A new webhook; its secret is in this answer and no other."""
+        clean = check_webhook(data, None, self.policy)
+        secret = new_secret()
+        now = self.clock()
+        hook = {"_id": new_id(), "name": clean["name"], "url": clean["url"], "events": clean["events"],
+                "models": clean.get("models", []), "headers": clean.get("headers", {}),
+                "enabled": clean.get("enabled", True), "failures": 0, "disabled_reason": None,
+                "disabled_at": None, "created": now, "modified": now, "rotated": None, "last_delivery": None,
+                "secret": self.sealer.seal(secret), "previous_secret": None, "previous_until": None}
+        async with self.store.atomic():
+            self.webhooks.insert(hook)
+        return {**public(hook), "secret": secret}
+
+    async def update(self, hook_id: str, data: Any) -> dict[str, Any]:
+        async with self.store.atomic():
+            hook = self.get(hook_id)
+            clean = check_webhook(data, hook, self.policy)
+            if clean.get("enabled") is True and not hook["enabled"]:
+                clean.update(failures=0, disabled_reason=None, disabled_at=None)
+            hook.update(clean, modified=self.clock())
+            self.webhooks.replace(hook)
+        return public(hook)
+
+    async def delete(self, hook_id: str) -> None:
+        """The webhook goes with its delivery log; its pending deliveries
+        fail when they run (they find no webhook)."""
+        async with self.store.atomic():
+            self.get(hook_id)
+            self.webhooks.delete(hook_id)
+            self.deliveries.delete_many({"hook": hook_id})
+
+    async def rotate(self, hook_id: str) -> dict[str, Any]:
+        """A new secret, answered once. The old one keeps signing beside it
+        for `ROTATION_OVERLAP` seconds (two signatures in the header), so
+        receivers can switch without losing deliveries."""
+        secret = new_secret()
+        async with self.store.atomic():
+            hook = self.get(hook_id)
+            now = self.clock()
+            hook.update(previous_secret=hook["secret"], previous_until=now + ROTATION_OVERLAP,
+                        secret=self.sealer.seal(secret), rotated=now, modified=now)
+            self.webhooks.replace(hook)
+        return {**public(hook), "secret": secret}
+
+    async def enable(self, hook_id: str) -> dict[str, Any]:
+        """Turn a webhook back on; its count of failures starts again."""
+        return await self.update(hook_id, {"enabled": True})
+
+    def delivery_log(self, hook_id: str, limit: int, skip: int) -> tuple[list[dict[str, Any]], int]:
+        self.get(hook_id)
+        node = {"hook": hook_id}
+        page = self.deliveries.find(node, [(("at",), -1), (("_id",), -1)], limit=limit, skip=skip)
+        return [{k: v for k, v in d.items() if k != "body"} for d in page], self.deliveries.count(node)
+
+    async def redeliver(self, hook_id: str, delivery_id: str) -> dict[str, Any]:
+        """Send a logged message again, as it was (same `webhook-id` and body)."""
+        async with self.store.atomic():
+            hook = self.get(hook_id)
+            logged = self.deliveries.get(delivery_id) if is_id(delivery_id) else None
+            if logged is None or logged.get("hook") != hook_id:
+                raise NotFound("Delivery not found")
+            if not hook["enabled"]:
+                raise BadRequest("The webhook is disabled: enable it first", fields=["enabled"])
+            job = self.jobs.enqueue(DELIVERY, {"hook": hook_id, "msg": logged["msg"], "event": logged["event"],
+                                               "body": logged["body"], "manual": True})
+        self.jobs.wake()
+        return {"job": job["_id"], "msg": logged["msg"], "event": logged["event"]}
+
+    # -- following events -----------------------------------------------------
+
+    async def on_event(self, event: str, data: dict[str, Any], model: str | None = None) -> None:
+        """Enqueue a delivery of `event` to each enabled webhook that follows
+        it: inside the open write transaction (committed with the write), or
+        in a transaction of its own for an event sent after its commit."""
+        if self.store.in_transaction():
+            if self._enqueue(event, data, model):
+                self.store.after_commit(self.jobs.wake)
+            return
+        async with self.store.atomic():
+            queued = self._enqueue(event, data, model)
+        if queued:
+            self.jobs.wake()
+
+    def _enqueue(self, event: str, data: dict[str, Any], model: str | None) -> int:
+        followers = [h for h in self.webhooks.find({"enabled": True})
+                     if matches(h["events"], event) and (model is None or not h["models"] or model in h["models"])]
+        if not followers:
+            return 0
+        now = self.clock()
+        body = orjson.dumps({"type": event, "timestamp": iso(now), "data": data}).decode()
+        for hook in followers:
+            self.jobs.enqueue(DELIVERY, {"hook": hook["_id"], "msg": f"msg_{new_id()}", "event": event,
+                                         "body": body, "queued": now})
+        return len(followers)
+
+    # -- delivering (in the jobs runner's thread) ------------------------------
+
+    def _deliver_job(self, job: Job) -> None:
+        payload = job.payload
+        store = job.store
+        hook = store.collection(WEBHOOKS).get(payload["hook"])
+        if hook is None:
+            raise GiveUp("the webhook was deleted")
+        if not hook["enabled"]:
+            self._record(job, None, 0, "not sent: the webhook is disabled", counts=False)
+            raise GiveUp("the webhook is disabled")
+        body = payload["body"].encode()
+        now = self.clock()
+        timestamp = int(now)
+        try:
+            secrets_now = [self.sealer.open(hook["secret"])]
+            if hook.get("previous_secret") and (hook.get("previous_until") or 0) > now:
+                secrets_now.append(self.sealer.open(hook["previous_secret"]))
+        except ValueError as exc:  # another key than the one that sealed it: shown in the log, retried
+            self._record(job, None, 0, f"not sent: {exc}")
+            raise DeliveryFailed(str(exc)) from None
+        headers = {**hook["headers"], "content-type": "application/json", "webhook-id": payload["msg"],
+                   "webhook-timestamp": str(timestamp),
+                   "webhook-signature": " ".join(sign(s, payload["msg"], timestamp, body) for s in secrets_now)}
+        started = time.monotonic()
+        try:
+            answer = self.sender.post(hook["url"], headers, body)
+        except Refused as exc:
+            self._record(job, None, 0, str(exc))
+            raise GiveUp(str(exc)) from None
+        except (httpx2.HTTPError, OSError) as exc:
+            ms = round((time.monotonic() - started) * 1000)
+            error = f"{type(exc).__name__}: {exc}"[:MAX_LOGGED]
+            self._record(job, None, ms, error)
+            raise DeliveryFailed(error) from None
+        if 200 <= answer.status < 300:
+            self._record(job, answer.status, answer.milliseconds, None)
+            return
+        error = f"HTTP {answer.status}" + (f": {answer.body}" if answer.body else "")
+        self._record(job, answer.status, answer.milliseconds, error[:MAX_LOGGED])
+        raise DeliveryFailed(f"HTTP {answer.status}")
+
+    def _record(self, job: Job, status: int | None, ms: int, error: str | None, counts: bool = True) -> bool:
+        """Log one attempt, and count it toward (or reset) the webhook's run
+        of failures, only while this claim still holds the job: read and
+        written in one transaction, so a runner taken over logs nothing and
+        no attempt is logged twice. Answers whether it was logged."""
+        store = job.store
+        payload = job.payload
+        now = self.clock()
+        with store.transaction():
+            held = store.collection(JOBS).get(job.id)
+            if held is None or held["state"] != RUNNING or held.get("lease") != job.lease:
+                log.warning("webhooks: attempt %d of %s ended after its lease was taken over: not logged",
+                            job.attempts, job.id)
+                return False
+            ok = error is None
+            store.collection(DELIVERIES, DELIVERY_HINTS).insert({
+                "_id": new_id(), "hook": payload["hook"], "msg": payload["msg"], "event": payload["event"],
+                "job": job.id, "attempt": job.attempts, "status": status, "ok": ok, "ms": ms, "error": error,
+                "at": now, "manual": bool(payload.get("manual")), "body": payload["body"]})
+            hooks = store.collection(WEBHOOKS)
+            hook = hooks.get(payload["hook"])
+            if hook is not None and counts:
+                hook["last_delivery"] = {"at": now, "status": status, "ok": ok}
+                hook["failures"] = 0 if ok else int(hook.get("failures") or 0) + 1
+                limit = self.settings.disable_after
+                if limit and hook["failures"] >= limit and hook["enabled"]:
+                    hook.update(enabled=False, disabled_at=now,
+                                disabled_reason=f"{hook['failures']} deliveries failed in a row; last: {error}"[:500])
+                    log.warning("webhooks: %s (%s) disabled after %d failed deliveries",
+                                hook["_id"], hook["name"], hook["failures"])
+                hooks.replace(hook)
+        return True
+
+    # -- retention ------------------------------------------------------------
+
+    def schedule(self) -> None:
+        """Enqueue today's prune of the delivery log (one per cluster)."""
+        day = int(self.clock() // DAY)
+        with self.store.transaction():
+            self.jobs.enqueue(PRUNE, {"day": day}, key=str(day))
+        self.jobs.wake()
+
+    def prune(self, store: Store | None = None) -> int:
+        """Drop logged attempts older than `keep_days` (0 keeps them)."""
+        if not self.settings.keep_days:
+            return 0
+        store = store or self.store
+        with store.transaction():
+            return store.collection(DELIVERIES, DELIVERY_HINTS).delete_many(
+                {"at": {"$lt": self.clock() - self.settings.keep_days * DAY}})
+
+    def _prune_job(self, job: Job) -> None:
+        dropped = self.prune(job.store)
+        if dropped:
+            log.info("webhooks: dropped %d logged deliveries older than %d days", dropped, self.settings.keep_days)
+        day = int(job.payload.get("day", 0)) + 1
+        with job.store.transaction():
+            self.jobs.enqueue(PRUNE, {"day": day}, key=str(day), run_at=float(day * DAY), store=job.store)
+
+
+def who(identity: Identity | None) -> dict[str, Any] | None:
+    """Who made a change, as a payload names them (no key, no secret)."""
+    if identity is None:
+        return None
+    return {"kind": "public" if identity.anonymous else identity.kind, "id": identity.key_id,
+            "name": identity.key_name}
