@@ -212,3 +212,18 @@ def test_pages_assets_and_forms_are_delivered_without_the_forms_token(admin: Api
     assert by_type["inbox.submit.after"]["form"] == {"_id": form["_id"], "name": "Contact"}
     assert "token" not in by_type["inbox.form.save"]["form"]
     assert all(form["token"] not in g.body.decode() for g in got)
+
+
+def test_drafts_and_publishing_are_delivered(admin: Api, receiver: Receiver) -> None:
+    put_model(admin, "posts", fields=[{"name": "title", "type": "text"}])
+    item = admin.post("/api/content/item/posts", json={"data": {"title": "Live"}}).json()
+    make_hook(admin, receiver.url, events=["content.draft.*", "content.item.publish"])
+    admin.post("/api/content/item/posts", params={"draft": 1}, json={"data": {"_id": item["_id"], "title": "Next"}})
+    admin.post(f"/api/content/publish/posts/{item['_id']}")
+    receiver.wait_for(2)
+    time.sleep(0.2)
+    by_type = {g.json["type"]: g.json["data"] for g in receiver.received}
+    assert sorted(by_type) == ["content.draft.saved", "content.item.publish"]
+    assert by_type["content.draft.saved"]["item"]["title"] == "Next"
+    assert "_basis" not in by_type["content.draft.saved"]["item"]
+    assert by_type["content.item.publish"]["item"]["title"] == "Next"

@@ -129,7 +129,7 @@ class DraftWriter(ContentWriter):
                 doc.pop(key, None)
             drafts.replace(doc)
             with refusals_as_412():
-                await self.events.emit("content.draft.saved", model=name, item=doc, identity=identity)
+                await self.events.emit("content.draft.saved", model=name, item=shown(doc), identity=identity)
         return {**model.filler.doc(shown(doc)), "_draft": True}
 
     def _check_fields(self, model: Model, item: dict[str, Any], identity: Identity) -> None:

@@ -14,6 +14,7 @@ from quire.webhooks.service import MANAGE, WebhookService, who
 # Events sent inside their write's transaction: the delivery commits with
 # the write. (`inbox.submit.after` comes after its commit: see subscribe.)
 IN_TRANSACTION = ("content.item.saved", "content.item.remove", "content.item.publish", "content.item.unpublish",
+                  "content.draft.saved", "content.draft.remove",
                   "assets.asset.save", "assets.asset.remove", "pages.page.saved", "pages.page.remove",
                   "pages.settings.saved", "pages.menu.save", "pages.menu.remove", "inbox.submission.save",
                   "inbox.submission.remove", "inbox.form.save", "inbox.form.remove")
