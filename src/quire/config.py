@@ -218,6 +218,18 @@ class RevisionsSettings(Section):
 
 
 @dataclass(frozen=True)
+class AuditSettings(Section):
+    """The audit log (docs/audit.md): whether logins, changes of keys,
+    roles, users and models, content writes and exports are recorded, and
+    for how many days entries are kept (a daily job drops older ones; 0
+    keeps them whatever their age)."""
+
+    NAME: ClassVar[str] = "audit"
+    enabled: bool = True
+    keep_days: int = setting(365, between=(0, 36_500))
+
+
+@dataclass(frozen=True)
 class JobsSettings(Section):
     """The jobs table (quire.jobs): how often a runner looks for due work
     when nothing woke it, and how long finished jobs are kept."""
@@ -318,6 +330,7 @@ S = TypeVar("S", bound=Section)
 SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     ServerSettings, ApiSettings, StoreSettings, ContentSettings, AssetSettings, PagesSettings,
     InboxSettings, SmtpSettings, JobsSettings, RevisionsSettings, HooksSettings, AdminSettings, SsoSettings,
+    AuditSettings,
 )}
 
 
@@ -386,6 +399,7 @@ class Settings:
     smtp = _SectionOf(SmtpSettings)
     jobs = _SectionOf(JobsSettings)
     revisions = _SectionOf(RevisionsSettings)
+    audit = _SectionOf(AuditSettings)
     hooks = _SectionOf(HooksSettings)
     admin = _SectionOf(AdminSettings)
     sso = _SectionOf(SsoSettings)
