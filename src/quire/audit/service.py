@@ -127,7 +127,7 @@ class AuditService:
                detail: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Write one entry: `actor` is the Identity that acted (or its `who`
         already made, for a login). Joins the transaction of the change it
-        records (a savepoint; a transaction of its own outside of one).
+        records (a transaction of its own outside of one).
         Answers the entry, or None when the audit log is off."""
         if not self.settings.enabled:
             return None
@@ -135,8 +135,11 @@ class AuditService:
         entry = {"_id": new_id(), "at": round(self.clock(), 3), "who": author, "actor": author.get("id"),
                  "action": action, "resource": resource, "id": item, "detail": detail or {},
                  "ip": current_client(self.proxy_hops)}
-        with self.store.transaction():
-            self.entries.insert(entry)
+        if self.store.in_transaction():
+            self.entries.insert(entry)  # the change's own transaction: no savepoint needed
+        else:
+            with self.store.transaction():
+                self.entries.insert(entry)
         return entry
 
     # -- reading ------------------------------------------------------------
