@@ -246,6 +246,8 @@ def test_filters_and_pages(admin: Api, quire: Quire, admin_key: str) -> None:
     assert actions(admin, action="key.create", to="2000") == ["key.create"] * 3
     assert actions(admin, action="item.*") == ["item.create"] * 3
     assert [e["id"] for e in entries(admin, resource="content/m1")["data"]] == ["id4", "id1"]
+    assert entries(admin, resource="content/m*")["total"] == 6  # not at a "/": a range of texts
+    assert entries(admin, action="key.cr*", to="2000")["total"] == 3
     assert [e["id"] for e in entries(admin, **{"from": "1002", "to": "1003.5"})["data"]] == ["id3", "id2"]
     assert entries(admin, who=me.key_id, id="id5")["total"] == 1
     assert entries(admin, who="someone-else")["total"] == 0

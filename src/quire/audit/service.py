@@ -32,12 +32,19 @@ from quire.store.values import bad_text
 log = logging.getLogger("quire.audit")
 
 AUDIT = "system/audit"
-# `actor` repeats `who.id` at the top level: only top-level fields can be
-# hinted and indexed, and "what did this key do" is a question asked often.
-# It is not part of an answer.
-HINTS = {"at": "number", "action": "text", "resource": "text", "actor": "text"}
+# Index copies, not part of an answer (`shown`): `actor` repeats `who.id` at
+# the top level (only top-level fields can be hinted and indexed, and "what
+# did this key do" is asked often); `action_kind` and `resource_kind` hold
+# the action up to its first "." and the resource up to its first "/", so
+# the usual prefixes (`item.*`, `content/*`) are one index seek in time
+# order. A range on `action` instead had to read and sort every match
+# (70-270 ms for `item.*` on 100,000 entries).
+HINTS = {"at": "number", "action": "text", "resource": "text", "actor": "text", "action_kind": "text",
+         "resource_kind": "text"}
 INDEXES: list[list[tuple[str, ...]]] = [[("at",)], [("action",), ("at",)], [("resource",), ("at",)],
-                                        [("actor",), ("at",)]]
+                                        [("actor",), ("at",)], [("action_kind",), ("at",)],
+                                        [("resource_kind",), ("at",)]]
+COPIES = frozenset({"actor", "action_kind", "resource_kind"})
 PRUNE = "audit.prune"
 DAY = 86_400
 MAX_DETAIL_ITEMS = 50  # names listed in a detail (changed fields, permissions); more are counted
@@ -58,10 +65,17 @@ class AuditQuery:
 
     def filter(self) -> dict[str, Any]:
         query: dict[str, Any] = {}
-        for field, value in (("action", self.action), ("resource", self.resource), ("actor", self.who),
-                             ("id", self.item)):
-            if value and value != "*":
-                query[field] = _prefix(value[:-1]) if value.endswith("*") else value
+        for field, value, mark in (("action", self.action, "."), ("resource", self.resource, "/"),
+                                   ("actor", self.who, None), ("id", self.item, None)):
+            if not value or value == "*":
+                continue
+            head = value[:-1]
+            if not value.endswith("*"):
+                query[field] = value
+            elif mark is not None and head.endswith(mark) and head.count(mark) == 1:
+                query[f"{field}_kind"] = head[:-1]  # `item.*`: the indexed first part
+            else:
+                query[field] = _prefix(head)
         if self.start is not None or self.end is not None:
             at: dict[str, float] = {}
             if self.start is not None:
@@ -133,7 +147,8 @@ class AuditService:
             return None
         author = actor if isinstance(actor, dict) else who(actor)
         entry = {"_id": new_id(), "at": round(self.clock(), 3), "who": author, "actor": author.get("id"),
-                 "action": action, "resource": resource, "id": item, "detail": detail or {},
+                 "action": action, "action_kind": action.partition(".")[0], "resource": resource,
+                 "resource_kind": resource.partition("/")[0], "id": item, "detail": detail or {},
                  "ip": current_client(self.proxy_hops)}
         if self.store.in_transaction():
             self.entries.insert(entry)  # the change's own transaction: no savepoint needed
@@ -195,8 +210,8 @@ class AuditService:
 
 
 def shown(entry: dict[str, Any]) -> dict[str, Any]:
-    """An entry as answered: without the index copy of `who.id`."""
-    return {k: v for k, v in entry.items() if k != "actor"}
+    """An entry as answered: without the index copies."""
+    return {k: v for k, v in entry.items() if k not in COPIES}
 
 
 def names(values: Any) -> list[str]:
