@@ -219,6 +219,15 @@ def test_a_write_a_hook_refuses_records_nothing(data_dir: Path, app_env: dict[st
         assert actions(api, resource="content/posts") == []
         create_item(api, "posts", {"title": "fine"})
         assert actions(api, resource="content/posts") == ["item.create"]
+        # a refused key: no key, and no entry
+        def no_more_keys(**_: Any) -> None:
+            raise Reject("no more keys")
+
+        events.on("auth.key.save", no_more_keys)
+        refused = api.post("/api/system/keys", json={"name": "refused", "role": "admin"})
+        assert refused.status_code == 412 and refused.json()["error"] == "no more keys"
+        assert [k["name"] for k in api.get("/api/system/keys").json()] == ["k"]
+        assert actions(api, resource="keys") == ["key.create"]  # the first key's, before the hook
     finally:
         app.state.quire.close()
 

@@ -13,7 +13,7 @@ from quire.auth.permissions import BUILTIN_ROLES, ROLE_NAME, is_known
 from quire.bundleparts import BundlePart, Checked, check_named
 from quire.cache import Cache, SystemValue
 from quire.errors import BadRequest, Forbidden, NotFound, Unauthorized
-from quire.events import Events
+from quire.events import Events, refusals_as_412
 from quire.ids import new_id
 from quire.store import Store
 
@@ -184,9 +184,10 @@ class AuthService:
             previous = self.roles.get(name)
             self.roles.replace({"_id": name, "permissions": perms, "_modified": int(time.time())})
             self.cache.bump_system()
-            self.events.notify("auth.role.save", role=name, permissions=perms,
-                               previous=(previous or {}).get("permissions"), is_update=previous is not None,
-                               identity=identity or SYSTEM)
+            with refusals_as_412():
+                self.events.notify("auth.role.save", role=name, permissions=perms,
+                                   previous=(previous or {}).get("permissions"), is_update=previous is not None,
+                                   identity=identity or SYSTEM)
         return self.get_role(name)
 
     async def asave_role(self, name: str, body: Any, identity: Identity | None = None) -> dict[str, Any]:
@@ -207,7 +208,8 @@ class AuthService:
             if not self.roles.delete(name) and name != "public":
                 raise NotFound(f"Role {name} not found")
             self.cache.bump_system()
-            self.events.notify("auth.role.remove", role=name, identity=identity or SYSTEM)
+            with refusals_as_412():
+                self.events.notify("auth.role.remove", role=name, identity=identity or SYSTEM)
 
     async def adelete_role(self, name: str, identity: Identity | None = None) -> None:
         """`delete_role` for async code: waits for the write lock off the event loop."""
@@ -238,7 +240,8 @@ class AuthService:
             self.keys.insert(doc)
             self.cache.bump_system()
             # never the key's text or hash: handlers get what a list shows
-            self.events.notify("auth.key.save", key=_listed(doc), is_update=False, identity=identity or SYSTEM)
+            with refusals_as_412():
+                self.events.notify("auth.key.save", key=_listed(doc), is_update=False, identity=identity or SYSTEM)
         return {"_id": doc["_id"], "name": doc["name"], "role": role, "key": key}
 
     async def acreate_key(self, name: Any, role: Any, identity: Identity | None = None) -> dict[str, Any]:
@@ -255,7 +258,8 @@ class AuthService:
             if doc is None or not self.keys.delete(key_id):
                 raise NotFound("Key not found")
             self.cache.bump_system()
-            self.events.notify("auth.key.remove", key=_listed(doc), identity=identity or SYSTEM)
+            with refusals_as_412():
+                self.events.notify("auth.key.remove", key=_listed(doc), identity=identity or SYSTEM)
 
     async def adelete_key(self, key_id: str, identity: Identity | None = None) -> None:
         """`delete_key` for async code: waits for the write lock off the event loop."""

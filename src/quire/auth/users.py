@@ -18,6 +18,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from quire.auth.service import SYSTEM, USERS, AuthService, Identity
 from quire.emails import normal_email
 from quire.errors import BadRequest, NotFound
+from quire.events import refusals_as_412
 from quire.ids import new_id
 from quire.store import Store
 
@@ -103,7 +104,8 @@ class UserService:
             doc = self.users.get(user_id)
             if doc is None or not self.users.delete(user_id):
                 raise NotFound("User not found")
-            self.auth.events.notify("auth.user.remove", user=public(doc), identity=identity or SYSTEM)
+            with refusals_as_412():
+                self.auth.events.notify("auth.user.remove", user=public(doc), identity=identity or SYSTEM)
 
     def _saved(self, doc: dict[str, Any], current: dict[str, Any] | None, identity: Identity) -> None:
         """`auth.user.save`, in the write's transaction: the user without its
@@ -111,8 +113,9 @@ class UserService:
         among them when it did: the name, never a value)."""
         changed = sorted(k for k in {*doc, *(current or {})}
                          if not k.startswith("_") and (current or {}).get(k) != doc.get(k))
-        self.auth.events.notify("auth.user.save", user=public(doc), changed=changed,
-                                is_update=current is not None, identity=identity)
+        with refusals_as_412():
+            self.auth.events.notify("auth.user.save", user=public(doc), changed=changed,
+                                    is_update=current is not None, identity=identity)
 
     def save_sso(self, issuer: str, subject: str, sid: str | None, fields: dict[str, Any]) -> dict[str, Any]:
         """The user of (issuer, subject), created or updated with the mapped
