@@ -12,7 +12,7 @@ from typing import Any
 
 from quire.audit import openapi, routes
 from quire.audit.routes import READ
-from quire.audit.service import AuditService, names, text
+from quire.audit.service import MAX_DETAIL_ITEMS, AuditService, names, text
 from quire.auth.service import Identity
 from quire.auth.users import UserService
 from quire.modules import Module, Services
@@ -41,10 +41,12 @@ def subscribe(services: Services) -> None:
     on = services.events.on
 
     def wrote(kind: str, resource: str, doc: dict[str, Any], previous: dict[str, Any] | None,
-              identity: Identity, is_update: bool | None = None) -> None:
-        update = previous is not None if is_update is None else is_update
-        audit.record(f"{kind}.{'update' if update else 'create'}", resource, doc.get("_id"), identity,
-                     {"fields": changed(previous, doc)} if update else {})
+              identity: Identity) -> None:
+        """`<kind>.create`, or `<kind>.update` with the names of the fields changed."""
+        if previous is None:
+            audit.record(f"{kind}.create", resource, doc.get("_id"), identity)
+        else:
+            audit.record(f"{kind}.update", resource, doc.get("_id"), identity, {"fields": changed(previous, doc)})
 
     # -- content items, pages, assets, forms, translations ------------------
 
@@ -109,14 +111,12 @@ def subscribe(services: Services) -> None:
             detail["dropped"] = names(dropped)
         audit.record("model.save", "models", model, identity, detail)
 
-    def model_renamed(model: str, renames: dict[str, str], identity: Identity | None = None, **_: Any) -> None:
-        if identity is not None:  # a hook's own notify without one is not ours to record
-            audit.record("model.rename", "models", model, identity,
-                         {"renamed": {text(k): text(v) for k, v in list(renames.items())[:50]}})
+    def model_renamed(model: str, renames: dict[str, str], identity: Identity, **_: Any) -> None:
+        audit.record("model.rename", "models", model, identity,
+                     {"renamed": {text(k): text(v) for k, v in list(renames.items())[:MAX_DETAIL_ITEMS]}})
 
-    def model_removed(model: str, identity: Identity | None = None, **_: Any) -> None:
-        if identity is not None:
-            audit.record("model.delete", "models", model, identity)
+    def model_removed(model: str, identity: Identity, **_: Any) -> None:
+        audit.record("model.delete", "models", model, identity)
 
     # -- keys, roles, users, logins -----------------------------------------
 

@@ -146,8 +146,8 @@ class SessionService:
 
     def end(self, session_id: str, reason: str = "logout", identity: Identity | None = None) -> bool:
         """End a session: `reason` says why (`logout`: its user asked;
-        `ended`: `identity`, an administrator, ended it; `expired`,
-        `deactivated`), for `auth.logout` handlers."""
+        `ended`: `identity`, an administrator, ended it; `deactivated`: its
+        user was), for `auth.logout` handlers. False when there was none."""
         with self.store.transaction():
             doc = self.sessions.get(session_id)
             if doc is None or not self.sessions.delete(session_id):
