@@ -155,6 +155,7 @@ def test_logins_failed_logins_and_logouts(app: Any, admin: Api, quire: Quire) ->
     assert failed_ann["detail"] == {"user": "ann", "method": "password", "reason": "wrong user name or password"}
     assert failed_other["detail"]["user"] == "nobody-such"
     assert all(e["ip"] == "testclient" for e in listed)
+    assert actions(admin, action="login.*") == ["login.failed", "login.failed"]  # not `login` itself
     text = stored_text(quire)
     assert "not the password at all" not in text and "guessed secret" not in text and PASSWORD not in text
     assert "$argon2" not in text  # no password hash either
@@ -309,3 +310,25 @@ def test_nothing_is_recorded_when_the_audit_log_is_off(app_with: Any) -> None:
     api = Api(TestClient(app, raise_server_exceptions=False), quire.auth.create_key("k", "admin")["key"])
     put_model(api, "posts", type="collection", fields=[{"name": "title", "type": "text"}])
     assert entries(api)["total"] == 0
+
+
+def test_pages_settings_and_assets_are_recorded(admin: Api, admin_key: str, quire: Quire) -> None:
+    from tests.assets.helpers import solid, upload_one
+    from tests.pages.conftest import make_page, update_page
+
+    page = make_page(admin, title="About", slug="about")
+    update_page(admin, page["_id"], title="About us")
+    assert admin.delete(f"/api/pages/page/{page['_id']}").status_code == 200
+    assert admin.post("/api/pages/settings", json={"data": {"seo": {"title": "Site"}}}).status_code == 200
+    asset = upload_one(admin, "red.png", solid(8, 8), "image/png")
+    assert admin.delete(f"/api/assets/{asset['_id']}").status_code == 200
+
+    listed = entries(admin, who=quire.auth.identify(admin_key).key_id)["data"]
+    assert [(e["action"], e["resource"]) for e in listed] == [
+        ("asset.delete", "assets"), ("asset.create", "assets"), ("page.settings", "pages/settings"),
+        ("page.delete", "pages"), ("page.update", "pages"), ("page.create", "pages")]
+    assert listed[4]["detail"] == {"fields": ["title"]} and listed[4]["id"] == page["_id"]
+    assert listed[1]["id"] == asset["_id"] and listed[1]["detail"]["path"] == asset["path"]
+    assert entries(admin, resource="pages/*")["total"] == 1  # pages/settings, not pages
+    assert actions(admin, resource="pages*", who=quire.auth.identify(admin_key).key_id) == [
+        "page.settings", "page.delete", "page.update", "page.create"]

@@ -73,7 +73,10 @@ class AuditQuery:
             if not value.endswith("*"):
                 query[field] = value
             elif mark is not None and head.endswith(mark) and head.count(mark) == 1:
-                query[f"{field}_kind"] = head[:-1]  # `item.*`: the indexed first part
+                # `item.*`: the indexed first part; not the action `item` itself
+                # (`login.*` is `login.failed`, not `login`)
+                query[f"{field}_kind"] = head[:-1]
+                query[field] = {"$ne": head[:-1]}
             else:
                 query[field] = _prefix(head)
         if self.start is not None or self.end is not None:
