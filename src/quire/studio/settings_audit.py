@@ -5,7 +5,7 @@ it shows to know whether an older page exists: counting every match of a
 broad filter over a long log costs more than the page itself.
 
 Where an entry names a document that still exists (an item, a page, a
-model, a role), the resource links to it; the existence checks are one
+model, a role, a user), the resource links to it; the existence checks are one
 query per model on the page, through the owning services."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from quire.asgi import route
 from quire.audit.routes import READ
 from quire.audit.service import AuditQuery, AuditService, filter_text
 from quire.auth.service import AuthService
+from quire.auth.users import UserService
 from quire.content.models import ModelService
 from quire.content.service import ContentService
 from quire.errors import BadRequest
@@ -127,7 +128,7 @@ def _link_existing(request: Request, entries: list[dict[str, Any]]) -> None:
         model = models.find(name)
         existing[name] = set(content.collection(model).get_many(sorted(ids))) if model is not None else set()
     pages = service(request, PagesService).exists(sorted(page_ids)) if page_ids else set()
-    auth = service(request, AuthService)
+    auth, users = service(request, AuthService), service(request, UserService)
     for entry in entries:
         resource, item = entry["resource"], entry.get("id")
         link = None
@@ -139,6 +140,8 @@ def _link_existing(request: Request, entries: list[dict[str, Any]]) -> None:
             link = f"/studio/models/{item}"
         elif resource == "roles" and isinstance(item, str) and auth.role_exists(item):
             link = f"/studio/settings/roles/{item}"
+        elif resource == "users" and isinstance(item, str) and users.get(item) is not None:
+            link = "/admin/users"
         entry["link"] = link
         entry["detail_text"] = detail_text(entry.get("detail") or {})
 
