@@ -183,6 +183,7 @@ def test_users_are_recorded_without_their_passwords(app: Any, admin: Api, quire:
 def test_an_export_on_the_command_line_is_recorded_as_the_system(data_dir: Path, quire: Quire,
                                                                 admin: Api) -> None:
     put_model(admin, "posts", type="collection", fields=[{"name": "title", "type": "text"}])
+    create_item(admin, "posts", {"title": "Exported"})
     exported = run_quire("export", "--data", str(data_dir))
     assert exported.stdout.startswith("{")
     bundle = data_dir / "bundle.json"
@@ -192,9 +193,10 @@ def test_an_export_on_the_command_line_is_recorded_as_the_system(data_dir: Path,
     assert [e["action"] for e in listed] == ["import", "export"]
     assert listed[1]["who"]["kind"] == "system" and listed[1]["ip"] is None
     assert "models" in listed[1]["detail"]["parts"]
-    assert listed[0]["detail"]["counts"]["models"] == 1
-    # the import's model write is recorded as the system's too
+    assert listed[0]["detail"]["counts"]["models"] == 1 and listed[0]["detail"]["counts"]["items"] == 1
+    # the import's model write is recorded as the system's too; its items are not one by one
     assert entries(admin, action="model.save")["data"][0]["who"]["kind"] == "system"
+    assert actions(admin, resource="content/*") == ["item.create"]  # the API's, before the export
 
 
 def test_a_write_a_hook_refuses_records_nothing(data_dir: Path, app_env: dict[str, str]) -> None:
