@@ -10,6 +10,7 @@ import os
 from quire import (
     admin,
     assets,
+    audit,
     auth,
     content,
     health,
@@ -39,7 +40,8 @@ log = logging.getLogger("quire")
 # (what they built, and their code: tests/test_import_shape.py holds it).
 MODULES: list[Module] = [
     auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
-    searchmod.module, health.module, system.module, admin.module, revisions.module, webhooks.module, sso.module,
+    searchmod.module, health.module, system.module, admin.module, revisions.module, audit.module, webhooks.module,
+    sso.module,
     studio.module,
 ]
 

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from quire.errors import ApiError
+from quire.forwarded import serving
 from quire.responses import json_response
 from quire.store.values import bad_text
 
@@ -188,6 +189,7 @@ class App:
                 allow = ", ".join(target.handlers)
                 return json_response({"error": "Method not allowed"}, 405, {"Allow": allow})
             scope["path_params"] = params
+            serving.set(scope)
             if self._before_request is not None:
                 self._before_request()
             return await handler(Request(scope, receive))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from quire.auth.service import Identity
+from quire.auth.service import SYSTEM, Identity
 from quire.bundleparts import BatchedPart, BundlePart, Checked
 from quire.errors import BadRequest
 
@@ -53,9 +53,10 @@ def parts(quire: Services) -> list[BundlePart | BatchedPart]:
     return [part for module in quire.modules if module.bundle is not None for part in module.bundle(quire)]
 
 
-def export_bundle(quire: Services) -> Iterator[bytes]:
+def export_bundle(quire: Services, identity: Identity = SYSTEM) -> Iterator[bytes]:
     """The bundle as chunks of JSON; batched parts (items) are streamed
-    after the others, model by model."""
+    after the others, model by model. Once all is out, `bundle.export`
+    tells who exported what (the audit log records it)."""
     every = parts(quire)
     head = {"quire": FORMAT, **{p.key: p.export() for p in every if isinstance(p, BundlePart)}}
     out = orjson.dumps(head)[:-1]
@@ -65,6 +66,9 @@ def export_bundle(quire: Services) -> Iterator[bytes]:
             yield from part.export()
             out = b""
     yield out + b"}"
+    if quire.events.has("bundle.export"):
+        with quire.store.transaction():
+            quire.events.notify("bundle.export", parts=[p.key for p in every], identity=identity)
 
 
 async def import_bundle(
@@ -102,6 +106,8 @@ async def import_bundle(
     size = batch or quire.settings.store.import_batch_items
     for batched_part in batched:
         await _load_batched(quire, batched_part, checked.values[batched_part.key], size, counts, progress)
+    async with store.atomic(timeout=store.blocking_timeout):
+        quire.events.notify("bundle.import", counts=counts, identity=IMPORTER)
     return counts
 
 

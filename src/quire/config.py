@@ -255,6 +255,17 @@ class WebhooksSettings(Section):
                 raise ConfigError(f"setting 'webhooks.allow_hosts' has {host!r}, which is no host name or address")
 
 
+@dataclass(frozen=True)
+class AuditSettings(Section):
+    """The audit log (docs/audit.md): whether logins, changes of keys,
+    roles, users and models, content writes and exports are recorded, and
+    for how many days entries are kept (a daily job drops older ones; 0
+    keeps them whatever their age)."""
+
+    NAME: ClassVar[str] = "audit"
+    enabled: bool = True
+    keep_days: int = setting(365, between=(0, 36_500))
+
 
 @dataclass(frozen=True)
 class JobsSettings(Section):
@@ -382,6 +393,7 @@ SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     ServerSettings, ApiSettings, StoreSettings, ContentSettings, AssetSettings, PagesSettings,
     InboxSettings, SmtpSettings, JobsSettings, RevisionsSettings, HooksSettings, AdminSettings, SsoSettings,
     WebhooksSettings,
+    AuditSettings,
 )}
 
 
@@ -451,6 +463,7 @@ class Settings:
     jobs = _SectionOf(JobsSettings)
     revisions = _SectionOf(RevisionsSettings)
     webhooks = _SectionOf(WebhooksSettings)
+    audit = _SectionOf(AuditSettings)
     hooks = _SectionOf(HooksSettings)
     admin = _SectionOf(AdminSettings)
     sso = _SectionOf(SsoSettings)

@@ -20,7 +20,11 @@ log = logging.getLogger("quire.events")
 Handler = Callable[..., Any]
 # Events of synchronous writes, sent with `notify` inside their transaction:
 # their handlers must be plain functions (refused when subscribed).
-SYNCHRONOUS = frozenset({"content.model.remove", "content.model.rename", "content.locales.save"})
+SYNCHRONOUS = frozenset({
+    "content.model.save", "content.model.remove", "content.model.rename", "content.locales.save",
+    "auth.key.save", "auth.key.remove", "auth.role.save", "auth.role.remove", "auth.user.save",
+    "auth.user.remove", "auth.login", "auth.login.failed", "auth.logout", "bundle.export", "bundle.import",
+})
 
 
 class Reject(Exception):

@@ -24,14 +24,34 @@ form), so one client has one spelling for the rate limits.
 
 from __future__ import annotations
 
+import contextvars
 import ipaddress
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 log = logging.getLogger("quire.forwarded")
 
 MAX_PROXY_HOPS = 16
 _warned = False
+
+# The ASGI scope of the request being answered (set by the dispatcher), so
+# code far below the routes (the audit log's event handlers) can tell which
+# client caused a write without every service passing the request along.
+# A context variable: each request runs in its own task; commands and the
+# jobs runner see None.
+serving: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar("quire_serving", default=None)
+
+
+def current_client(proxy_hops: int) -> str | None:
+    """The client address of the request being answered, or None outside
+    of one (the command line, a job)."""
+    scope = serving.get()
+    if scope is None:
+        return None
+    peer = scope.get("client")
+    lines = [value.decode("latin-1") for name, value in scope.get("headers", ()) if name == b"x-forwarded-for"]
+    return client_address(peer[0] if peer else None, lines, proxy_hops)
 
 
 def client_address(peer: str | None, forwarded_for: Iterable[str], proxy_hops: int) -> str:

@@ -250,6 +250,8 @@ def test_login_creates_user_with_mapped_fields(stack: Stack) -> None:
         user = quire.users.by_sso(stack.op.issuer, "cat")
         assert user is not None
         sessions = quire.sessions.list_all(user["_id"])
+        # the audit log: the user made at sign-on, then its login, both by the user
+        audited = quire.store.collection("system/audit").find({"id": user["_id"]}, [(("at",), 1)])
     assert {k: user[k] for k in ("user", "email", "name", "role", "active")} == {
         "user": "cat",  # trimmed
         "email": "cat@example.com",
@@ -261,6 +263,9 @@ def test_login_creates_user_with_mapped_fields(stack: Stack) -> None:
     assert [s["sso"] for s in sessions] == [user["_sso"]]
     assert user["_sso"]["iss"] == stack.op.issuer and user["_sso"]["sub"] == "cat"
     assert isinstance(user["_sso"]["sid"], str) and user["_sso"]["sid"]
+    assert [(e["action"], e["who"]["kind"], e["who"]["id"]) for e in audited] == [
+        ("user.create", "user", user["_id"]), ("login", "user", user["_id"])]
+    assert audited[1]["detail"] == {"method": "sso"} and audited[1]["ip"]
 
 
 def test_next_login_updates_the_same_user_and_nothing_else(stack: Stack) -> None:
@@ -302,6 +307,9 @@ def test_login_refused_with_api_message(stack: Stack, username: str, message: st
         assert not logged_in(http, stack)
     assert sso_user(stack, username) is None
     wait_for_log(stack, f"sso login failed: {message}", logged)
+    with open_quire(stack) as quire:
+        failed = quire.store.collection("system/audit").find({"action": "login.failed"})
+    assert {"user": "", "method": "sso", "reason": message} in [e["detail"] for e in failed]
 
 
 def test_default_role_replaces_missing_nonexistent_and_not_allowed_roles(tmp_path: Path) -> None:
@@ -421,6 +429,9 @@ def test_backchannel_logout_from_provider_ends_all_sessions_of_the_subject(stack
         assert logged_in(other, stack)
     with open_quire(stack) as quire:
         assert quire.sessions.list_all(dan["_id"]) == []  # destroyed, not just flagged
+        ended = quire.store.collection("system/audit").find({"action": "logout", "id": dan["_id"]})
+    assert [e["detail"] for e in ended] == [{"reason": "backchannel"}] * 2
+    assert {e["who"]["name"] for e in ended} == {"dan"}
     wait_for_log(stack, "back-channel logout accepted: 2 session(s) ended", accepted)
 
 

@@ -65,7 +65,8 @@ def test_the_users_page_ends_sessions_in_the_same_commit(quire: Quire, monkeypat
     admin = quire.users.create({"user": "ann", "email": "ann@example.com", "role": "admin", "password": "pw-123456789"})
     bob = quire.users.create({"user": "bob", "email": "bob@example.com", "role": "admin", "password": "pw-123456789"})
     quire.sessions.start(quire.users.get(bob["_id"]) or {})
-    login: Any = type("L", (), {"user": quire.users.get(admin["_id"])})()
+    login: Any = type("L", (), {"user": quire.users.get(admin["_id"]),
+                                "identity": quire.auth.role_identity("admin", admin["_id"], "ann")})()
 
     def refuse(user_id: str) -> int:
         raise RuntimeError("ending the sessions failed")

@@ -130,10 +130,12 @@ async def login_submit(request: Request) -> Response:
     wait = await limiter.hit_all(counted, now)
     if wait is not None:
         log.warning("login throttled for %s", address)
+        await service(request, SessionService).alogin_failed(user_name, "password", "throttled")
         return again(f"Too many failed logins. Try again in {wait} seconds.", 429, {"retry-after": str(wait)})
     user = service(request, UserService).verify_password(user_name, form.get("password", ""))
     if user is None:
         log.info("failed admin login from %s", address)
+        await service(request, SessionService).alogin_failed(user_name, "password", "wrong user name or password")
         return again("Wrong user name or password.", 401)
     await limiter.clear("login-user", user_name.lower())
     await limiter.give_back("login-address", address, now)  # only failures count
@@ -202,9 +204,10 @@ async def keys_submit(request: Request, login: Login) -> Response:
     created, error = None, None
     try:
         if form.get("action") == "revoke":
-            await service(request, AuthService).adelete_key(form.get("id", ""))
+            await service(request, AuthService).adelete_key(form.get("id", ""), login.identity)
         else:
-            created = await service(request, AuthService).acreate_key(form.get("name", ""), form.get("role", ""))
+            created = await service(request, AuthService).acreate_key(form.get("name", ""), form.get("role", ""),
+                                                                      login.identity)
     except ApiError as exc:
         error = exc.message
     status = 400 if error else 200

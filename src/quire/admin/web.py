@@ -124,7 +124,7 @@ async def current_login(request: Request) -> Login | None:
         return None
     user = service(request, UserService).get(session["user"])
     if user is None or not user.get("active", True):
-        await service(request, SessionService).aend(session["_id"])
+        await service(request, SessionService).aend(session["_id"], "deactivated")
         return None
     return Login(session, user, service(request, AuthService).role_identity(user["role"], user["_id"], user["user"]))
 

@@ -15,9 +15,10 @@ from quire.ratelimit import RateLimiter
 
 def build(services: Services) -> None:
     store, admin = services.store, services.settings.admin
-    auth = services.add("auth", AuthService(store, services.cache, services.permissions))
+    auth = services.add("auth", AuthService(store, services.cache, services.permissions, services.events))
     services.add("users", UserService(store, auth))
-    services.add("sessions", SessionService(store, admin.session_idle_seconds, admin.session_max_seconds))
+    services.add("sessions", SessionService(store, admin.session_idle_seconds, admin.session_max_seconds,
+                                            services.events))
     services.add("login_limiter", RateLimiter(store, admin.login_attempts, admin.login_window_seconds,
                                               "system/login_failures"))
 

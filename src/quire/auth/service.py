@@ -13,6 +13,7 @@ from quire.auth.permissions import BUILTIN_ROLES, ROLE_NAME, is_known
 from quire.bundleparts import BundlePart, Checked, check_named
 from quire.cache import Cache, SystemValue
 from quire.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from quire.events import Events, refusals_as_412
 from quire.ids import new_id
 from quire.store import Store
 
@@ -69,10 +70,24 @@ class Identity:
         return self.key_id
 
 
+# Who changes keys, roles and users when no caller is named: the command
+# line (`quire keys`, `quire users`), the demo, an import.
+SYSTEM = Identity("admin", key_id="system", key_name="system", kind="system")
+
+
+def who(identity: Identity) -> dict[str, Any]:
+    """The author of a write as revisions and the audit log record it."""
+    kind = "public" if identity.anonymous else identity.kind
+    return {"kind": kind, "id": identity.key_id, "name": identity.key_name, "role": identity.role}
+
+
 class AuthService:
-    def __init__(self, store: Store, cache: Cache, permissions: Collection[str] = ()) -> None:
+    def __init__(self, store: Store, cache: Cache, permissions: Collection[str] = (),
+                 events: Events | None = None) -> None:
         self.store = store
         self.cache = cache
+        # `auth.key.*` and `auth.role.*` are sent on it inside each change's transaction
+        self.events = events or Events()
         # the names the modules declare (the app's set; modules built later add theirs)
         self.permissions = permissions
         self.keys = store.collection(KEYS)
@@ -140,7 +155,7 @@ class AuthService:
 
     async def _load_bundle_roles(self, roles: list[dict[str, Any]], identity: Any) -> int:
         for role in roles:
-            self.save_role(role["name"], {"permissions": role.get("permissions", {})})
+            self.save_role(role["name"], {"permissions": role.get("permissions", {})}, identity)
         return len(roles)
 
     def get_role(self, name: str) -> dict[str, Any]:
@@ -149,7 +164,9 @@ class AuthService:
                 return role
         raise NotFound(f"Role {name} not found")
 
-    def save_role(self, name: str, body: Any) -> dict[str, Any]:
+    def save_role(self, name: str, body: Any, identity: Identity | None = None) -> dict[str, Any]:
+        """Create or change role `name`; `identity` is who does it (the
+        command line when None), for the `auth.role.save` event."""
         if not ROLE_NAME.match(name):
             raise BadRequest("Role name must match ^[a-zA-Z0-9_-]+$")
         if name == "admin":
@@ -164,16 +181,21 @@ class AuthService:
         if bad:
             raise BadRequest(f"Permission values must be true or false: {', '.join(bad)}", fields=bad)
         with self.store.transaction():
+            previous = self.roles.get(name)
             self.roles.replace({"_id": name, "permissions": perms, "_modified": int(time.time())})
             self.cache.bump_system()
+            with refusals_as_412():
+                self.events.notify("auth.role.save", role=name, permissions=perms,
+                                   previous=(previous or {}).get("permissions"), is_update=previous is not None,
+                                   identity=identity or SYSTEM)
         return self.get_role(name)
 
-    async def asave_role(self, name: str, body: Any) -> dict[str, Any]:
+    async def asave_role(self, name: str, body: Any, identity: Identity | None = None) -> dict[str, Any]:
         """`save_role` for async code: waits for the write lock off the event loop."""
         async with self.store.atomic():
-            return self.save_role(name, body)
+            return self.save_role(name, body, identity)
 
-    def delete_role(self, name: str) -> None:
+    def delete_role(self, name: str, identity: Identity | None = None) -> None:
         if name == "admin":
             raise BadRequest("The admin role is built in")
         used = [k["name"] for k in self.keys.find({"role": name})]
@@ -186,15 +208,19 @@ class AuthService:
             if not self.roles.delete(name) and name != "public":
                 raise NotFound(f"Role {name} not found")
             self.cache.bump_system()
+            with refusals_as_412():
+                self.events.notify("auth.role.remove", role=name, identity=identity or SYSTEM)
 
-    async def adelete_role(self, name: str) -> None:
+    async def adelete_role(self, name: str, identity: Identity | None = None) -> None:
         """`delete_role` for async code: waits for the write lock off the event loop."""
         async with self.store.atomic():
-            self.delete_role(name)
+            self.delete_role(name, identity)
 
     # -- keys -------------------------------------------------------------
 
-    def create_key(self, name: Any, role: Any) -> dict[str, Any]:
+    def create_key(self, name: Any, role: Any, identity: Identity | None = None) -> dict[str, Any]:
+        """A new key (its text answered once, only its hash stored);
+        `identity` is who makes it (the command line when None)."""
         if not isinstance(name, str) or not name.strip():
             raise BadRequest("Key name is required", fields=["name"])
         if role is None or role == "":
@@ -213,26 +239,34 @@ class AuthService:
         with self.store.transaction():
             self.keys.insert(doc)
             self.cache.bump_system()
+            # never the key's text or hash: handlers get what a list shows
+            with refusals_as_412():
+                self.events.notify("auth.key.save", key=_listed(doc), is_update=False, identity=identity or SYSTEM)
         return {"_id": doc["_id"], "name": doc["name"], "role": role, "key": key}
 
-    async def acreate_key(self, name: Any, role: Any) -> dict[str, Any]:
+    async def acreate_key(self, name: Any, role: Any, identity: Identity | None = None) -> dict[str, Any]:
         """`create_key` for async code: waits for the write lock off the event loop."""
         async with self.store.atomic():
-            return self.create_key(name, role)
+            return self.create_key(name, role, identity)
 
     def list_keys(self) -> list[dict[str, Any]]:
-        return [
-            {k: doc[k] for k in ("_id", "name", "role", "hint", "_created")}
-            for doc in self.keys.find()
-        ]
+        return [_listed(doc) for doc in self.keys.find()]
 
-    def delete_key(self, key_id: str) -> None:
+    def delete_key(self, key_id: str, identity: Identity | None = None) -> None:
         with self.store.transaction():
-            if not self.keys.delete(key_id):
+            doc = self.keys.get(key_id)
+            if doc is None or not self.keys.delete(key_id):
                 raise NotFound("Key not found")
             self.cache.bump_system()
+            with refusals_as_412():
+                self.events.notify("auth.key.remove", key=_listed(doc), identity=identity or SYSTEM)
 
-    async def adelete_key(self, key_id: str) -> None:
+    async def adelete_key(self, key_id: str, identity: Identity | None = None) -> None:
         """`delete_key` for async code: waits for the write lock off the event loop."""
         async with self.store.atomic():
-            self.delete_key(key_id)
+            self.delete_key(key_id, identity)
+
+
+def _listed(doc: dict[str, Any]) -> dict[str, Any]:
+    """A key as lists show it: no hash."""
+    return {k: doc[k] for k in ("_id", "name", "role", "hint", "_created")}

@@ -18,11 +18,15 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from quire.errors import StoreBusy
+from quire.events import Events
 from quire.ids import new_id
 from quire.store import Store
+
+if TYPE_CHECKING:
+    from quire.auth.service import Identity
 
 SESSIONS = "system/sessions"
 SESSION_EVENTS = "system/session_events"
@@ -36,8 +40,11 @@ def token_hash(token: str) -> str:
 
 
 class SessionService:
-    def __init__(self, store: Store, idle: int, absolute: int) -> None:
+    def __init__(self, store: Store, idle: int, absolute: int, bus: Events | None = None) -> None:
         self.store = store
+        # `auth.login`, `auth.login.failed` and `auth.logout` go out on it,
+        # inside the transaction that starts or ends the session
+        self.bus = bus or Events()
         self.idle = idle
         self.absolute = absolute
         self.sessions = store.collection(SESSIONS)
@@ -61,6 +68,9 @@ class SessionService:
         with self.store.transaction():
             self._forget_expired(now)
             self.sessions.insert(doc)
+            # the user as lists show it: never its password hash
+            self.bus.notify("auth.login", user={k: user.get(k) for k in ("_id", "user", "name", "role")},
+                            method="sso" if sso is not None else "password")
         return token, doc
 
     async def astart(self, user: dict[str, Any], *, sso: dict[str, Any] | None = None,
@@ -68,6 +78,20 @@ class SessionService:
         """`start` for a request: waits for the write lock off the event loop."""
         async with self.store.atomic():
             return self.start(user, sso=sso, id_token=id_token, address=address, agent=agent)
+
+    def login_failed(self, user_name: str, method: str, reason: str) -> None:
+        """Tell `auth.login.failed` handlers of a refused login: the name
+        tried (never the password) and why, in a transaction of its own so
+        they can write (the audit log)."""
+        with self.store.transaction():
+            self.bus.notify("auth.login.failed", user_name=user_name[:200], method=method, reason=reason)
+
+    async def alogin_failed(self, user_name: str, method: str, reason: str) -> None:
+        """`login_failed` for a request: waits for the write lock off the event loop."""
+        if not self.bus.has("auth.login.failed"):
+            return  # nobody listens: no transaction for nothing
+        async with self.store.atomic():
+            self.login_failed(user_name, method, reason)
 
     def lookup(self, token: str | None, now: float | None = None) -> dict[str, Any] | None:
         """The live session of a cookie token, else None (an expired one is
@@ -120,14 +144,21 @@ class SessionService:
             return {**doc, "seen": now}, "seen"
         return doc, None
 
-    def end(self, session_id: str) -> bool:
+    def end(self, session_id: str, reason: str = "logout", identity: Identity | None = None) -> bool:
+        """End a session: `reason` says why (`logout`: its user asked;
+        `ended`: `identity`, an administrator, ended it; `deactivated`: its
+        user was), for `auth.logout` handlers. False when there was none."""
         with self.store.transaction():
-            return self.sessions.delete(session_id)
+            doc = self.sessions.get(session_id)
+            if doc is None or not self.sessions.delete(session_id):
+                return False
+            self.bus.notify("auth.logout", user_id=doc["user"], reason=reason, identity=identity)
+            return True
 
-    async def aend(self, session_id: str) -> bool:
+    async def aend(self, session_id: str, reason: str = "logout", identity: Identity | None = None) -> bool:
         """`end` for a request: waits for the write lock off the event loop."""
         async with self.store.atomic():
-            return self.end(session_id)
+            return self.end(session_id, reason, identity)
 
     def end_token(self, token: str | None) -> dict[str, Any] | None:
         """Log out the session of a cookie token; the session it was, if any."""
@@ -161,8 +192,10 @@ class SessionService:
         with self.store.transaction():
             found = self.sessions.find({"sso.iss": issuer, "$or": matches})
             ids = [doc["_id"] for doc in found]
-            for session_id in ids:
+            for doc in found:
+                session_id = doc["_id"]
                 self.sessions.delete(session_id)
+                self.bus.notify("auth.logout", user_id=doc["user"], reason="backchannel", identity=None)
                 if event is not None:
                     self.events.insert({"_id": new_id(), "session": session_id, "at": int(time.time()), **event})
         return ids

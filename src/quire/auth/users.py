@@ -15,9 +15,10 @@ from typing import Any
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from quire.auth.service import USERS, AuthService
+from quire.auth.service import SYSTEM, USERS, AuthService, Identity
 from quire.emails import normal_email
 from quire.errors import BadRequest, NotFound
+from quire.events import refusals_as_412
 from quire.ids import new_id
 from quire.store import Store
 
@@ -72,16 +73,18 @@ class UserService:
 
     # -- writing ----------------------------------------------------------
 
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+    def create(self, body: dict[str, Any], identity: Identity | None = None) -> dict[str, Any]:
+        """A new user; `identity` is who adds it (the command line when None)."""
         doc = self._checked({"active": True, **body}, None)
         doc["_id"] = new_id()
         doc["_created"] = doc["_modified"] = int(time.time())
         with self.store.transaction():
             self._unique(doc, None)
             self.users.insert(doc)
+            self._saved(doc, None, identity or SYSTEM)
         return public(doc)
 
-    def update(self, user_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    def update(self, user_id: str, body: dict[str, Any], identity: Identity | None = None) -> dict[str, Any]:
         """Changes to a user; an empty password leaves the password as it is."""
         if body.get("password") in ("", None):
             body = {k: v for k, v in body.items() if k != "password"}
@@ -93,12 +96,26 @@ class UserService:
             doc["_modified"] = int(time.time())
             self._unique(doc, user_id)
             self.users.replace(doc)
+            self._saved(doc, current, identity or SYSTEM)
         return public(doc)
 
-    def delete(self, user_id: str) -> None:
+    def delete(self, user_id: str, identity: Identity | None = None) -> None:
         with self.store.transaction():
-            if not self.users.delete(user_id):
+            doc = self.users.get(user_id)
+            if doc is None or not self.users.delete(user_id):
                 raise NotFound("User not found")
+            with refusals_as_412():
+                self.auth.events.notify("auth.user.remove", user=public(doc), identity=identity or SYSTEM)
+
+    def _saved(self, doc: dict[str, Any], current: dict[str, Any] | None, identity: Identity) -> None:
+        """`auth.user.save`, in the write's transaction: the user without its
+        password hash, and the names of the fields that changed (`password`
+        among them when it did: the name, never a value)."""
+        changed = sorted(k for k in {*doc, *(current or {})}
+                         if not k.startswith("_") and (current or {}).get(k) != doc.get(k))
+        with refusals_as_412():
+            self.auth.events.notify("auth.user.save", user=public(doc), changed=changed,
+                                    is_update=current is not None, identity=identity)
 
     def save_sso(self, issuer: str, subject: str, sid: str | None, fields: dict[str, Any]) -> dict[str, Any]:
         """The user of (issuer, subject), created or updated with the mapped
@@ -115,6 +132,10 @@ class UserService:
                 doc = {**current, **fields, "_sso": sso, "_modified": now}
                 self._unique(doc, current["_id"])
                 self.users.replace(doc)
+            if current is None or any(current.get(k) != v for k, v in fields.items()):
+                # made or changed by the provider's claims at sign-on: the user is its own author
+                self._saved(doc, current, Identity(doc.get("role", "public"), key_id=doc["_id"],
+                                                   key_name=doc.get("user"), kind="user"))
         return doc
 
     def _checked(self, doc: dict[str, Any], current: dict[str, Any] | None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from quire.auth.service import SYSTEM, Identity
 from quire.bundleparts import BundlePart, Checked
 from quire.cache import Cache, SystemValue
 from quire.content.fields import (
@@ -294,7 +295,8 @@ class ModelService:
             model._collection = self.store.collection(model.collection, model.hints(self.locales.codes()))
         return model._collection
 
-    def save(self, model: Model, renames: Mapping[str, str] | None = None, drop_values: bool = False) -> Model:
+    def save(self, model: Model, renames: Mapping[str, str] | None = None, drop_values: bool = False,
+             identity: Identity | None = None) -> Model:
         """Create or change a model, in one transaction with the stored
         items it affects (docs/content-api.md, "Changing a model").
 
@@ -305,8 +307,10 @@ class ModelService:
         values of fields the new definition no longer has are removed from
         the items (by default they stay, as in Cockpit). A change that
         stored values do not fit is refused (400 with their count and ids)
-        and nothing changes."""
+        and nothing changes. `identity` is who changes it (the command line
+        when None), for `content.model.save` handlers."""
         now = int(time.time())
+        identity = identity or SYSTEM
         with self.store.transaction():  # the checks too: no write can slip in between
             previous = self.find(model.name)
             codes = self.locales.codes()
@@ -348,14 +352,19 @@ class ModelService:
             if renames:
                 # in the transaction: search indexes follow the new names
                 with refusals_as_412():
-                    self.events.notify("content.model.rename", model=model.name, renames=renames, keys=moves)
+                    self.events.notify("content.model.rename", model=model.name, renames=renames, keys=moves,
+                                       identity=identity)
+            with refusals_as_412():
+                self.events.notify("content.model.save", model=model.name, definition=model.to_json(),
+                                   previous=previous.to_json() if previous is not None else None,
+                                   renames=renames, dropped=drop, identity=identity)
         return model
 
     async def asave(self, model: Model, renames: Mapping[str, str] | None = None,
-                    drop_values: bool = False) -> Model:
+                    drop_values: bool = False, identity: Identity | None = None) -> Model:
         """`save` for async code: waits for the write lock off the event loop."""
         async with self.store.atomic():
-            return self.save(model, renames, drop_values)
+            return self.save(model, renames, drop_values, identity)
 
     def field_usage(self, name: str) -> FieldUsage:
         """How many items of model `name` hold a non-empty value (not null,
@@ -446,7 +455,7 @@ class ModelService:
                 index["origin"] = "built-in"
         return found
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, identity: Identity | None = None) -> None:
         self.get(name)
         with self.store.transaction():
             self.models.delete(name)
@@ -455,7 +464,7 @@ class ModelService:
             self.cache.bump_system()
             # in the transaction: search indexes of the model empty too
             with refusals_as_412():
-                self.events.notify("content.model.remove", model=name)
+                self.events.notify("content.model.remove", model=name, identity=identity or SYSTEM)
 
     # -- bundles ----------------------------------------------------------
 
@@ -467,13 +476,13 @@ class ModelService:
 
     async def _load_bundle(self, models: dict[str, Model], identity: Any) -> int:
         for model in models.values():
-            self.save(model)
+            self.save(model, identity=identity)
         return len(models)
 
-    async def adelete(self, name: str) -> None:
+    async def adelete(self, name: str, identity: Identity | None = None) -> None:
         """`delete` for async code: waits for the write lock off the event loop."""
         async with self.store.atomic():
-            self.delete(name)
+            self.delete(name, identity)
 
 
 def _check_bundle_models(definitions: Any, checked: Checked) -> dict[str, Model]:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from quire.auth.service import Identity
+from quire.auth.service import Identity, who
 from quire.config import RevisionsSettings
 from quire.content.service import ContentService
 from quire.errors import BadRequest, NotFound
@@ -43,12 +43,6 @@ ACTIONS = ("create", "update", "delete", "restore")
 # The action of the writes made while it is set: a restore writes through
 # the ordinary save path, whose event handler records the revision.
 _action: contextvars.ContextVar[str | None] = contextvars.ContextVar("quire_revision_action", default=None)
-
-
-def who(identity: Identity) -> dict[str, Any]:
-    """The author of a write as a revision (and the audit log) records it."""
-    kind = "public" if identity.anonymous else identity.kind
-    return {"kind": kind, "id": identity.key_id, "name": identity.key_name, "role": identity.role}
 
 
 class RevisionService:

@@ -71,6 +71,8 @@ async def callback(request: Request) -> Response:
         done = await sso.finish(params, request.cookies.get(BINDING_COOKIE))
     except (LoginFailed, ProviderError) as exc:
         log.warning("sso login failed: %s", exc)
+        # no user name is known yet: the reason is one of our own messages
+        await service(request, SessionService).alogin_failed("", "sso", str(exc)[:200])
         response = _failed(request, str(exc))
         response.delete_cookie(BINDING_COOKIE, path="/sso/")
         return response

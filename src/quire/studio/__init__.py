@@ -20,6 +20,7 @@ from quire.studio import (
     menus,
     models_page,
     pages,
+    settings_audit,
     settings_locales,
     settings_roles,
     settings_search,
@@ -57,6 +58,7 @@ module = Module("studio", build=build, subscribe=subscribe,
                 routes=[*home.routes, *models_page.routes, *lists.routes, *editor.routes, *history.routes, *find.routes,
                         *settings_roles.routes, *settings_locales.routes, *settings_search.routes,
                         *settings_webhooks.routes,
+                        *settings_audit.routes,
                         *pages.routes, *menus.routes, *l10n.routes, *inbox.routes,
                         *assets.routes],  # after editor.routes: /studio/assets/pick, thumb, upload first
                 nav=[
@@ -74,4 +76,6 @@ module = Module("studio", build=build, subscribe=subscribe,
                     NavEntry("Roles", "/studio/settings/roles", "Settings", _manager, order=84),
                     NavEntry("Webhooks", "/studio/settings/webhooks", "Settings",
                              lambda identity: identity.can("webhooks/manage"), order=85),
+                    NavEntry("Audit log", "/studio/settings/audit", "Settings",
+                             lambda identity: identity.can("audit/read"), order=92),
                 ])

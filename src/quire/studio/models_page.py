@@ -84,7 +84,7 @@ async def create_model(request: Request, login: Login) -> Response:
         if form.errors:
             return _editor(request, login, form, new=True, status=400)
         model, _, _ = parse_change(form.name, body)
-        await models.asave(model)
+        await models.asave(model, identity=login.identity)
     except FieldError as exc:
         form.error = str(exc)
         return _editor(request, login, form, new=True, status=400)
@@ -125,7 +125,7 @@ async def save_model(request: Request, login: Login) -> Response:
     try:
         body, renames = definition_of(form)
         model, renames, _ = parse_change(previous.name, {**body, "renames": renames})
-        await models.asave(model, renames, drop)
+        await models.asave(model, renames, drop, login.identity)
     except FieldError as exc:
         form.error = str(exc)
         return _editor(request, login, form, status=400, total=total)
@@ -293,7 +293,7 @@ async def delete_model(request: Request, login: Login) -> Response:
     if posted.get("confirm") != model.name:
         return render(request, login, "studio/model_delete.html", 400, model=model, total=total,
                       error="Confirm on this page to delete the model.")
-    await models.adelete(model.name)
+    await models.adelete(model.name, login.identity)
     items = f" and its {total:,} {'item' if total == 1 else 'items'}" if total else ""
     return redirect_flash(request, "/studio/models", f"Deleted model {model.name}{items}.")
 

@@ -83,7 +83,7 @@ async def create_role(request: Request, login: Login) -> Response:
         return _roles(request, login, 400, "Role name must match ^[a-zA-Z0-9_-]+$", name)
     if auth.role_exists(name):
         return _roles(request, login, 400, f"Role {name} exists already; pick another name", name)
-    await auth.asave_role(name, {"permissions": {}})
+    await auth.asave_role(name, {"permissions": {}}, login.identity)
     return redirect_flash(request, f"/studio/settings/roles/{name}", f"Created role {name}; tick what it may do.")
 
 
@@ -125,7 +125,7 @@ async def save_role(request: Request, login: Login) -> Response:
                        f"Unknown permissions: {', '.join(sorted(p[:80] for p in strange)[:5])}")
     permissions = merged(role["permissions"], shown, ticked)
     try:
-        await service(request, AuthService).asave_role(role["name"], {"permissions": permissions})
+        await service(request, AuthService).asave_role(role["name"], {"permissions": permissions}, login.identity)
     except BadRequest as exc:
         return _matrix(request, login, role, 400, exc.message)
     return redirect_flash(request, f"/studio/settings/roles/{role['name']}", f"Saved role {role['name']}.")
@@ -139,7 +139,7 @@ async def delete_role(request: Request, login: Login) -> Response:
     if role["builtin"]:
         raise BadRequest(f"The {role['name']} role is built in and cannot be deleted")
     try:
-        await service(request, AuthService).adelete_role(role["name"])
+        await service(request, AuthService).adelete_role(role["name"], login.identity)
     except BadRequest as exc:
         return _matrix(request, login, role, 400, exc.message)
     return redirect_flash(request, "/studio/settings/roles", f"Deleted role {role['name']}.")

@@ -32,9 +32,9 @@ async def get_model(request: Request) -> Response:
 
 
 async def put_model(request: Request) -> Response:
-    require_manage(request)
+    identity = require_manage(request)
     model, renames, drop = parse_change(request.path_params["name"], await _body(request))
-    saved = await service(request, ModelService).asave(model, renames, drop)
+    saved = await service(request, ModelService).asave(model, renames, drop, identity)
     return json_response(saved.to_json())
 
 
@@ -49,8 +49,8 @@ async def model_indexes(request: Request) -> Response:
 
 
 async def delete_model(request: Request) -> Response:
-    require_manage(request)
-    await service(request, ModelService).adelete(request.path_params["name"])
+    identity = require_manage(request)
+    await service(request, ModelService).adelete(request.path_params["name"], identity)
     return json_response({"success": True})
 
 
@@ -65,15 +65,15 @@ async def get_role(request: Request) -> Response:
 
 
 async def put_role(request: Request) -> Response:
-    require_manage(request)
+    identity = require_manage(request)
     body = await _body(request)
-    role = await service(request, AuthService).asave_role(request.path_params["name"], body)
+    role = await service(request, AuthService).asave_role(request.path_params["name"], body, identity)
     return json_response(role)
 
 
 async def delete_role(request: Request) -> Response:
-    require_manage(request)
-    await service(request, AuthService).adelete_role(request.path_params["name"])
+    identity = require_manage(request)
+    await service(request, AuthService).adelete_role(request.path_params["name"], identity)
     return json_response({"success": True})
 
 
@@ -83,17 +83,17 @@ async def list_keys(request: Request) -> Response:
 
 
 async def create_key(request: Request) -> Response:
-    require_manage(request)
+    identity = require_manage(request)
     body = await _body(request)
     if not isinstance(body, dict):
         body = {}
-    created = await service(request, AuthService).acreate_key(body.get("name"), body.get("role"))
+    created = await service(request, AuthService).acreate_key(body.get("name"), body.get("role"), identity)
     return json_response(created)
 
 
 async def delete_key(request: Request) -> Response:
-    require_manage(request)
-    await service(request, AuthService).adelete_key(request.path_params["id"])
+    identity = require_manage(request)
+    await service(request, AuthService).adelete_key(request.path_params["id"], identity)
     return json_response({"success": True})
 
 
