@@ -407,3 +407,51 @@ def _held(doc: dict[str, Any] | None, job: Job) -> bool:
     """Whether `job`'s claim still holds the stored job: the outcome is
     recorded only then (a claim taken over records nothing)."""
     return doc is not None and doc["state"] == RUNNING and doc.get("lease") == job.lease
+
+
+DAY = 86_400
+
+
+def drop_older(store: Store, name: str, hints: Any, days: int, now: float) -> int:
+    """Delete the documents of collection `name` whose `at` (Unix seconds)
+    is more than `days` days before `now`; none when `days` is 0."""
+    if not days:
+        return 0
+    with store.transaction():
+        return store.collection(name, hints).delete_many({"at": {"$lt": now - days * DAY}})
+
+
+class Daily:
+    """Work a module does once a day per cluster (dropping what it keeps
+    too long): a job of `kind` keyed by the day, so however many
+    instances enqueue a day's job there is one; `schedule` (at start)
+    enqueues today's, and each run enqueues the next day's.
+
+    `work(store)` runs in the runner's thread with its store object and
+    answers how many documents it dropped (logged as `what`). `clock` is
+    read at each call, so a module's own clock (tests move it) is the
+    one counted."""
+
+    def __init__(self, jobs: Jobs, kind: str, work: Callable[[Store], int], what: str,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.jobs = jobs
+        self.kind = kind
+        self.work = work
+        self.what = what
+        self.clock = clock
+        jobs.handle(kind, self.run, max_attempts=3, retry_seconds=600, lease_seconds=3600)
+
+    def schedule(self) -> None:
+        day = int(self.clock() // DAY)
+        with self.jobs.store.transaction():
+            self.jobs.enqueue(self.kind, {"day": day}, key=str(day))
+        self.jobs.wake()
+
+    def run(self, job: Job) -> None:
+        dropped = self.work(job.store)
+        if dropped:
+            log.info("%s: dropped %d %s", self.kind, dropped, self.what)
+        day = int(job.payload.get("day", 0)) + 1
+        with job.store.transaction():
+            self.jobs.enqueue(self.kind, {"day": day}, key=str(day), run_at=float(day * DAY), store=job.store)
+

@@ -25,7 +25,7 @@ from quire.config import AuditSettings
 from quire.errors import BadRequest, NotFound
 from quire.forwarded import current_client
 from quire.ids import is_id, new_id
-from quire.jobs import Job, Jobs
+from quire.jobs import Daily, Job, Jobs, drop_older
 from quire.store import Store
 from quire.store.values import bad_text
 
@@ -46,7 +46,6 @@ INDEXES: list[list[tuple[str, ...]]] = [[("at",)], [("action",), ("at",)], [("re
                                         [("resource_kind",), ("at",)]]
 COPIES = frozenset({"actor", "action_kind", "resource_kind"})
 PRUNE = "audit.prune"
-DAY = 86_400
 MAX_DETAIL_ITEMS = 50  # names listed in a detail (changed fields, permissions); more are counted
 MAX_TEXT = 200  # characters of a text kept in an entry (a user name tried, a reason)
 
@@ -136,7 +135,8 @@ class AuditService:
         self.clock = clock
         self.entries = store.collection(AUDIT, HINTS)
         store.ensure_indexes(AUDIT, INDEXES, HINTS)
-        jobs.handle(PRUNE, self._prune_job, max_attempts=3, retry_seconds=600, lease_seconds=3600)
+        self.daily = Daily(jobs, PRUNE, lambda store: self.prune(store=store),
+                           f"audit entries older than {settings.keep_days} days", lambda: self.clock())
 
     # -- writing ------------------------------------------------------------
 
@@ -188,28 +188,15 @@ class AuditService:
     def prune(self, now: float | None = None, store: Store | None = None) -> int:
         """Drop entries older than `keep_days` (none when it is 0); with
         `store`, through that store object (the jobs runner's)."""
-        if not self.settings.keep_days:
-            return 0
-        store = store or self.store
-        cutoff = (self.clock() if now is None else now) - self.settings.keep_days * DAY
-        with store.transaction():
-            return store.collection(AUDIT, HINTS).delete_many({"at": {"$lt": cutoff}})
+        return drop_older(store or self.store, AUDIT, HINTS, self.settings.keep_days,
+                          self.clock() if now is None else now)
 
     def schedule(self) -> None:
         """Enqueue today's prune (once per cluster: the job's key is the day)."""
-        day = int(self.clock() // DAY)
-        with self.store.transaction():
-            self.jobs.enqueue(PRUNE, {"day": day}, key=str(day))
-        self.jobs.wake()
+        self.daily.schedule()
 
     def _prune_job(self, job: Job) -> None:
-        """Today's prune, then tomorrow's enqueued."""
-        dropped = self.prune(store=job.store)
-        if dropped:
-            log.info("dropped %d audit entries older than %d days", dropped, self.settings.keep_days)
-        day = int(job.payload.get("day", 0)) + 1
-        with job.store.transaction():
-            self.jobs.enqueue(PRUNE, {"day": day}, key=str(day), run_at=float(day * DAY), store=job.store)
+        self.daily.run(job)
 
 
 def shown(entry: dict[str, Any]) -> dict[str, Any]:

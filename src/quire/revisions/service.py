@@ -24,7 +24,7 @@ from quire.config import RevisionsSettings
 from quire.content.service import ContentService
 from quire.errors import BadRequest, NotFound
 from quire.ids import new_id
-from quire.jobs import Job, Jobs
+from quire.jobs import Daily, Job, Jobs, drop_older
 from quire.pages.menus import MenuService
 from quire.pages.service import MANAGE, PagesService
 from quire.revisions.diff import apply, changed_fields, diff, renamed
@@ -37,7 +37,6 @@ HINTS = {"resource": "text", "item": "text", "n": "number", "at": "number"}
 INDEXES: list[list[tuple[str, ...]]] = [[("resource",), ("item",), ("n",)], [("at",)]]
 PAGES, SETTINGS = "pages", "pages/settings"  # the resources of pages and of the pages' settings
 PRUNE = "revisions.prune"
-DAY = 86_400
 ACTIONS = ("create", "update", "delete", "restore")
 
 # The action of the writes made while it is set: a restore writes through
@@ -60,7 +59,8 @@ class RevisionService:
         self.clock = clock
         self.revisions = store.collection(REVISIONS, HINTS)
         store.ensure_indexes(REVISIONS, INDEXES, HINTS)
-        jobs.handle(PRUNE, self._prune_job, max_attempts=3, retry_seconds=600, lease_seconds=3600)
+        self.daily = Daily(jobs, PRUNE, lambda store: self.prune(store=store),
+                           f"revisions older than {settings.keep_days} days", lambda: self.clock())
 
     # -- writing ------------------------------------------------------------
 
@@ -200,29 +200,15 @@ class RevisionService:
     def prune(self, now: float | None = None, store: Store | None = None) -> int:
         """Drop revisions older than `keep_days` (none when it is 0); with
         `store`, through that store object (the jobs runner's)."""
-        if not self.settings.keep_days:
-            return 0
-        store = store or self.store
-        cutoff = (self.clock() if now is None else now) - self.settings.keep_days * DAY
-        with store.transaction():
-            return store.collection(REVISIONS, HINTS).delete_many({"at": {"$lt": cutoff}})
+        return drop_older(store or self.store, REVISIONS, HINTS, self.settings.keep_days,
+                          self.clock() if now is None else now)
 
     def schedule(self) -> None:
         """Enqueue today's prune (once per cluster: the job's key is the day)."""
-        day = int(self.clock() // DAY)
-        with self.store.transaction():
-            self.jobs.enqueue(PRUNE, {"day": day}, key=str(day))
-        self.jobs.wake()
+        self.daily.schedule()
 
     def _prune_job(self, job: Job) -> None:
-        """Today's prune, then tomorrow's enqueued (a day's key makes it one
-        job whichever instance enqueues it)."""
-        dropped = self.prune(store=job.store)
-        if dropped:
-            log.info("dropped %d revisions older than %d days", dropped, self.settings.keep_days)
-        day = int(job.payload.get("day", 0)) + 1
-        with job.store.transaction():
-            self.jobs.enqueue(PRUNE, {"day": day}, key=str(day), run_at=float(day * DAY), store=job.store)
+        self.daily.run(job)
 
 
 def summary(revision: dict[str, Any]) -> dict[str, Any]:

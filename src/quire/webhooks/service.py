@@ -24,7 +24,7 @@ from quire.auth.service import Identity
 from quire.config import WebhooksSettings
 from quire.errors import BadRequest, NotFound
 from quire.ids import is_id, new_id
-from quire.jobs import JOBS, RUNNING, GiveUp, Job, Jobs
+from quire.jobs import DAY, JOBS, RUNNING, Daily, GiveUp, Job, Jobs, drop_older
 from quire.store import Store
 from quire.webhooks.checks import check_webhook, matches
 from quire.webhooks.deliver import MAX_LOGGED, Policy, Refused, Sender
@@ -39,7 +39,6 @@ DELIVERY_INDEXES: list[list[tuple[str, ...]]] = [[("hook",), ("at",)], [("at",)]
 DELIVERY = "webhook.delivery"
 PRUNE = "webhooks.prune"
 MANAGE = "webhooks/manage"
-DAY = 86_400
 ROTATION_OVERLAP = DAY  # the old secret keeps signing this long after a rotation
 SHOWN = ("_id", "name", "url", "events", "models", "headers", "enabled", "failures", "disabled_reason",
          "disabled_at", "created", "modified", "rotated", "last_delivery")
@@ -79,7 +78,8 @@ class WebhookService:
         lease = 3 * settings.timeout_seconds + 2
         jobs.handle(DELIVERY, self._deliver_job, max_attempts=settings.max_attempts,
                     retry_seconds=settings.retry_ms / 1000, lease_seconds=lease)
-        jobs.handle(PRUNE, self._prune_job, max_attempts=3, retry_seconds=600, lease_seconds=3600)
+        self.daily = Daily(jobs, PRUNE, lambda store: self.prune(store),
+                           f"logged deliveries older than {settings.keep_days} days", lambda: self.clock())
 
     def close(self) -> None:
         # the runner first: a delivery under way must not find its client closed
@@ -272,27 +272,14 @@ class WebhookService:
 
     def schedule(self) -> None:
         """Enqueue today's prune of the delivery log (one per cluster)."""
-        day = int(self.clock() // DAY)
-        with self.store.transaction():
-            self.jobs.enqueue(PRUNE, {"day": day}, key=str(day))
-        self.jobs.wake()
+        self.daily.schedule()
 
     def prune(self, store: Store | None = None) -> int:
         """Drop logged attempts older than `keep_days` (0 keeps them)."""
-        if not self.settings.keep_days:
-            return 0
-        store = store or self.store
-        with store.transaction():
-            return store.collection(DELIVERIES, DELIVERY_HINTS).delete_many(
-                {"at": {"$lt": self.clock() - self.settings.keep_days * DAY}})
+        return drop_older(store or self.store, DELIVERIES, DELIVERY_HINTS, self.settings.keep_days, self.clock())
 
     def _prune_job(self, job: Job) -> None:
-        dropped = self.prune(job.store)
-        if dropped:
-            log.info("webhooks: dropped %d logged deliveries older than %d days", dropped, self.settings.keep_days)
-        day = int(job.payload.get("day", 0)) + 1
-        with job.store.transaction():
-            self.jobs.enqueue(PRUNE, {"day": day}, key=str(day), run_at=float(day * DAY), store=job.store)
+        self.daily.run(job)
 
 
 def who(identity: Identity | None) -> dict[str, Any] | None:
