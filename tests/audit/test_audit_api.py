@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import pytest
-
 from quire.app import Quire
 from quire.audit.service import AUDIT, PRUNE, AuditService
 from quire.events import Events, Reject
@@ -267,17 +265,20 @@ def test_filters_and_pages(admin: Api, quire: Quire, admin_key: str) -> None:
     assert [e["id"] for e in page["data"]] == ["id4", "id3"] and page["total"] == 6
 
 
-@pytest.mark.parametrize(("params", "named"), [
+HOSTILE_PARAMETERS = [
     ({"limit": "0"}, "limit"), ({"limit": "201"}, "limit"), ({"limit": "x"}, "limit"),
     ({"skip": "-1"}, "skip"), ({"skip": "100001"}, "skip"), ({"from": "yesterday"}, "from"),
     ({"to": "1e9"}, "to"), ({"from": "NaN"}, "from"), ({"from": "20", "to": "10"}, "from"),
     ({"action": "a" * 201}, "action"), ({"resource": "x\x00y"}, "resource"), ({"who": "\n"}, "who"),
     ({"id": "x" * 300}, "id"), ({"sort": "{}"}, "sort"), ({"filter": "{}"}, "filter"),
-])
-def test_hostile_parameters_answer_400_naming_them(admin: Api, params: dict[str, str], named: str) -> None:
-    response = admin.get("/api/audit", params=params)
-    assert response.status_code == 400, response.text
-    assert named in response.json()["error"]
+]
+
+
+def test_hostile_parameters_answer_400_naming_them(admin: Api) -> None:
+    for params, named in HOSTILE_PARAMETERS:  # one site for every value
+        response = admin.get("/api/audit", params=params)
+        assert response.status_code == 400, (params, response.text)
+        assert named in response.json()["error"], params
 
 
 def test_an_entry_that_is_not_there_is_404(admin: Api) -> None:

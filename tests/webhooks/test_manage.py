@@ -74,11 +74,12 @@ HOSTILE: list[tuple[str, Any]] = [
 ]
 
 
-@pytest.mark.parametrize(("field", "value"), HOSTILE, ids=lambda v: repr(v)[:40])
-def test_a_hostile_field_is_refused_by_name_and_nothing_stored(admin: Api, field: str, value: Any) -> None:
-    response = admin.post("/api/webhooks", json={**GOOD, field: value})
-    assert response.status_code == 400, response.text
-    assert response.json()["fields"] == [field] and field in response.json()["error"]
+def test_a_hostile_field_is_refused_by_name_and_nothing_stored(admin: Api) -> None:
+    # one site for every value (a site per value cost the suite more than the checks)
+    for field, value in HOSTILE:
+        response = admin.post("/api/webhooks", json={**GOOD, field: value})
+        assert response.status_code == 400, (field, value, response.text)
+        assert response.json()["fields"] == [field] and field in response.json()["error"], (field, value)
     assert admin.get("/api/webhooks").json() == []
 
 
