@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import http.client
 import json
 import os
 import shutil
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from revisions import Client  # noqa: E402  (a sibling script, not a package)
 from run import (  # noqa: E402  (a sibling script, not a package)
     DEFAULT_DOCS,
     ROOT,
@@ -101,20 +101,6 @@ class Receiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-class Client:
-    def __init__(self, base: str, key: str) -> None:
-        host, port = base.removeprefix("http://").split(":")
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=30)
-        self.key = key
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = json.dumps(body).encode() if body is not None else None
-        self.conn.request(method, path, body=data, headers={"api-key": self.key, "content-type": "application/json"})
-        response = self.conn.getresponse()
-        raw = response.read()
-        return response.status, json.loads(raw) if raw else None
 
 
 def paced_saves(client: Client, count: int, rate: float, tag: str) -> list[str]:
