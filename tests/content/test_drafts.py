@@ -303,3 +303,24 @@ def test_an_import_checks_the_schedule_as_a_save_does(posts: Api, quire: Quire) 
     with pytest.raises(Exception) as refused:
         asyncio.run(import_bundle(quire, bad))
     assert "_unpublish_at" in str(refused.value)
+
+
+def test_nul_lone_surrogates_huge_numbers_and_thousands_of_keys(posts: Api, anon: Api) -> None:
+    item = create_item(posts, "posts", {"title": "Live"})
+    base = f"/api/content/item/posts/{item['_id']}"
+    head = '{"data": {"_id": "' + item["_id"] + '", '
+    many = ", ".join(f'"k{i}": 1' for i in range(5000))
+    for raw in (head + '"title": "\\ud800"}}', head + '"_publish_at": 1e400}}', head + '"_publish_at": "\\u0000"}}',
+                head + many + "}}"):
+        answer = posts.post("/api/content/item/posts", params={"draft": 1}, content=raw.encode(),
+                            headers={"content-type": "application/json"})
+        assert 400 <= answer.status_code < 500 and "error" in answer.json(), raw[:60]
+    for body in ({"_rev": 10**30}, {f"k{i}": 1 for i in range(5000)}):
+        assert posts.post(f"/api/content/publish/posts/{item['_id']}", json=body).status_code == 400
+    for token in ("%00", "%ED%A0%80", "a" * 8000, "%00.%00"):  # NUL, a lone surrogate's bytes
+        answer = anon.get(f"{base}?preview={token}")
+        assert answer.status_code == 403 and "error" in answer.json()
+    for seconds in (10**30, -(10**30)):
+        assert posts.post(f"/api/content/preview/posts/{item['_id']}", json={"seconds": seconds}).status_code == 400
+    assert live(posts, item["_id"]).json()["title"] == "Live"  # nothing stored half-way
+    assert posts.get(base, params={"draft": 1}).json()["_draft"] is False
