@@ -12,6 +12,7 @@ import pytest
 
 from tests.serving import quire_server
 from tests.studio.browsing import (
+    NARROW,
     Studio,
     assert_clean,
     browser,
@@ -85,4 +86,11 @@ def test_create_a_webhook_see_its_secret_once_and_its_deliveries(
     page.get_by_role("link", name="All webhooks").click()
     expect(page.get_by_role("link", name="Rebuild site")).to_be_visible()
     screenshot(page, "studio-webhooks.png")
+    phone = open_page(new_context(NARROW))
+    login(phone, studio)
+    for path in ("/studio/settings/webhooks", "/studio/settings/webhooks/new"):
+        phone.goto(studio.base + path)
+        width = phone.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{path} is {width} px wide on a 390 px screen"
+    assert_clean(phone)
     assert_clean(page)
