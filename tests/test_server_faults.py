@@ -14,7 +14,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import httpx2
+
+from quire.app import build_app
+from quire.cli import STOP_SECONDS
+from quire.config import load_settings
 from quire.store import SqliteStore
+from tests.admin.conftest import SESSION_COOKIE, make_user
 from tests.serving import quire_server
 
 
@@ -139,3 +145,37 @@ def test_a_killed_worker_is_respawned_and_no_acknowledged_write_is_lost(tmp_path
             store.close()
         assert sorted(revised) == sorted(stored)
         os.kill(main, 0)  # still running
+
+
+def test_stopping_the_server_with_an_open_event_stream_does_not_hang(tmp_path: Path) -> None:
+    """SIGTERM lets each worker finish; one held open by an endless event
+    stream is killed after the stop timeout, so the server exits."""
+    data = tmp_path / "data"
+    local = build_app(load_settings(data, env={"QUIRE_SERVER_QUIET": "true"}))
+    quire = local.state.quire
+    try:
+        token, _ = quire.sessions.start(make_user(quire, "ann"))
+        with quire_server(data) as (base, _key, log):
+            main = _server_pid(data.resolve())
+            with httpx2.Client(timeout=httpx2.Timeout(30.0)) as http:
+                http.cookies.set(SESSION_COOKIE, token)
+                with http.stream("GET", base + "/system/events") as response:
+                    lines = response.iter_lines()
+                    assert next(lines).startswith("retry:")
+                    os.kill(main, signal.SIGTERM)
+                    asked = time.monotonic()
+                    while time.monotonic() - asked < STOP_SECONDS + 10:
+                        if not Path(f"/proc/{main}").exists() or _is_zombie(main):
+                            break
+                        time.sleep(0.1)
+                    else:
+                        raise AssertionError("server still running:\n" + log.read_text())
+    finally:
+        quire.close()
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return False

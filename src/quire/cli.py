@@ -32,6 +32,11 @@ def _quire(args: argparse.Namespace) -> Any:
 
 
 RESPAWN_SECONDS = 1.0  # pause before a dead worker is started again
+# On SIGTERM a worker finishes what it is answering; one that has not stopped
+# after this long (an open event stream, a worker caught starting up) is
+# killed, so that stopping the server never hangs. Every acknowledged write
+# was committed before its answer, so the kill loses none.
+STOP_SECONDS = 10
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -76,6 +81,7 @@ def granian_server(target: str, host: str, port: int, workers: int, quiet: bool)
         # native library is started again; the others keep serving meanwhile.
         respawn_failed_workers=True,
         respawn_interval=RESPAWN_SECONDS,
+        workers_kill_timeout=STOP_SECONDS,
     )
 
 
