@@ -6,6 +6,12 @@ DATA ?= ./data
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
+# Python keeps compiled modules in __pycache__ unless told not to, as some
+# container images do: the tests start Quire in hundreds of processes (servers,
+# workers, commands) and rewrite the assertions of every test module per
+# worker, so compiling everything afresh each time costs minutes.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: run test test-backends lint bench install dev clean vendor
 
 $(BIN)/quire: pyproject.toml
