@@ -48,11 +48,17 @@ def schema_of(url: str) -> str:
     return url.rsplit("search_path%3D", 1)[-1]
 
 
-def _end_sessions(conn: Any) -> None:
-    """End the other sessions of the server: a connection a test left open
-    (a stream never read to its end) would hold locks on the schema."""
-    conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+# Ends the other sessions of the server: a connection a test left open (a
+# stream never read to its end) would hold locks on the schema. The tests'
+# own kept connection is the one that runs it.
+_END_SESSIONS = ("PERFORM pg_terminate_backend(pid) FROM pg_stat_activity "
                  "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+
+
+def _literal(text: str) -> str:
+    """`text` as an SQL string literal (names of our own making: no quotes in them)."""
+    assert "'" not in text and "\\" not in text, text
+    return f"'{text}'"
 
 
 class PostgresServer:
@@ -76,6 +82,7 @@ class PostgresServer:
         self._schemas = 0
         self._spare: list[str] = []  # emptied schemas, ready for another test
         self._base: set[str] | None = None  # the tables every new site has
+        self._admin_conn: Any = None
 
     def start(self) -> PostgresServer:
         subprocess.run([str(self.bin / "initdb"), "-D", str(self.data), "-U", self.user, "-A", "trust",
@@ -121,54 +128,71 @@ class PostgresServer:
 
     def fresh_url(self) -> str:
         """The address of a new, empty schema of its own."""
-        import psycopg
-
         self._schemas += 1
         name = f"t{os.getpid()}_{self._schemas}"
-        with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA "{name}"')
+        self._admin(f'CREATE SCHEMA "{name}"')
         return self.url(name)
 
     def drop_schema(self, url: str) -> None:
-        import psycopg
-
-        name = schema_of(url)
-        with psycopg.connect(self.url(), autocommit=True) as conn:
-            _end_sessions(conn)
-            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        self._admin(f"DO $drop$ BEGIN {_END_SESSIONS}; "
+                    f'DROP SCHEMA IF EXISTS "{schema_of(url)}" CASCADE; END $drop$')
 
     def recycle(self, url: str) -> None:
         """Empty the schema of `url` for another test: the tables every new
         site has keep their definition and lose their rows, the others go.
-        Anything else in it (a view, a function) and the schema is dropped."""
+        Anything else in it (a view, a function) and the schema is dropped.
+        One statement on a kept connection: this runs after every test."""
         import psycopg
 
         name = schema_of(url)
-        base = self._base_tables()
+        base = "ARRAY[" + ", ".join(_literal(t) for t in sorted(self._base_tables())) + "]::text[]"
+        statement = f"""DO $recycle$
+DECLARE t text;
+BEGIN
+  {_END_SESSIONS};
+  IF EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = {_literal(name)} AND c.relkind NOT IN ('r', 'i', 'S')) THEN
+    RAISE EXCEPTION 'more than tables';
+  END IF;
+  FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = {_literal(name)} ORDER BY tablename LOOP
+    IF t = ANY({base}) THEN
+      EXECUTE format('DELETE FROM %I.%I', {_literal(name)}, t);
+    ELSE
+      EXECUTE format('DROP TABLE %I.%I CASCADE', {_literal(name)}, t);
+    END IF;
+  END LOOP;
+END $recycle$"""
         try:
-            with psycopg.connect(self.url(), autocommit=True) as conn:
-                _end_sessions(conn)
-                kinds = conn.execute("SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n "
-                                     "ON n.oid = c.relnamespace WHERE n.nspname = %s", (name,)).fetchall()
-                if any(kind not in ("r", "i", "S") for _, kind in kinds):
-                    raise ValueError("more than tables")
-                tables = {rel for rel, kind in kinds if kind == "r"}
-                with conn.transaction():
-                    extra = sorted(tables - base)
-                    if extra:
-                        conn.execute("DROP TABLE " + ", ".join(f'"{name}"."{t}"' for t in extra) + " CASCADE")
-                    for table in sorted(tables & base):
-                        conn.execute(f'DELETE FROM "{name}"."{table}"')
-        except (psycopg.Error, ValueError):
+            self._admin(statement)
+        except psycopg.Error:
             self.drop_schema(url)
             return
         self._spare.append(url)
 
+    def _admin(self, statement: str) -> Any:  # the cursor
+        """Run `statement` on a connection of the tests' own, kept between
+        tests; opened again once if the server ended it (a restart)."""
+        import psycopg
+
+        for attempt in (1, 2):
+            if self._admin_conn is None or self._admin_conn.closed:
+                self._admin_conn = psycopg.connect(self.url(), autocommit=True)
+            try:
+                return self._admin_conn.execute(statement)
+            except psycopg.OperationalError:
+                self._close_admin()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _close_admin(self) -> None:
+        if self._admin_conn is not None:
+            self._admin_conn.close()
+            self._admin_conn = None
+
     def _base_tables(self) -> set[str]:
         """The tables of a site just built (learnt once, on a schema of its own)."""
         if self._base is None:
-            import psycopg
-
             from quire.app import build_app
             from quire.config import load_settings
 
@@ -177,14 +201,14 @@ class PostgresServer:
                 app = build_app(load_settings(Path(tmp) / "data",
                                               env={"QUIRE_SERVER_QUIET": "true", "QUIRE_STORE_URL": url}))
                 app.state.quire.close()
-            with psycopg.connect(self.url(), autocommit=True) as conn:
-                self._base = {r[0] for r in conn.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema_of(url),))}
+            self._base = {r[0] for r in self._admin(
+                f"SELECT tablename FROM pg_tables WHERE schemaname = {_literal(schema_of(url))}")}
             self.drop_schema(url)
         return self._base
 
     def stop(self) -> None:
         """Stop the server (fast shutdown: sessions are ended)."""
+        self._close_admin()
         if self.process is not None and self.process.poll() is None:
             # SIGINT is PostgreSQL's fast shutdown; SIGTERM (smart) would let
             # open sessions go on and wait for them to end
