@@ -179,12 +179,12 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
 def test_a_long_import_while_the_api_is_written_and_read(server: tuple[str, str, Path], tmp_path: Path) -> None:
     base, key, data = server
     bundle = tmp_path / "bundle.json"
-    ids = _bundle(bundle, 5000)
+    ids = _bundle(bundle, 2000)
 
     with Load(base, key, writers=3, readers=2) as load:
         time.sleep(0.3)
         started = time.monotonic()
-        run = _import(data, bundle, QUIRE_STORE_IMPORT_BATCH_ITEMS="1000")
+        run = _import(data, bundle, QUIRE_STORE_IMPORT_BATCH_ITEMS="500")
         out, err = run.communicate(timeout=180)
         took = time.monotonic() - started
         time.sleep(0.3)
@@ -192,7 +192,7 @@ def test_a_long_import_while_the_api_is_written_and_read(server: tuple[str, str,
           f"({sum(a.status == 503 for a in load.writes)} x 503), {len(load.reads)} reads, slowest read "
           f"{max(r[1].seconds for r in load.reads):.2f} s")
     assert run.returncode == 0, err
-    assert "5000 items" in out
+    assert "2000 items" in out
     load.check()
     # API writes got through during the import, not only before and after it.
     during = [a for a in load.writes if a.status == 200 and started + 0.5 < a.at < started + took - 0.2]
@@ -225,14 +225,14 @@ def test_an_import_killed_half_way_leaves_whole_batches_and_runs_again(
 ) -> None:
     base, key, data = server
     bundle = tmp_path / "bundle.json"
-    ids = _bundle(bundle, 12_000)
+    ids = _bundle(bundle, 6000)
     by_id = {item["_id"]: item for item in json.loads(bundle.read_text())["items"]["item"]}
 
     with Load(base, key, writers=0, readers=2) as load:
-        run = _import(data, bundle, QUIRE_STORE_IMPORT_BATCH_ITEMS="500")
+        run = _import(data, bundle, QUIRE_STORE_IMPORT_BATCH_ITEMS="250")
         # Kill it once some batches are in and many are still to come.
         deadline = time.monotonic() + 120
-        while not 1500 <= len(_stored_ids(data)) < 8000:
+        while not 750 <= len(_stored_ids(data)) < 4000:
             assert run.poll() is None, "the import ended before it could be killed"
             assert time.monotonic() < deadline
             time.sleep(0.02)
@@ -282,7 +282,7 @@ def test_writes_refused_during_an_import_are_503_and_not_stored(tmp_path: Path) 
     # Retry-After and leave nothing behind.
     data = tmp_path / "data"
     bundle = tmp_path / "bundle.json"
-    ids = _bundle(bundle, 5000)
+    ids = _bundle(bundle, 3000)
     with quire_server(data, env={"QUIRE_SERVER_QUIET": "1", "QUIRE_STORE_LOCK_TIMEOUT_MS": "50"}) as (base, key, _):
         _prepare(base, key)
         with Load(base, key, writers=3, readers=1) as load:
