@@ -30,7 +30,8 @@ def test_content_is_reached_from_the_dashboard(studio: Studio, new_context: Call
     page.get_by_role("navigation").get_by_role("link", name="Content").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Content")
     expect(page.get_by_role("link", name="notes")).to_be_visible()
-    assert page.evaluate("typeof htmx") == "object"
+    # the scripts come last in the page: its text shows before they have run
+    page.wait_for_function("typeof htmx === 'object'")
     assert_clean(page)
 
 
