@@ -5,7 +5,7 @@ invalidate them: the store's change generation.
 `refresh()`, on every commit another process made. Every cached value is
 kept for the generation it was computed in and dropped when it moves, so
 a change is seen by the very next read in every worker. System data
-(models, roles, keys, locales) is reloaded less often: it goes with a
+(models, roles, keys, locales, webhooks followed) is reloaded less often: it goes with a
 version stored in the database and changed in the same transaction as the
 data (`bump_system`), which is read again only when the generation moved.
 
@@ -220,7 +220,14 @@ class Cache:
 
     def bump_system(self) -> None:
         """Mark system data as changed, inside the writing transaction."""
-        self.store.set_meta(VERSION_KEY, secrets.token_hex(8))
+        bump_system_version(self.store)
         # Values re-check at once, so later steps of the same transaction see
         # the change; a rollback moves the generation again and they re-check.
         self.store.touch()
+
+
+def bump_system_version(store: Store) -> None:
+    """Mark system data as changed, inside a transaction of `store`: for a
+    writer with a store of its own (the jobs runner's), whose commit the
+    app's caches see as another process's."""
+    store.set_meta(VERSION_KEY, secrets.token_hex(8))

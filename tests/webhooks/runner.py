@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from quire.cache import Cache
 from quire.config import WebhooksSettings, load_settings
 from quire.jobs import Jobs
 from quire.store import open_store
@@ -28,7 +29,7 @@ def main() -> None:
     store = open_store(settings.store.url, settings.db_path, settings.store.lock_timeout_ms / 1000)
     jobs = Jobs(store, settings.jobs)
     section = settings.section(WebhooksSettings)
-    webhooks = WebhookService(store, section, jobs, Sealer(key_text(section.key, data_dir)))
+    webhooks = WebhookService(store, Cache(store), section, jobs, Sealer(key_text(section.key, data_dir)))
     jobs.start()
     print("ready", flush=True)
     sys.stdin.read()

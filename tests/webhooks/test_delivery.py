@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 
-from quire.app import Quire
-from quire.webhooks.service import DELIVERIES, WEBHOOKS
+from quire.app import Quire, build_app
+from quire.config import load_settings
+from quire.jobs import JOBS
+from quire.webhooks.service import DELIVERIES, DELIVERY, WEBHOOKS
+from tests.client import TestClient
 from tests.conftest import Api, create_item, put_model
 from tests.webhooks.receiver import Receiver, expected_signature
 
@@ -227,3 +230,41 @@ def test_drafts_and_publishing_are_delivered(admin: Api, receiver: Receiver) -> 
     assert by_type["content.draft.saved"]["item"]["title"] == "Next"
     assert "_basis" not in by_type["content.draft.saved"]["item"]
     assert by_type["content.item.publish"]["item"]["title"] == "Next"
+
+
+def _queued(quire: Quire) -> int:
+    quire.store.refresh()
+    return quire.store.collection(JOBS).count({"kind": DELIVERY})
+
+
+def test_a_change_to_what_a_webhook_follows_holds_from_the_next_write(
+        posts: Api, quire: Quire, app_env: dict[str, str], receiver: Receiver) -> None:
+    """What a write is matched against is kept between writes: a webhook
+    created, changed, disabled or deleted, here or by another instance of
+    the site, counts from the very next write."""
+    other_app = build_app(load_settings(quire.settings.data_dir, env=app_env))
+    try:
+        other = Api(TestClient(other_app), posts.key)
+        create_item(other, "posts", {"title": "before any webhook"})  # the other instance reads: none
+        assert _queued(quire) == 0
+        hook = make_hook(posts, receiver.url, events=["content.item.saved"], models=["posts"])
+        create_item(other, "posts", {"title": "followed"})
+        assert _queued(quire) == 1
+        create_item(other, "pets", {"title": "another model"})
+        assert _queued(quire) == 1
+        assert posts.put(f"/api/webhooks/{hook['_id']}", json={"models": ["pets"]}).status_code == 200
+        create_item(other, "posts", {"title": "no longer followed"})
+        assert _queued(quire) == 1
+        create_item(other, "pets", {"title": "followed now"})
+        assert _queued(quire) == 2
+        assert posts.put(f"/api/webhooks/{hook['_id']}", json={"enabled": False}).status_code == 200
+        create_item(other, "pets", {"title": "disabled"})
+        assert _queued(quire) == 2
+        assert posts.post(f"/api/webhooks/{hook['_id']}/enable").status_code == 200
+        create_item(other, "pets", {"title": "enabled again"})
+        assert _queued(quire) == 3
+        assert posts.delete(f"/api/webhooks/{hook['_id']}").status_code == 200
+        create_item(other, "pets", {"title": "deleted"})
+        assert _queued(quire) == 3
+    finally:
+        other_app.state.quire.close()

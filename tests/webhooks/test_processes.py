@@ -19,6 +19,7 @@ from typing import IO, Any
 import httpx2
 import pytest
 
+from quire.cache import Cache
 from quire.config import WebhooksSettings, load_settings
 from quire.jobs import DONE, JOBS, RUNNING, Jobs
 from quire.store import open_store
@@ -78,7 +79,7 @@ class Side:
         self.store = open_store(settings.store.url, settings.db_path, 5)
         self.jobs = Jobs(self.store, settings.jobs)
         section = settings.section(WebhooksSettings)
-        self.webhooks = WebhookService(self.store, section, self.jobs, Sealer(key_text(section.key, data_dir)))
+        self.webhooks = WebhookService(self.store, Cache(self.store), section, self.jobs, Sealer(key_text(section.key, data_dir)))
 
     def close(self) -> None:
         self.jobs.close()

@@ -21,6 +21,7 @@ import httpx2
 import orjson
 
 from quire.auth.service import Identity
+from quire.cache import Cache, bump_system_version
 from quire.config import WebhooksSettings
 from quire.errors import BadRequest, NotFound
 from quire.ids import is_id, new_id
@@ -61,9 +62,10 @@ def iso(seconds: float) -> str:
 class WebhookService:
     """Manages webhooks and turns the events they follow into deliveries."""
 
-    def __init__(self, store: Store, settings: WebhooksSettings, jobs: Jobs, sealer: Sealer,
+    def __init__(self, store: Store, cache: Cache, settings: WebhooksSettings, jobs: Jobs, sealer: Sealer,
                  clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.cache = cache
         self.settings = settings
         self.jobs = jobs
         self.sealer = sealer
@@ -71,6 +73,10 @@ class WebhookService:
         self.policy = Policy.of(settings.allow_private, settings.allow_hosts)
         self.sender = Sender(self.policy, float(settings.timeout_seconds))
         self.webhooks = store.collection(WEBHOOKS)
+        # What every write event is matched against: system data, read
+        # again only after a change of a webhook's following (`_changed`),
+        # not once per write.
+        self._following = cache.system(self._load_following)
         self.deliveries = store.collection(DELIVERIES, DELIVERY_HINTS)
         store.ensure_indexes(DELIVERIES, DELIVERY_INDEXES, DELIVERY_HINTS)
         # An attempt may take a connect, a write and a read timeout; the
@@ -109,6 +115,7 @@ class WebhookService:
                 "secret": self.sealer.seal(secret), "previous_secret": None, "previous_until": None}
         async with self.store.atomic():
             self.webhooks.insert(hook)
+            self.cache.bump_system()
         return {**public(hook), "secret": secret}
 
     async def update(self, hook_id: str, data: Any) -> dict[str, Any]:
@@ -119,6 +126,7 @@ class WebhookService:
                 clean.update(failures=0, disabled_reason=None, disabled_at=None)
             hook.update(clean, modified=self.clock())
             self.webhooks.replace(hook)
+            self.cache.bump_system()
         return public(hook)
 
     async def delete(self, hook_id: str) -> None:
@@ -128,6 +136,7 @@ class WebhookService:
             self.get(hook_id)
             self.webhooks.delete(hook_id)
             self.deliveries.delete_many({"hook": hook_id})
+            self.cache.bump_system()
 
     async def rotate(self, hook_id: str) -> dict[str, Any]:
         """A new secret, answered once. The old one keeps signing beside it
@@ -181,8 +190,12 @@ class WebhookService:
         if queued:
             self.jobs.wake()
 
+    def _load_following(self) -> list[dict[str, Any]]:
+        return [{"_id": h["_id"], "events": h["events"], "models": h["models"]}
+                for h in self.webhooks.find({"enabled": True})]
+
     def _enqueue(self, event: str, data: dict[str, Any], model: str | None) -> int:
-        followers = [h for h in self.webhooks.find({"enabled": True})
+        followers = [h for h in self._following.get()
                      if matches(h["events"], event) and (model is None or not h["models"] or model in h["models"])]
         if not followers:
             return 0
@@ -263,6 +276,7 @@ class WebhookService:
                 if limit and hook["failures"] >= limit and hook["enabled"]:
                     hook.update(enabled=False, disabled_at=now,
                                 disabled_reason=f"{hook['failures']} deliveries failed in a row; last: {error}"[:500])
+                    bump_system_version(store)
                     log.warning("webhooks: %s (%s) disabled after %d failed deliveries",
                                 hook["_id"], hook["name"], hook["failures"])
                 hooks.replace(hook)
