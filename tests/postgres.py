@@ -174,16 +174,16 @@ END $recycle$"""
         tests; opened again once if the server ended it (a restart)."""
         import psycopg
 
-        for attempt in (1, 2):
+        def connection() -> Any:
             if self._admin_conn is None or self._admin_conn.closed:
                 self._admin_conn = psycopg.connect(self.url(), autocommit=True)
-            try:
-                return self._admin_conn.execute(statement)
-            except psycopg.OperationalError:
-                self._close_admin()
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+            return self._admin_conn
+
+        try:
+            return connection().execute(statement)
+        except psycopg.OperationalError:
+            self._close_admin()
+            return connection().execute(statement)
 
     def _close_admin(self) -> None:
         if self._admin_conn is not None:

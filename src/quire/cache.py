@@ -5,9 +5,10 @@ invalidate them: the store's change generation.
 `refresh()`, on every commit another process made. Every cached value is
 kept for the generation it was computed in and dropped when it moves, so
 a change is seen by the very next read in every worker. System data
-(models, roles, keys, locales, webhooks followed) is reloaded less often: it goes with a
-version stored in the database and changed in the same transaction as the
-data (`bump_system`), which is read again only when the generation moved.
+(models, roles, keys, locales, what webhooks follow) is reloaded less
+often: it goes with a version stored in the database and changed in the
+same transaction as the data (`bump_system`), which is read again only
+when the generation moved.
 
 One `Cache` per app (built next to the store, handed to the services that
 keep values); nothing here is global to the process, so two apps in one

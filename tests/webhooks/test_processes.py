@@ -79,7 +79,8 @@ class Side:
         self.store = open_store(settings.store.url, settings.db_path, 5)
         self.jobs = Jobs(self.store, settings.jobs)
         section = settings.section(WebhooksSettings)
-        self.webhooks = WebhookService(self.store, Cache(self.store), section, self.jobs, Sealer(key_text(section.key, data_dir)))
+        sealer = Sealer(key_text(section.key, data_dir))
+        self.webhooks = WebhookService(self.store, Cache(self.store), section, self.jobs, sealer)
 
     def close(self) -> None:
         self.jobs.close()

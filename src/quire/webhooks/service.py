@@ -74,8 +74,8 @@ class WebhookService:
         self.sender = Sender(self.policy, float(settings.timeout_seconds))
         self.webhooks = store.collection(WEBHOOKS)
         # What every write event is matched against: system data, read
-        # again only after a change of a webhook's following (`_changed`),
-        # not once per write.
+        # again only after a write that changes it (`bump_system` in
+        # create, update, delete and an automatic disabling), not per event.
         self._following = cache.system(self._load_following)
         self.deliveries = store.collection(DELIVERIES, DELIVERY_HINTS)
         store.ensure_indexes(DELIVERIES, DELIVERY_INDEXES, DELIVERY_HINTS)
