@@ -4,6 +4,8 @@ the items in the way, and how many items hold a value per field."""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import random
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 
 from quire.app import Quire
 from quire.content.models import parse_model
-from quire.errors import BadRequest
+from quire.errors import BadRequest, ValidationError
 from quire.events import Events, Reject
 from tests.conftest import Api, create_item, put_model
 
@@ -393,3 +395,52 @@ def test_a_refused_change_leaves_the_callers_definition_as_it_was(posts: Api, qu
         quire.models.save(model, {"n": "count"})
     assert [f["name"] for f in model.fields] == ["title", "n", "kind", "tags"] and model.indexes == [["n"]]
     assert "count" not in quire.models.get("posts").by_name
+
+
+# -- a write that waited for the lock while the model changed ------------------
+
+
+def _while_the_model_changes(quire: Quire, write: Any) -> Any:
+    """Run `write()` (a coroutine function) while another task holds the
+    write lock, and change `n` from number to text inside that task before
+    it lets go: the write has checked its fields and waits for the lock."""
+
+    async def scenario() -> Any:
+        async with quire.store.atomic():
+            # a context of its own, as a request's: not inside this task's transaction
+            task = asyncio.create_task(write(), context=contextvars.Context())
+            for _ in range(50):  # the task runs its checks, then waits for the lock
+                await asyncio.sleep(0)
+            assert not task.done()
+            quire.models.save(parse_model("posts", {"fields": fields({"name": "n", "type": "text"})}))
+        return await asyncio.gather(task, return_exceptions=True)
+
+    return asyncio.run(scenario())[0]
+
+
+def _numbers_left(quire: Quire, collection: str = "content/posts") -> list[Any]:
+    return [doc["n"] for doc in quire.store.collection(collection).find({})
+            if isinstance(doc.get("n"), int | float)]
+
+
+def test_a_save_that_waited_for_the_lock_is_checked_against_the_model_changed_meanwhile(
+        posts: Api, quire: Quire) -> None:
+    identity = quire.auth.identify(posts.key)
+    refused = _while_the_model_changes(quire, lambda: quire.content.save("posts", {"n": 5}, identity))
+    assert isinstance(refused, ValidationError) and "n" in refused.errors
+    assert _numbers_left(quire) == []
+    assert posts.post("/api/content/item/posts", json={"data": {"n": "5"}}).status_code == 200
+
+
+def test_a_draft_and_a_restore_that_waited_for_the_lock_are_checked_again(posts: Api, quire: Quire) -> None:
+    identity = quire.auth.identify(posts.key)
+    item = create_item(posts, "posts", {"title": "a", "_state": 1})
+    refused = _while_the_model_changes(
+        quire, lambda: quire.content.save_draft("posts", {"_id": item["_id"], "n": 7}, identity))
+    assert isinstance(refused, ValidationError) and "n" in refused.errors
+    assert _numbers_left(quire, "drafts/posts") == []
+    put_model(posts, "posts", fields=FIELDS)  # back to a number
+    state = {**raw(quire, item["_id"]), "n": 9}
+    refused = _while_the_model_changes(quire, lambda: quire.content.restore("posts", state, identity))
+    assert isinstance(refused, ValidationError) and "n" in refused.errors
+    assert _numbers_left(quire) == []

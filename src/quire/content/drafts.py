@@ -109,6 +109,10 @@ class DraftWriter(ContentWriter):
         expected = _expected(data.get("_rev"), if_match)
         now = int(time.time())
         async with self.store.atomic():
+            if self.recheck(model, data, clean, identity)[0] is not model:
+                # the model changed while we waited for the lock: every check
+                # again, against it, inside this transaction (no second wait)
+                return await self.save_draft(name, data, identity, if_match)
             live = self._live(model, coll, live["_id"])
             if live is None:
                 raise NotFound("Item not found")

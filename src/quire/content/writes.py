@@ -154,9 +154,10 @@ class ContentWriter:
             # nothing stored to compare with: a client that lost the _id would otherwise make a copy
             raise BadRequest("A new item has no revision yet: send _rev 0 or none, and no If-Match",
                              fields=["_rev"])
-        coll = self.models.collection(model)
         now = int(time.time())
         async with self.store.atomic():
+            model, clean = self.recheck(model, data, clean, identity)
+            coll = self.models.collection(model)
             if model.type == "singleton":
                 current = coll.find_one({})
                 is_update = current is not None
@@ -193,6 +194,18 @@ class ContentWriter:
             "content.item.save.after", model=name, item=item, is_update=is_update, identity=identity
         )
         return model.filler.doc(item)  # answered with every field; stored as sent
+
+    def recheck(self, model: Model, data: dict[str, Any], clean: dict[str, Any],
+                identity: Identity) -> tuple[Model, dict[str, Any]]:
+        """The model as it is now and `data` checked against it, inside the
+        write's transaction: the fields were checked before waiting for the
+        write lock, and a model change committed meanwhile (a number field
+        made text) must not let values in that its fields no longer take."""
+        self.store.mark_stale()  # another process may have committed while we waited
+        now = self.models.get(model.name)
+        if now is model:
+            return model, clean
+        return now, self.check_data(now, data, identity)
 
     async def _write(self, name: str, coll: Collection, item: dict[str, Any], previous: dict[str, Any] | None,
                      identity: Identity, refused: str = "") -> None:
@@ -353,16 +366,14 @@ class ContentWriter:
         sent = {k: v for k, v in state.items() if not k.startswith("_") or k in SENT_SYSTEM}
         if model.type != "tree":
             sent = {k: v for k, v in sent.items() if k not in ("_pid", "_o")}
-        try:
-            clean = self.check_data(model, sent, identity)
-        except ValidationError as exc:  # fields the model has lost since are left out; other faults stand
-            gone = {k for k, why in exc.errors.items() if why == "is not a field of this model"}
-            if not gone or len(gone) < len(exc.errors):
-                raise
-            clean = self.check_data(model, {k: v for k, v in sent.items() if k not in gone}, identity)
-        coll = self.models.collection(model)
+        clean = self._restorable(model, sent, identity)
         now = int(time.time())
         async with self.store.atomic():
+            self.store.mark_stale()  # as `recheck`: the model may have changed while we waited
+            if self.models.get(name) is not model:
+                model = self.models.get(name)
+                clean = self._restorable(model, sent, identity)
+            coll = self.models.collection(model)
             current = coll.get(item_id) if is_id(item_id) else None
             if model.type == "singleton" and current is None and coll.find_one({}) is not None:
                 raise BadRequest("Another item is this singleton's item now")
@@ -390,6 +401,17 @@ class ContentWriter:
         await self.events.emit_after("content.item.save.after", model=name, item=item,
                                      is_update=current is not None, identity=identity)
         return model.filler.doc(item)
+
+    def _restorable(self, model: Model, sent: dict[str, Any], identity: Identity) -> dict[str, Any]:
+        """A revision's values checked as a save checks them; fields the
+        model has lost since are left out, other faults stand."""
+        try:
+            return self.check_data(model, sent, identity)
+        except ValidationError as exc:
+            gone = {k for k, why in exc.errors.items() if why == "is not a field of this model"}
+            if not gone or len(gone) < len(exc.errors):
+                raise
+            return self.check_data(model, {k: v for k, v in sent.items() if k not in gone}, identity)
 
     async def delete(self, name: str, item_id: str, identity: Identity) -> None:
         model = self.models.get(name)
