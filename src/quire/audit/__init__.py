@@ -35,6 +35,13 @@ def changed(previous: dict[str, Any] | None, current: dict[str, Any]) -> list[st
     return names(k for k in keys if before.get(k) != current.get(k))
 
 
+def masked(name: str) -> str:
+    """An unknown login name as the log keeps it: its first character and
+    its length, enough to tell attempts apart, too little to read a
+    password typed into the name field."""
+    return f"{name[:1]}… ({len(name)} characters)"
+
+
 def imported(identity: Identity) -> bool:
     """Whether a write is one of `quire import`'s (bundle.IMPORTER): its
     items and pages are not recorded one by one. The `import` entry with
@@ -179,9 +186,12 @@ def subscribe(services: Services) -> None:
         audit.record("login", "sessions", user["_id"], user_who(user), {"method": method})
 
     def login_failed(user_name: str, method: str, reason: str, **_: Any) -> None:
-        # the name tried, as typed (it may be no user's); the password is never sent here
+        # The name tried: as typed when it is a user's, else masked, since an
+        # unknown name is often a password typed into the wrong field. The
+        # password itself is never sent here.
+        shown = user_name if not user_name or users.by_name(user_name) is not None else masked(user_name)
         audit.record("login.failed", "sessions", None, {"kind": "public", "id": None, "name": None, "role": "public"},
-                     {"user": text(user_name), "method": method, "reason": text(reason)})
+                     {"user": text(shown), "method": method, "reason": text(reason)})
 
     def logout(user_id: str, reason: str, identity: Identity | None = None, **_: Any) -> None:
         author = who_of_user(user_id) if identity is None else identity
@@ -195,6 +205,25 @@ def subscribe(services: Services) -> None:
         if user is None:
             return {"kind": "user", "id": user_id, "name": None, "role": None}
         return user_who(user)
+
+    # -- webhooks ---------------------------------------------------------------
+
+    def webhook_saved(webhook: dict[str, Any], previous: dict[str, Any] | None, identity: Identity,
+                      **_: Any) -> None:
+        """Its name and which fields changed: never its URL or headers, which
+        may carry a receiver's credentials."""
+        if previous is None:
+            audit.record("webhook.create", "webhooks", webhook["_id"], identity, {"name": text(webhook["name"])})
+        else:
+            fields = [f for f in changed(previous, webhook) if f != "modified"]
+            audit.record("webhook.update", "webhooks", webhook["_id"], identity,
+                         {"name": text(webhook["name"]), "fields": fields})
+
+    def webhook_rotated(webhook: dict[str, Any], identity: Identity, **_: Any) -> None:
+        audit.record("webhook.rotate", "webhooks", webhook["_id"], identity, {"name": text(webhook["name"])})
+
+    def webhook_removed(webhook: dict[str, Any], identity: Identity, **_: Any) -> None:
+        audit.record("webhook.delete", "webhooks", webhook["_id"], identity, {"name": text(webhook["name"])})
 
     # -- export and import --------------------------------------------------
 
@@ -221,6 +250,8 @@ def subscribe(services: Services) -> None:
         ("auth.role.remove", role_removed), ("auth.user.save", user_saved), ("auth.user.remove", user_removed),
         ("auth.login", login), ("auth.login.failed", login_failed), ("auth.logout", logout),
         ("bundle.export", exported), ("bundle.import", bundle_imported),
+        ("webhooks.webhook.save", webhook_saved), ("webhooks.webhook.rotate", webhook_rotated),
+        ("webhooks.webhook.remove", webhook_removed),
     ):
         on(event, handler)
 

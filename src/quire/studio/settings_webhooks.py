@@ -98,7 +98,7 @@ async def create(request: Request, login: Login) -> Response:
     try:
         if isinstance(typed["headers"], str):
             raise ValidationError("webhook", {"headers": "must be one header a line, written Name: value"})
-        created = await webhooks.create(typed)
+        created = await webhooks.create(typed, login.identity)
     except ValidationError as exc:
         return _edit(request, login, None, typed, _errors(typed, exc), 400)
     return render(request, login, "studio/settings_webhook_secret.html", hook=created, secret=created["secret"],
@@ -125,7 +125,7 @@ async def save(request: Request, login: Login) -> Response:
     try:
         if isinstance(typed["headers"], str):
             raise ValidationError("webhook", {"headers": "must be one header a line, written Name: value"})
-        await service(request, WebhookService).update(hook["_id"], typed)
+        await service(request, WebhookService).update(hook["_id"], typed, login.identity)
     except ValidationError as exc:
         return _edit(request, login, hook, typed, _errors(typed, exc), 400)
     return redirect_flash(request, f"{PAGE}/{hook['_id']}", "Saved.")
@@ -135,7 +135,7 @@ async def save(request: Request, login: Login) -> Response:
 async def rotate(request: Request, login: Login) -> Response:
     await checked_form(request, login)
     need(login, MANAGE)
-    rotated = await service(request, WebhookService).rotate(request.path_params["id"])
+    rotated = await service(request, WebhookService).rotate(request.path_params["id"], login.identity)
     return render(request, login, "studio/settings_webhook_secret.html", hook=rotated, secret=rotated["secret"],
                   created=False)
 
@@ -144,7 +144,7 @@ async def rotate(request: Request, login: Login) -> Response:
 async def enable(request: Request, login: Login) -> Response:
     await checked_form(request, login)
     need(login, MANAGE)
-    hook = await service(request, WebhookService).enable(request.path_params["id"])
+    hook = await service(request, WebhookService).enable(request.path_params["id"], login.identity)
     return redirect_flash(request, f"{PAGE}/{hook['_id']}", "Enabled.")
 
 
@@ -153,7 +153,7 @@ async def delete(request: Request, login: Login) -> Response:
     await checked_form(request, login)
     need(login, MANAGE)
     hook = _hook(request)
-    await service(request, WebhookService).delete(hook["_id"])
+    await service(request, WebhookService).delete(hook["_id"], login.identity)
     return redirect_flash(request, PAGE, f"Deleted webhook {hook['name']}.")
 
 

@@ -24,7 +24,8 @@ EVENTS = (*IN_TRANSACTION, "inbox.submit.after")
 def build(services: Services) -> None:
     settings = services.settings.webhooks
     sealer = Sealer(key_text(settings.key, services.settings.data_dir))
-    webhooks = services.add("webhooks", WebhookService(services.store, services.cache, settings, services.jobs, sealer))
+    webhooks = services.add("webhooks", WebhookService(services.store, services.cache, settings, services.jobs, sealer,
+                                                          events=services.events))
     services.on_start(webhooks.schedule)
     services.on_close(webhooks.close)
 

@@ -32,7 +32,7 @@ async def list_webhooks(request: Request) -> Response:
 
 async def create(request: Request) -> Response:
     webhooks = _manager(request)
-    return json_response(await webhooks.create(await _body(request)))
+    return json_response(await webhooks.create(await _body(request), identify(request)))
 
 
 async def one(request: Request) -> Response:
@@ -41,18 +41,18 @@ async def one(request: Request) -> Response:
     if request.method == "GET":
         return json_response(public(webhooks.get(hook_id)))
     if request.method == "DELETE":
-        await webhooks.delete(hook_id)
+        await webhooks.delete(hook_id, identify(request))
         return json_response({"success": True})
     body = await _body(request)  # a bad body is a 400 (or 413) whatever the id
-    return json_response(await webhooks.update(hook_id, body))
+    return json_response(await webhooks.update(hook_id, body, identify(request)))
 
 
 async def rotate(request: Request) -> Response:
-    return json_response(await _manager(request).rotate(request.path_params["id"]))
+    return json_response(await _manager(request).rotate(request.path_params["id"], identify(request)))
 
 
 async def enable(request: Request) -> Response:
-    return json_response(await _manager(request).enable(request.path_params["id"]))
+    return json_response(await _manager(request).enable(request.path_params["id"], identify(request)))
 
 
 async def deliveries(request: Request) -> Response:

@@ -20,10 +20,11 @@ from typing import Any
 import httpx2
 import orjson
 
-from quire.auth.service import Identity
+from quire.auth.service import SYSTEM, Identity
 from quire.cache import Cache, bump_system_version
 from quire.config import WebhooksSettings
 from quire.errors import BadRequest, NotFound
+from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.jobs import DAY, JOBS, RUNNING, Daily, GiveUp, Job, Jobs, drop_older
 from quire.store import Store
@@ -63,8 +64,9 @@ class WebhookService:
     """Manages webhooks and turns the events they follow into deliveries."""
 
     def __init__(self, store: Store, cache: Cache, settings: WebhooksSettings, jobs: Jobs, sealer: Sealer,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, events: Events | None = None) -> None:
         self.store = store
+        self.events = events or Events()  # `webhooks.webhook.*`: the audit log follows them
         self.cache = cache
         self.settings = settings
         self.jobs = jobs
@@ -103,7 +105,16 @@ class WebhookService:
             raise NotFound("Webhook not found")
         return hook
 
-    async def create(self, data: Any) -> dict[str, Any]:
+    @staticmethod
+    def _told(hook: dict[str, Any], identity: Identity | None,
+              previous: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The payload of a `webhooks.webhook.*` event, sent inside the
+        change's transaction: the webhook as the API shows it (never a
+        secret) and, for a change, as it was."""
+        return {"webhook": public(hook), "previous": None if previous is None else public(previous),
+                "identity": identity or SYSTEM}
+
+    async def create(self, data: Any, identity: Identity | None = None) -> dict[str, Any]:
         """A new webhook; its secret is in this answer and no other."""
         clean = check_webhook(data, None, self.policy)
         secret = new_secret()
@@ -116,29 +127,36 @@ class WebhookService:
         async with self.store.atomic():
             self.webhooks.insert(hook)
             self.cache.bump_system()
+            with refusals_as_412():
+                await self.events.emit("webhooks.webhook.save", **self._told(hook, identity))
         return {**public(hook), "secret": secret}
 
-    async def update(self, hook_id: str, data: Any) -> dict[str, Any]:
+    async def update(self, hook_id: str, data: Any, identity: Identity | None = None) -> dict[str, Any]:
         async with self.store.atomic():
             hook = self.get(hook_id)
+            previous = dict(hook)
             clean = check_webhook(data, hook, self.policy)
             if clean.get("enabled") is True and not hook["enabled"]:
                 clean.update(failures=0, disabled_reason=None, disabled_at=None)
             hook.update(clean, modified=self.clock())
             self.webhooks.replace(hook)
             self.cache.bump_system()
+            with refusals_as_412():
+                await self.events.emit("webhooks.webhook.save", **self._told(hook, identity, previous))
         return public(hook)
 
-    async def delete(self, hook_id: str) -> None:
+    async def delete(self, hook_id: str, identity: Identity | None = None) -> None:
         """The webhook goes with its delivery log; its pending deliveries
         fail when they run (they find no webhook)."""
         async with self.store.atomic():
-            self.get(hook_id)
+            hook = self.get(hook_id)
             self.webhooks.delete(hook_id)
             self.deliveries.delete_many({"hook": hook_id})
             self.cache.bump_system()
+            with refusals_as_412():
+                await self.events.emit("webhooks.webhook.remove", **self._told(hook, identity))
 
-    async def rotate(self, hook_id: str) -> dict[str, Any]:
+    async def rotate(self, hook_id: str, identity: Identity | None = None) -> dict[str, Any]:
         """A new secret, answered once. The old one keeps signing beside it
         for `ROTATION_OVERLAP` seconds (two signatures in the header), so
         receivers can switch without losing deliveries."""
@@ -149,11 +167,13 @@ class WebhookService:
             hook.update(previous_secret=hook["secret"], previous_until=now + ROTATION_OVERLAP,
                         secret=self.sealer.seal(secret), rotated=now, modified=now)
             self.webhooks.replace(hook)
+            with refusals_as_412():
+                await self.events.emit("webhooks.webhook.rotate", **self._told(hook, identity))
         return {**public(hook), "secret": secret}
 
-    async def enable(self, hook_id: str) -> dict[str, Any]:
+    async def enable(self, hook_id: str, identity: Identity | None = None) -> dict[str, Any]:
         """Turn a webhook back on; its count of failures starts again."""
-        return await self.update(hook_id, {"enabled": True})
+        return await self.update(hook_id, {"enabled": True}, identity)
 
     def delivery_log(self, hook_id: str, limit: int, skip: int) -> tuple[list[dict[str, Any]], int]:
         self.get(hook_id)
