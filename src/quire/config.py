@@ -107,6 +107,9 @@ class AssetSettings(Section):
     decode_pixels: int = setting(24_000_000, between=(1_000_000, 2_000_000_000))
     max_concurrent_renders: int = setting(2, between=(1, 64))
     render_wait_seconds: int = setting(5, between=(0, 300))
+    # the longest render (estimated before it starts) a caller who cannot
+    # upload or edit assets may cause; 0: no limit
+    render_budget_seconds: int = setting(3, between=(0, 3600))
     renders_per_hour: int = setting(100, between=(0, 1_000_000))
     thumbs_max_bytes: int = setting(1024 * 1024 * 1024, between=(1024 * 1024, 2**50))
     presets: dict[str, dict[str, Any]] = setting(

@@ -190,6 +190,72 @@ async def test_waiting_for_a_slot_does_not_poll_and_files_are_read_off_the_event
 # -- new renders per asset and hour ------------------------------------------------------
 
 
+@pytest.mark.anyio
+async def test_one_caller_holds_at_most_half_the_slots_and_others_still_render(
+        make_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two slots: a caller whose render holds one waits for its own render
+    (then 503), while another caller takes the second slot at once."""
+    app = make_app(max_concurrent_renders=2, render_wait_seconds=1)
+    admin, first_reader = clients(app)
+    second_reader = role_key(admin, "reader", {"assets/read": True})
+    asset = upload_one(admin, "a.png", solid(40, 40))
+    release = held_renders(monkeypatch)
+    quire: Quire = app.state.quire
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE) as client:
+        def get(api: Api, w: int) -> Any:
+            return client.get(f"/api/assets/image/{asset['_id']}", params={"w": w, "mime": "png", "o": 1},
+                              headers={"api-key": api.key or ""})
+
+        held = asyncio.create_task(get(first_reader, 10))
+        await until(lambda: quire.assets._rendering == 1)
+        busy = await get(first_reader, 20)  # a slot is free, but not for this caller
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+        other = asyncio.create_task(get(second_reader, 30))
+        await until(lambda: quire.assets._rendering == 2)  # the other caller got the free slot
+        release.set()
+        assert (await held).status_code == 200 and (await other).status_code == 200
+        assert (await get(first_reader, 20)).status_code == 200  # its share is free again
+    assert quire.assets._rendering == 0
+
+
+def test_a_render_over_the_time_budget_is_refused_for_readers_only(make_app: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(render_budget_seconds=3)
+    admin, reader = clients(app)
+    asset = upload_one(admin, "big.png", solid(4000, 3000))
+    rendered: list[Any] = []
+    real = images.render
+
+    def recorded(data: bytes, opts: images.ImageOptions, *args: Any) -> bytes:
+        rendered.append(opts)
+        return real(data, images.ImageOptions(opts.mode, 8, 6, opts.quality, opts.format, None), *args)
+
+    monkeypatch.setattr(images, "render", recorded)  # the test proves the refusal, not the encoder's speed
+    big = {"w": 4000, "mime": "avif", "q": 100, "o": 1}
+    refused = reader.get(f"/api/assets/image/{asset['_id']}", params=big)
+    assert refused.status_code == 400 and rendered == []
+    assert refused.json()["error"] == ("Making this image would take about 5 s, more than the 3 s allowed; "
+                                       "ask for a smaller size, or JPEG instead of AVIF")
+    assert reader.get(f"/api/assets/image/{asset['_id']}", params={**big, "mime": "jpeg"}).status_code == 200
+    assert reader.get(f"/api/assets/image/{asset['_id']}", params={**big, "w": 800}).status_code == 200
+    assert admin.get(f"/api/assets/image/{asset['_id']}", params=big).status_code == 200  # an editor's own site
+    assert [o.format for o in rendered] == ["jpeg", "avif", "avif"]
+    # once made, the image is served to anyone: nothing is rendered again
+    assert reader.get(f"/api/assets/image/{asset['_id']}", params=big).status_code == 200
+    assert len(rendered) == 3
+
+
+def test_no_budget_when_it_is_0(make_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make_app(render_budget_seconds=0)
+    admin, reader = clients(app)
+    asset = upload_one(admin, "big.png", solid(4000, 3000))
+    real = images.render
+    monkeypatch.setattr(images, "render", lambda data, opts, *a: real(
+        data, images.ImageOptions(opts.mode, 8, 6, opts.quality, opts.format, None), *a))
+    response = reader.get(f"/api/assets/image/{asset['_id']}", params={"w": 4000, "mime": "avif", "q": 100, "o": 1})
+    assert response.status_code == 200
+
+
 def test_readers_may_cause_a_few_new_renders_per_asset_and_hour(make_app: Any) -> None:
     app = make_app(renders_per_hour=3)
     admin, reader = clients(app)

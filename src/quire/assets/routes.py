@@ -30,6 +30,7 @@ from quire.auth.request import identify
 from quire.errors import BadRequest, NotFound, PayloadTooLarge
 from quire.files import FileInfo, Files, Pieces
 from quire.http import (
+    client_address,
     content_length,
     int_param,
     json_param,
@@ -178,7 +179,8 @@ async def image(request: Request) -> Response:
     redirect = _flag(params, "re")
     inline = _flag(params, "b64")
     opts, vary = assets.parse_image_options(params, asset, request.headers.get("accept", ""))
-    answer = await assets.image(asset, opts, params.get("t", ""), identity, load=output or inline)
+    answer = await assets.image(asset, opts, params.get("t", ""), identity, load=output or inline,
+                                client=client_address(request))
     headers = {"Vary": "Accept"} if vary else {}
     url = absolute(request, answer.url)
     # a non-image answers its original's URL whatever was asked

@@ -531,14 +531,17 @@ class AssetService:
         return images.ImageOptions(mode, width, height, quality, wanted, focal), vary
 
     async def image(self, asset: dict[str, Any], opts: images.ImageOptions, stamp: str,
-                    identity: Identity, load: bool = False) -> ImageAnswer:
+                    identity: Identity, load: bool = False, client: str | None = None) -> ImageAnswer:
         """The generated image of `asset` (made once, even under a burst).
 
         Rendering is bounded: a few renders at a time per process (later
-        ones wait `render_wait_seconds`, then 503), and callers who cannot
-        write assets may cause `renders_per_hour` new images per asset and
-        hour (then 429, unless an image differing only in `t` exists: that
-        one is the answer). What exists already is served to anyone."""
+        ones wait `render_wait_seconds`, then 503), at most half of them
+        for one caller (its key or user, else its `client` address), and
+        callers who cannot write assets may cause `renders_per_hour` new
+        images per asset and hour (then 429, unless an image differing only
+        in `t` exists: that one is the answer) and no render estimated to
+        take over `render_budget_seconds` (400). What exists already is
+        served to anyone."""
         if asset["mime"] not in sniff.RASTER or asset["mime"] in ("image/heic", "image/x-icon"):
             return ImageAnswer(url=f"/storage/uploads{asset['path']}")
         base = _digest(f"{asset['_hash']}|{opts.key()}")[:32]
@@ -549,7 +552,10 @@ class AssetService:
             # stat, touch and maybe read megabytes: in a worker thread, off the event loop
             answer = await anyio.to_thread.run_sync(self._answer, asset, opts, key, load)
             if answer is None:
-                key = await self._render(asset, opts, key, base, counted)
+                if counted:
+                    self._check_budget(asset, opts)
+                caller = identity.key_id or f"client {client}"
+                key = await self._render(asset, opts, key, base, counted, caller)
                 answer = await anyio.to_thread.run_sync(self._answer, asset, opts, key, load)
             if answer is not None:
                 return answer
@@ -574,24 +580,39 @@ class AssetService:
         return ImageAnswer(url=f"/storage/thumbs/{key}", key=key, etag=f'"{name.rsplit(".", 1)[0]}"',
                            mime=images.OUTPUT_MIME[opts.format], data=data, modified=info.modified)
 
+    def _check_budget(self, asset: dict[str, Any], opts: images.ImageOptions) -> None:
+        """Refuse a render estimated to take longer than the budget: an
+        encoder cannot be stopped half-way, so an anonymous 4096 px AVIF at
+        quality 100 would otherwise hold a render slot for 10-17 s."""
+        budget = self.settings.render_budget_seconds
+        width, height = asset.get("width"), asset.get("height")
+        if not budget or not isinstance(width, int) or not isinstance(height, int) or width < 1 or height < 1:
+            return
+        seconds = images.render_seconds((width, height), opts, self.settings.decode_pixels)
+        if seconds > budget:
+            raise BadRequest(f"Making this image would take about {seconds:.0f} s, more than the "
+                             f"{budget} s allowed; ask for a smaller size, or JPEG instead of "
+                             f"{opts.format.upper()}")
+
     async def _render(self, asset: dict[str, Any], opts: images.ImageOptions, key: str, base: str,
-                      counted: bool) -> str:
+                      counted: bool, caller: str) -> str:
         """Render `target` in a worker thread once a render slot is free;
         answers the file to serve (another `t` of the same image when the
         caller is over the hourly cap)."""
-        async with self._render_slot():
+        async with self._render_slot(caller):
             made, size = await anyio.to_thread.run_sync(self._generate, asset, opts, key, base, counted)
         if size:
             await anyio.to_thread.run_sync(self.thumb_cache.added, size)
         return made
 
     @contextlib.asynccontextmanager
-    async def _render_slot(self) -> AsyncIterator[None]:
+    async def _render_slot(self, caller: str) -> AsyncIterator[None]:
         """One of `max_concurrent_renders` slots of this worker (its event
-        loop), waiting at most `render_wait_seconds` for it (503 with
-        Retry-After after that). Waiters sleep on a semaphore until a slot is
-        released; nothing polls."""
-        async with self._slots.taken(self.settings.render_wait_seconds, RenderBusy):
+        loop), at most half of them for one caller, waiting at most
+        `render_wait_seconds` for it (503 with Retry-After after that).
+        Waiters sleep on a semaphore until a slot is released; nothing
+        polls."""
+        async with self._slots.taken(self.settings.render_wait_seconds, RenderBusy, caller):
             with self._rendering_lock:
                 self._rendering += 1
             try:
