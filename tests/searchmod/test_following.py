@@ -6,6 +6,7 @@ running alongside writes."""
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from quire.app import Quire
 from quire.bundle import import_bundle
+from quire.errors import StoreUnavailable
 from quire.events import Events, Reject
 from quire.searchmod import service as search_service
 from tests.conftest import Api, create_item, put_model, role_key
@@ -540,3 +542,29 @@ async def test_a_rebuild_keeps_serving_and_keeps_writes_made_meanwhile(admin: Ap
     assert during >= 2 and all(t >= 9 for t in totals[:during]), (log, totals)
     _assert_index_matches_content(admin, quire)
     assert hits(admin, "newcomer") != [] and hits(admin, "tok0x") == []
+
+
+def test_an_outage_is_one_warning_line_and_one_when_it_ends(posts: Api, quire: Quire,
+                                                             caplog: pytest.LogCaptureFixture,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The poller tries every 0.3 s: while the database is away each try
+    fails, and is not logged again (nor with a traceback) until it is back."""
+    create_item(posts, "posts", {"title": "queued", "category": "news"})
+    real = quire.search.follower.catch_up
+
+    def away(*_: Any) -> None:
+        raise StoreUnavailable("The database cannot be reached; try again shortly", retry_after=1)
+
+    monkeypatch.setattr(quire.search.follower, "pending", lambda: True)
+    monkeypatch.setattr(quire.search.follower, "catch_up", away)
+    with caplog.at_level(logging.INFO, logger="quire.search"):
+        for _ in range(20):
+            quire.search._catch_up("")
+        monkeypatch.setattr(quire.search.follower, "catch_up", real)
+        quire.search._catch_up("")
+        quire.search._catch_up("")
+    lines = [r for r in caplog.records if r.name.startswith("quire.search")]
+    assert [r.levelname for r in lines] == ["WARNING", "WARNING"]
+    assert "unavailable" in lines[0].getMessage() and "back" in lines[1].getMessage()
+    assert not any(r.exc_info for r in lines)
+    assert hits(posts, "queued") == [next(iter(quire.store.collection("content/posts").find()))["_id"]]

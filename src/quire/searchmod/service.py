@@ -31,6 +31,7 @@ from quire.content.models import Model, ModelService
 from quire.content.service import PUBLISHED, ContentService
 from quire.errors import BadRequest, NotFound, Unavailable, ValidationError
 from quire.events import Events
+from quire.outages import Outage
 from quire.searchmod.engine import Doc, Engine, Hit, Writer
 from quire.searchmod.follow import POLL, Follower, Marks, ensure_queue, push, queue_end
 from quire.searchmod.highlight import Marker
@@ -75,14 +76,12 @@ class SearchService:
         ensure_queue(store)
         self.follower = Follower(store, self.engine, self.root, self._all_definitions, self._docs)
         self._poller: asyncio.Task[None] | None = None
+        self.outage = Outage(log, "search")
 
     def start(self) -> None:
         """On server start: catch up with what was queued while no server
         ran, then poll for rows other processes could not write."""
-        try:
-            self.follower.catch_up()
-        except Exception:  # noqa: BLE001 (a broken index must not stop the server; the poller tries again)
-            log.exception("search: catching up at start failed")
+        self._catch_up("at start")
         self._poller = asyncio.get_running_loop().create_task(self._poll())
 
     def close(self) -> None:
@@ -94,15 +93,22 @@ class SearchService:
         while True:
             await asyncio.sleep(POLL)
             self.store.mark_stale()  # another process's commit moves the store's generation
-            if self.follower.pending():
-                try:
-                    self.follower.catch_up()
-                except Unavailable as exc:
-                    # The database went away or is busy: expected, and the
-                    # store has logged it; no traceback every round until it is back.
-                    log.warning("search: catching up postponed: %s", exc.message)
-                except Exception:  # noqa: BLE001 (logged; the next round tries again)
-                    log.exception("search: catching up failed")
+            self._catch_up("")
+
+    def _catch_up(self, when: str) -> None:
+        """Write what is queued; never raises. The database away or busy is
+        expected weather: one warning line per outage (and one when it is
+        back), no traceback every round; other failures are logged whole."""
+        try:
+            if self.follower.pending():  # looking may need the database too
+                self.follower.catch_up()
+        except Unavailable as exc:
+            self.outage.failed(exc)
+            return
+        except Exception:  # noqa: BLE001 (a broken index must not stop the server; the next round tries again)
+            log.exception("search: catching up %sfailed", when + " " if when else "")
+            return
+        self.outage.succeeded()
 
     def _all_definitions(self) -> list[dict[str, Any]]:
         return self.indexes.find() if self.indexes.exists() else []
@@ -345,11 +351,9 @@ class SearchService:
             self.store.after_commit(self._after_commit)
 
     def _after_commit(self) -> None:
-        if self.follower.pending():  # a second callback of the same commit finds nothing to do
-            try:
-                self.follower.catch_up()
-            except Exception:  # noqa: BLE001 (the write has committed; its rows wait for the next round)
-                log.exception("search: catching up after a commit failed")
+        # a second callback of the same commit finds nothing to do; a failure
+        # leaves the committed write's rows to the next round
+        self._catch_up("after a commit")
 
     async def item_saved(self, model: str, item: dict[str, Any], **_: Any) -> None:
         self._queue(model, item["_id"])

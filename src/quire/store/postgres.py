@@ -127,6 +127,7 @@ class PostgresStore(Transactions):
         self._touched: set[str] = set()  # tables written by the open transaction
         self._remote = 0  # notices of other processes' commits (the listener's count)
         self._seen_seq = 0  # the newest events row `refresh` saw
+        self._down_since: float | None = None  # when the first failure of an outage was logged
         self._commits = 0
         self.queries = 0
         self.auto = None  # automatic indexes are SQLite's (docs/query-language.md)
@@ -161,6 +162,9 @@ class PostgresStore(Transactions):
         except psycopg.OperationalError as exc:
             raise self._down(exc) from None
         conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
+        if self._down_since is not None:
+            log.warning("database %s reachable again after %.0f s", self.where, time.monotonic() - self._down_since)
+            self._down_since = None
         return conn
 
     def _conn(self, which: str) -> psycopg.Connection[Any]:
@@ -175,8 +179,12 @@ class PostgresStore(Transactions):
         return conn
 
     def _down(self, exc: BaseException) -> StoreUnavailable:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        log.warning("database %s unavailable: %s", self.where, reason)
+        # one line per outage (every request of it fails the same way), and
+        # one when a connection is made again (`_open_conn`)
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            log.warning("database %s unavailable: %s", self.where, reason)
         return StoreUnavailable("The database cannot be reached; try again shortly", retry_after=RETRY_AFTER)
 
     def _run(self, conn: psycopg.Connection[Any], sql: str, params: Any = (),
