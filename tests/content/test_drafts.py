@@ -285,6 +285,18 @@ def test_a_singleton_never_saved_has_nothing_to_preview(admin: Api) -> None:
     assert admin.post("/api/content/preview/footer").status_code == 404
 
 
+def test_a_singletons_publish_and_draft_routes_with_another_id_are_404(admin: Api) -> None:
+    put_model(admin, "footer", type="singleton", fields=[{"name": "text", "type": "text"}])
+    saved = admin.post("/api/content/item/footer", json={"data": {"text": "a", "_state": 0}}).json()
+    other = "0" * 24
+    for method, path in (("POST", "publish"), ("POST", "unpublish"), ("DELETE", "draft"), ("POST", "preview")):
+        answer = admin.request(method, f"/api/content/{path}/footer/{other}")
+        assert answer.status_code == 404, (path, answer.text)
+    assert admin.get("/api/content/item/footer", params={"draft": 1}).json()["_state"] == 0  # not published
+    assert admin.post(f"/api/content/publish/footer/{saved['_id']}").json()["_state"] == 1
+    assert admin.post("/api/content/unpublish/footer").json()["_state"] == 0
+
+
 def test_preview_hosts_are_plain_origins(posts: Api) -> None:
     for uri in ("https://例え.jp/{slug}", "https://bücher.example/", "https://a.example;sandbox/x",
                 "https://a.example,script-src/x"):

@@ -57,8 +57,11 @@ class DraftWriter(ContentWriter):
     unpublishing, now and on schedule."""
 
     def _live(self, model: Model, coll: Collection, item_id: str | None) -> dict[str, Any] | None:
+        """The stored item; a singleton's one item, unless an id is named
+        that is not its own (then none: a 404, not the singleton)."""
         if model.type == "singleton":
-            return coll.find_one({})
+            found = coll.find_one({})
+            return None if found is None or item_id not in (None, found["_id"]) else found
         return coll.get(item_id) if item_id is not None and is_id(item_id) else None
 
     # -- reading ------------------------------------------------------------
