@@ -155,3 +155,12 @@ def test_environment_variables_set_the_cors_lists(tmp_path: Any) -> None:
     settings = load_settings(tmp_path, env={"QUIRE_API_CORS_HEADERS": "api-key, x-requested-with"})
     assert settings.get("api", "cors_headers") == ["api-key", "x-requested-with"]
     assert load_settings(tmp_path, env={}).get("api", "cors_headers") == CORS_HEADERS
+
+
+def test_hsts_is_sent_when_the_site_is_served_as_https(client_with: Callable[..., TestClient]) -> None:
+    served = client_with(server={"public_url": "https://cms.example"})
+    for path in ("/api/system/healthcheck", "/api/content/items/nope", "/auth/login", "/nowhere"):
+        assert served.get(path).headers.get("strict-transport-security") == "max-age=31536000", path
+    assert len(served.get("/auth/login").headers.get_list("strict-transport-security")) == 1
+    plain = client_with(server={"public_url": "http://cms.example"})
+    assert "strict-transport-security" not in plain.get("/api/system/healthcheck").headers

@@ -92,6 +92,7 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
         on_startup=quire.start,
         on_shutdown=quire.close,
         before_request=quire.cache.refresh,
+        strict_transport=settings.server.public_url.startswith("https://"),
     )
     app.state.quire = quire
     return app

@@ -72,6 +72,7 @@ class App:
         on_startup: Callable[[], None] | None = None,
         on_shutdown: Callable[[], None] | None = None,
         before_request: Callable[[], None] | None = None,
+        strict_transport: bool = False,
     ) -> None:
         self.routes = routes
         self.state = State()
@@ -89,6 +90,10 @@ class App:
         # run once per request before its handler (the app's cache looks
         # for commits of other processes there)
         self._before_request = before_request
+        # Served as https (`[server] public_url`): browsers are told to use
+        # https only for a year, so a later http:// link or a downgrade on
+        # the way cannot read the session cookie or an API key.
+        self._extra_headers = [(b"strict-transport-security", HSTS)] if strict_transport else []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -157,6 +162,8 @@ class App:
         # Browsers must not read any answer as another type than it says
         # (a JSON error shown as HTML, an upload as script).
         _nosniff(response)
+        if self._extra_headers:
+            response.raw_headers.extend(self._extra_headers)
         if cors is not None:
             response.headers["access-control-allow-origin"] = cors
             vary = response.headers.get("vary")
@@ -224,6 +231,9 @@ class App:
             })
         _nosniff(response)
         await response(scope, receive, send)
+
+
+HSTS = b"max-age=31536000"
 
 
 def _nosniff(response: Response) -> None:
