@@ -43,7 +43,26 @@ def test_healthcheck_answers_without_key(anon: Api) -> None:
     response = anon.get("/api/system/healthcheck")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
-    assert response.headers["cache-control"] == "no-store"  # a proxy must not answer for a dead server
+    # a proxy must not answer for a dead server; the checks made, as Cockpit says them
+    assert response.headers["cache-control"] == "no-store, no-cache, must-revalidate"
+    assert response.headers["pragma"] == "no-cache" and response.headers["expires"] == "0"
+    assert response.headers["x-health-checks"] == "db, memory, fs, redis, smtp, custom"
+
+
+def test_healthcheck_checks_the_parts_it_is_asked_for(anon: Api, quire: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(key: str) -> None:
+        raise OSError("the bucket is gone")
+
+    monkeypatch.setattr(quire.health.files, "stat", broken)
+    response = anon.get("/api/system/healthcheck")
+    assert response.status_code == 503 and response.headers["retry-after"] == "1"
+    assert response.json() == {"error": "The file storage cannot be reached; try again shortly"}
+    only_db = anon.get("/api/system/healthcheck", params={"checks": " db , nothing-such "})
+    assert only_db.status_code == 200 and only_db.headers["x-health-checks"] == "db, nothing-such"
+    for bad in ("x" * 201, "db\nfs", "db\x00"):
+        refused = anon.get("/api/system/healthcheck", params={"checks": bad})
+        assert refused.status_code == 400 and "checks" in refused.json()["error"], bad
 
 
 # -- key transport ------------------------------------------------------------
