@@ -303,6 +303,18 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_previews(args: argparse.Namespace) -> int:
+    from quire.auth.service import SYSTEM
+
+    quire = _quire(args)
+    try:
+        asyncio.run(quire.content.end_previews(SYSTEM))
+    finally:
+        quire.close()
+    print("Every preview link given out so far has stopped working (on every instance).")
+    return 0
+
+
 def _refuse(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
@@ -509,6 +521,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "documents of items that left it; searches keep working meanwhile.")
     rebuild.add_argument("name", help="index name")
     search.set_defaults(func=cmd_search)
+
+    previews = sub.add_parser("previews", help="manage preview links", description="Preview link tasks.")
+    previews_sub = previews.add_subparsers(dest="previews_cmd", required=True, metavar="ACTION")
+    previews_sub.add_parser("end", parents=[common], help="end every preview link given out so far",
+                            description="Sign preview links with a new key: every link of an item or a "
+                                        "page given out so far stops working, on every instance.")
+    previews.set_defaults(func=cmd_previews)
 
     mig = sub.add_parser("migrate", parents=[common], help="copy the SQLite database to PostgreSQL",
                          description="Copy every collection of the data dir's SQLite database to PostgreSQL, "

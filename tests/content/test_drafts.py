@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
-from quire.app import Quire
+from quire.app import Quire, build_app
 from quire.bundle import import_bundle
+from quire.config import load_settings
 from quire.content.schedule import PUBLISH_JOB
 from quire.jobs import Job
+from tests.client import TestClient
+from tests.commands import run_quire
 from tests.conftest import Api, create_item, put_model, role_key
 
 FIELDS = [{"name": "title", "type": "text", "required": True}, {"name": "slug", "type": "text"},
@@ -336,3 +339,41 @@ def test_nul_lone_surrogates_huge_numbers_and_thousands_of_keys(posts: Api, anon
         assert posts.post(f"/api/content/preview/posts/{item['_id']}", json={"seconds": seconds}).status_code == 400
     assert live(posts, item["_id"]).json()["title"] == "Live"  # nothing stored half-way
     assert posts.get(base, params={"draft": 1}).json()["_draft"] is False
+
+
+def test_every_preview_link_can_be_ended_by_a_manager_on_every_instance(
+        posts: Api, anon: Api, app: Any, data_dir: Any, app_env: dict[str, str]) -> None:
+    item = create_item(posts, "posts", {"title": "Live"})
+    page = posts.post("/api/pages/page", json={"data": {"type": "layout", "title": "Soon", "_state": 0}}).json()
+    token = posts.post(f"/api/content/preview/posts/{item['_id']}").json()["token"]
+    page_token = posts.post(f"/api/pages/preview/{page['_id']}").json()["token"]
+    other = build_app(load_settings(data_dir, env=app_env))  # a second instance on the same database
+    try:
+        elsewhere = Api(TestClient(other, raise_server_exceptions=False), None)
+        opened = elsewhere.get(f"/api/content/item/posts/{item['_id']}", params={"preview": token})
+        assert opened.status_code == 200  # its key is known there too, and kept
+        editor = role_key(posts, "editor", {"content/posts/read": True, "content/posts/update": True})
+        assert editor.delete("/api/content/preview").status_code == 403  # may make links, not end them all
+        assert anon.delete("/api/content/preview").status_code in (401, 403)
+        ended = posts.delete("/api/content/preview")
+        assert ended.status_code == 200 and ended.json() == {"success": True}
+        for api in (anon, elsewhere):
+            refused = api.get(f"/api/content/item/posts/{item['_id']}", params={"preview": token})
+            assert refused.status_code == 403 and refused.json()["error"] == "The preview token is not valid"
+            assert api.get(f"/api/pages/page/{page['_id']}", params={"preview": page_token}).status_code == 403
+        fresh = posts.post(f"/api/content/preview/posts/{item['_id']}").json()["token"]
+        assert elsewhere.get(f"/api/content/item/posts/{item['_id']}", params={"preview": fresh}).status_code == 200
+        [entry] = posts.get("/api/audit", params={"action": "previews.end"}).json()["data"]
+        assert entry["who"]["kind"] == "key" and entry["resource"] == "previews"
+    finally:
+        other.state.quire.close()
+
+
+def test_quire_previews_end_ends_the_links_a_running_server_checks(posts: Api, anon: Api,
+                                                                   data_dir: Any) -> None:
+    item = create_item(posts, "posts", {"title": "Live"})
+    token = posts.post(f"/api/content/preview/posts/{item['_id']}").json()["token"]
+    assert anon.get(f"/api/content/item/posts/{item['_id']}", params={"preview": token}).status_code == 200
+    done = run_quire("previews", "end", "--data", str(data_dir))
+    assert "stopped working" in done.stdout
+    assert anon.get(f"/api/content/item/posts/{item['_id']}", params={"preview": token}).status_code == 403

@@ -142,3 +142,24 @@ def test_rebuild_the_search_index_and_try_a_query(studio: Studio, new_context: C
     expect(hits.first.locator("mark").first).to_have_text("Harbour")
     screenshot(page, "studio-search-index.png")
     assert_clean(page)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_end_every_preview_link_from_settings_by_keyboard(studio: Studio, new_context: Callable[..., Any],
+                                                          width: int) -> None:
+    from playwright.sync_api import expect
+
+    page = open_page(new_context({"width": width, "height": 800}))
+    login(page, studio)
+    page.get_by_role("navigation").get_by_role("link", name="Preview links").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Preview links")
+    button = page.get_by_role("button", name="End every preview link")
+    button.focus()
+    expect(button).to_be_focused()
+    fits = page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert fits, f"the page is wider than {width} px"
+    if width == 390:
+        screenshot(page, "studio-settings-previews-390.png")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status")).to_contain_text("has stopped working")
+    assert_clean(page)

@@ -206,6 +206,9 @@ def subscribe(services: Services) -> None:
             return {"kind": "user", "id": user_id, "name": None, "role": None}
         return user_who(user)
 
+    def previews_ended(identity: Identity, **_: Any) -> None:
+        audit.record("previews.end", "previews", None, identity)
+
     # -- webhooks ---------------------------------------------------------------
 
     def webhook_saved(webhook: dict[str, Any], previous: dict[str, Any] | None, identity: Identity,
@@ -251,7 +254,7 @@ def subscribe(services: Services) -> None:
         ("auth.login", login), ("auth.login.failed", login_failed), ("auth.logout", logout),
         ("bundle.export", exported), ("bundle.import", bundle_imported),
         ("webhooks.webhook.save", webhook_saved), ("webhooks.webhook.rotate", webhook_rotated),
-        ("webhooks.webhook.remove", webhook_removed),
+        ("webhooks.webhook.remove", webhook_removed), ("content.previews.end", previews_ended),
     ):
         on(event, handler)
 

@@ -105,6 +105,9 @@ def lifecycle() -> dict[str, Any]:
         out["/api/content/preview" + suffix] = {"post": optional_body(op(
             "A signed, expiring preview token for the item, and the model's preview addresses filled in",
             params, (400, 401, 403, 404), schema=PREVIEW_ANSWER), PREVIEW_BODY)}
+    out["/api/content/preview"] = {"delete": op(
+        "End every preview link of items and pages given out so far (system/manage)", [], (401, 403, 412),
+        schema=SUCCESS)}
     return out
 
 

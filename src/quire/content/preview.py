@@ -6,7 +6,9 @@ it opens (`content/<model>` or `pages`, the id) and until when; the
 signature is an HMAC-SHA256 of the payload with the site's preview key.
 The key is made once, at random, and kept in the store (`system/secrets`),
 so every instance of a site checks the others' tokens; replacing it
-(`rotate`) ends every token given out."""
+(`rotate`) ends every token given out, on every instance: the key is
+system data of the app's cache, so a rotation's `bump_system` makes every
+process read it again before its next check."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from urllib.parse import quote
 
 import orjson
 
+from quire.cache import Cache
 from quire.config import url_origin as origin
 from quire.errors import BadRequest, Forbidden
 from quire.store import Store
@@ -44,28 +47,31 @@ def _unb64(text: str) -> bytes:
 
 
 class PreviewTokens:
-    def __init__(self, store: Store, clock: Any = time.time) -> None:
+    def __init__(self, store: Store, cache: Cache, clock: Any = time.time) -> None:
         self.store = store
+        self.cache = cache
         self.clock = clock
-        self._key: bytes | None = None
+        self._key = cache.system(self._load_key)
+
+    def _load_key(self) -> bytes:
+        coll = self.store.collection(SECRETS)
+        doc = coll.get(KEY_ID)
+        if doc is None:
+            with self.store.transaction():  # two instances starting at once keep the first key
+                doc = coll.get(KEY_ID)
+                if doc is None:
+                    doc = coll.insert({"_id": KEY_ID, "key": secrets.token_urlsafe(32)})
+        return str(doc["key"]).encode()
 
     def _secret(self) -> bytes:
-        if self._key is None:
-            coll = self.store.collection(SECRETS)
-            doc = coll.get(KEY_ID)
-            if doc is None:
-                with self.store.transaction():  # two instances starting at once keep the first key
-                    doc = coll.get(KEY_ID)
-                    if doc is None:
-                        doc = coll.insert({"_id": KEY_ID, "key": secrets.token_urlsafe(32)})
-            self._key = doc["key"].encode()
-        return self._key
+        return self._key.get()
 
     def rotate(self) -> None:
-        """A new key: every preview link given out stops working."""
+        """A new key: every preview link given out stops working, on every
+        instance (inside the caller's transaction, or one of its own)."""
         with self.store.transaction():
             self.store.collection(SECRETS).replace({"_id": KEY_ID, "key": secrets.token_urlsafe(32)})
-        self._key = None
+            self.cache.bump_system()
 
     def issue(self, resource: str, item_id: str, seconds: int = DEFAULT_SECONDS) -> dict[str, Any]:
         """A token for `resource` (`content/<model>` or `pages`) item

@@ -207,6 +207,12 @@ async def unpublish_item(request: Request) -> Response:
     return json_response(item, headers=_etag(item["_rev"]))
 
 
+async def end_previews(request: Request) -> Response:
+    """End every preview link given out (items and pages)."""
+    await service(request, ContentService).end_previews(identify(request))
+    return json_response({"success": True})
+
+
 async def discard_draft(request: Request) -> Response:
     identity = identify(request)
     if not await service(request, ContentService).discard_draft(
@@ -484,6 +490,7 @@ routes = [
     route("/api/content/unpublish/{model}/{id}", post=unpublish_item),
     route("/api/content/draft/{model}", delete=discard_draft),
     route("/api/content/draft/{model}/{id}", delete=discard_draft),
+    route("/api/content/preview", delete=end_previews),
     route("/api/content/preview/{model}", post=preview_link),
     route("/api/content/preview/{model}/{id}", post=preview_link),
 ]

@@ -25,7 +25,7 @@ from quire.content.reads import (
 )
 from quire.content.writes import READ_ONLY, STATES
 from quire.errors import BadRequest, NotFound
-from quire.events import Events
+from quire.events import Events, refusals_as_412
 from quire.jobs import Jobs
 from quire.store import Store
 
@@ -48,7 +48,7 @@ class ContentService(ContentReader, DraftWriter):
     ) -> None:
         ContentReader.__init__(self, cache, models, locales, assets, max_populate)
         DraftWriter.__init__(self, store, models, locales, events, jobs)
-        self.previews = PreviewTokens(store)
+        self.previews = PreviewTokens(store, cache)
 
     def item_or_draft(self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity,
                       links_as: Identity | None = None) -> tuple[dict[str, Any], int, bool]:
@@ -86,6 +86,16 @@ class ContentService(ContentReader, DraftWriter):
         self.previews.check(token, f"content/{name}", item_id)
         granted = frozenset({perm(name, "read"), perm(name, "update")})
         return replace(identity, permissions=identity.permissions | granted)
+
+    async def end_previews(self, identity: Identity) -> None:
+        """End every preview link of items and pages given out so far (a
+        link was shared too widely): a new signing key, on every instance.
+        Needs `system/manage`."""
+        identity.require("system/manage")
+        async with self.store.atomic():
+            self.previews.rotate()
+            with refusals_as_412():
+                await self.events.emit("content.previews.end", identity=identity)
 
     def preview_link(self, name: str, item_id: str | None, identity: Identity, seconds: Any,
                      locale: Any = None) -> dict[str, Any]:
