@@ -196,3 +196,20 @@ def test_largest_limit_is_one_page_without_a_cursor(posts: Api) -> None:
     response = posts.get(f"/api/content/items/posts?limit={2**63 - 1}")
     assert response.status_code == 200 and len(response.json()) == len(ITEMS)
     assert "link" not in response.headers
+
+
+def test_the_next_link_keeps_the_other_parameters_as_sent_and_replaces_after(posts: Api) -> None:
+    first = posts.get("/api/content/items/posts", params={"limit": 3, "filter": '{"views": {"$gte": 0}}',
+                                                          "sort": '{"views": 1}', "after": ""})
+    link = first.headers["link"]
+    target = link[1:link.index(">")]
+    assert target.startswith("/api/content/items/posts?") and link.endswith('>; rel="next"')
+    query = parse_qs(urlsplit(target).query, keep_blank_values=True)
+    assert query["limit"] == ["3"] and query["filter"] == ['{"views": {"$gte": 0}}']
+    assert query["sort"] == ['{"views": 1}'] and len(query["after"]) == 1 and query["after"][0]
+    second = posts.get(target)
+    assert second.status_code == 200 and "link" in second.headers
+    again = parse_qs(urlsplit(second.headers["link"][1:].split(">")[0]).query)
+    assert len(again["after"]) == 1 and again["after"] != query["after"]
+    encoded_key = posts.get("/api/content/items/posts?limit=3&aft%65r=")  # `after` spelled encoded: replaced too
+    assert parse_qs(urlsplit(encoded_key.headers["link"][1:].split(">")[0]).query).keys() == {"limit", "after"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Generator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote_plus
 
 import anyio.to_thread
 import orjson
@@ -314,9 +315,15 @@ def _answer_key(scope: Any, identity: Identity) -> Any:
 
 def _next_link(request: Request, cursor: str) -> str:
     """RFC 8288: this request with `after` set to the cursor, as a
-    reference relative to the request's own address."""
-    url = request.url.include_query_params(after=cursor)
-    return f'<{url.path}?{url.query}>; rel="next"'
+    reference relative to the request's own address. Made from the raw
+    query string, its other parameters kept as sent (rebuilding the URL
+    through Starlette cost a quarter of an uncached page)."""
+    scope = request.scope
+    kept = [part for part in scope["query_string"].decode("latin-1").split("&")
+            if part and unquote_plus(part.partition("=")[0]) != "after"]
+    kept.append(f"after={cursor}")  # a cursor only holds [A-Za-z0-9_-.]: nothing to escape
+    path = quote(scope.get("root_path", "") + scope["path"], safe="/:@!$&'()*+,;=-._~")
+    return f'<{path}?{"&".join(kept)}>; rel="next"'
 
 
 class _ListStream(StreamingResponse):
