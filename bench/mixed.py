@@ -258,10 +258,14 @@ def run_one(name: str, commit: str, pythonpath: str | None, args: argparse.Names
         read = parse_wrk(wrk.stdout + wrk.stderr)
         outcome.reads_rps, outcome.read_p50, outcome.read_p99 = read.rps, read.p50, read.p99
         outcome.read_errors = read.non2xx + sum(read.socket_errors.values())
+        if outcome.read_errors:
+            print(f"{name}: reads: {read.non2xx} non-2xx, socket errors {read.socket_errors}", file=sys.stderr)
         outcome.saves = len(outcome.save_ms)
         problems = server_log_problems(server.log_path)
         if problems:
             print(f"{name}: server log problems: {problems[:3]}", file=sys.stderr)
+        if outcome.failed_saves:
+            print(f"{name}: {outcome.failed_saves} saves failed", file=sys.stderr)
     finally:
         server.stop()
         receiver.shutdown()

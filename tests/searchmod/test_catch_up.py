@@ -77,7 +77,10 @@ def test_a_worker_killed_after_the_commit_loses_nothing(posts: Api, quire: Quire
     # the other process commits the write, then dies before it writes the index
     done = other_process(data_dir, """
         quire.search.follower.catch_up = lambda only=None: os._exit(9)
-        asyncio.run(quire.content.save("posts", {"title": "orphaned walrus", "_state": 1}, admin))
+        async def save_then_wait():
+            await quire.content.save("posts", {"title": "orphaned walrus", "_state": 1}, admin)
+            await asyncio.sleep(5)  # the catch-up due shortly after the commit runs (and dies) meanwhile
+        asyncio.run(save_then_wait())
     """)
     assert done.returncode == 9, done.stderr
     assert queued(quire) == 1
@@ -112,6 +115,7 @@ def test_a_writer_dying_before_the_engine_commit_writes_it_all_next_time(
 def test_a_writer_dying_after_the_engine_commit_writes_it_again_once(
         posts: Api, quire: Quire, monkeypatch: pytest.MonkeyPatch) -> None:
     item = create_item(posts, "posts", {"title": "early heron"})
+    quire.search.follower.catch_up()  # the round due after that commit
     real_set = Marks.set_number
 
     def dying(self: Marks, kind: str, value: int | None) -> None:
@@ -122,6 +126,8 @@ def test_a_writer_dying_after_the_engine_commit_writes_it_again_once(
     monkeypatch.setattr(Marks, "set_number", dying)
     response = posts.post("/api/content/item/posts", json={"data": {"_id": item["_id"], "title": "late heron"}})
     assert response.status_code == 200, response.text
+    with pytest.raises(RuntimeError):
+        quire.search.follower.catch_up()  # the round due after that commit, dying
     monkeypatch.undo()
     assert queued(quire) == 1  # the row stays: the mark did not move
     quire.search.follower.catch_up()

@@ -568,3 +568,20 @@ def test_an_outage_is_one_warning_line_and_one_when_it_ends(posts: Api, quire: Q
     assert "unavailable" in lines[0].getMessage() and "back" in lines[1].getMessage()
     assert not any(r.exc_info for r in lines)
     assert hits(posts, "queued") == [next(iter(quire.store.collection("content/posts").find()))["_id"]]
+
+
+def test_a_burst_of_writes_shares_catch_up_rounds_and_searches_still_find_every_write(
+        posts: Api, quire: Quire, monkeypatch: pytest.MonkeyPatch) -> None:
+    rounds: list[int] = []
+    real = quire.search.follower.catch_up
+
+    def counted(only: str | None = None) -> None:
+        rounds.append(1)
+        real(only)
+
+    monkeypatch.setattr(search_service, "CATCH_UP_EVERY", 3600.0)  # a burst: every commit within it
+    monkeypatch.setattr(quire.search.follower, "catch_up", counted)
+    made = [create_item(posts, "posts", {"title": f"burst walrus {n}", "category": "news"})["_id"] for n in range(20)]
+    assert len(rounds) <= 1  # the first commit's round at most (none if one ran just before)
+    assert sorted(hits(posts, "walrus")) == sorted(made)  # a search catches up first
+    assert documents(posts) == 20

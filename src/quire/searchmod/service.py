@@ -5,7 +5,10 @@ An index names a content model, the fields to search, a filter items must
 match, extra locales and per-field weights. It follows content through
 the queue of `follow.py`: a content write queues its item in its own
 transaction and the index catches up right after the commit (in the
-writing process at once, from any other within `follow.POLL` seconds).
+writing process at once unless it did within `CATCH_UP_EVERY`, else and
+from any other within `follow.POLL` seconds). A search catches up first
+whenever the database changed, so it always finds what was written
+before it.
 
 A build (creating or changing an index, a rebuild) writes every item into
 a new generation of the index while searches keep answering from the live
@@ -49,6 +52,9 @@ MANAGE = "searchmod/manage"
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 DEFAULT = "default"
 CHUNK = 500
+# A commit catches up at most this often per process; the commits in
+# between leave their rows to the poller (`follow.POLL`) or the next round.
+CATCH_UP_EVERY = 0.05
 log = logging.getLogger("quire.search")
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000
@@ -76,6 +82,7 @@ class SearchService:
         ensure_queue(store)
         self.follower = Follower(store, self.engine, self.root, self._all_definitions, self._docs)
         self._poller: asyncio.Task[None] | None = None
+        self._last_round = float("-inf")  # when a commit of this process last caught up
         self.outage = Outage(log, "search")
 
     def start(self) -> None:
@@ -85,6 +92,8 @@ class SearchService:
         self._poller = asyncio.get_running_loop().create_task(self._poll())
 
     def close(self) -> None:
+        if self.follower.pending():  # a command's last writes, left to a round that will not come
+            self._catch_up("at close")
         if self._poller is not None:
             self._poller.cancel()
             self._poller = None
@@ -144,6 +153,8 @@ class SearchService:
         return found
 
     def _described(self, index: dict[str, Any]) -> dict[str, Any]:
+        if self.follower.pending():  # the count includes every committed write, as a search does
+            self.follower.catch_up()
         live = Marks(self.store, index["name"]).live()
         count = self.engine.count(index["name"], live["generation"], DEFAULT) if live else 0
         return {**index, "documents": count}
@@ -351,8 +362,16 @@ class SearchService:
             self.store.after_commit(self._after_commit)
 
     def _after_commit(self) -> None:
-        # a second callback of the same commit finds nothing to do; a failure
-        # leaves the committed write's rows to the next round
+        """Catch up after a commit, unless this process did within
+        `CATCH_UP_EVERY`: then the poller (or a later commit, or a search,
+        which catches up first) takes these rows. A round per save (a
+        tantivy commit each, on the event loop) held the writers' lock and
+        the worker's reads under a burst of writes. A failure leaves the
+        rows to the next round."""
+        now = time.monotonic()
+        if now - self._last_round < CATCH_UP_EVERY:
+            return
+        self._last_round = now
         self._catch_up("after a commit")
 
     async def item_saved(self, model: str, item: dict[str, Any], **_: Any) -> None:
