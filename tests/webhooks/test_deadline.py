@@ -1,18 +1,31 @@
 """One deadline for a whole delivery attempt: a receiver that trickles its
 status line, headers or body one byte at a time is cut off at
-`timeout_seconds`, and so is a host name that takes too long to resolve."""
+`timeout_seconds`, and so is a host name that takes too long to resolve.
+With the issue's numbers (timeout 3 s, a header byte every 2 s) and two
+runners on the database, each attempt sends the message once, no runner
+takes the job over, and the delivery log shows each timed-out attempt."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from quire.cache import Cache
+from quire.config import WebhooksSettings, load_settings
+from quire.jobs import FAILED, JOBS, LEASE_MARGIN, OUTCOME_WAIT, Jobs
+from quire.store import open_store
 from quire.webhooks.bounded import TimedOut
 from quire.webhooks.deliver import Policy, Sender
+from quire.webhooks.sealing import Sealer, key_text
+from quire.webhooks.service import DELIVERIES, DELIVERY, WebhookService
+from tests.webhooks.conftest import WEBHOOK_ENV
 from tests.webhooks.trickle import Trickle
 
 
@@ -70,3 +83,63 @@ def test_resolving_a_host_counts_toward_the_deadline(sender: Sender, monkeypatch
     with pytest.raises(TimedOut, match=r"timed out after 1 s \(resolving slow.example\)"):
         sender.post("http://slow.example/hook", {}, b"{}")
     assert time.monotonic() - started < 2.5
+
+
+class Instance:
+    """What one Quire instance runs for webhooks: a store, a jobs table
+    and the webhook service (its runner started by `jobs.start()`)."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
+        settings = load_settings(data_dir, env=env)
+        self.store = open_store(settings.store.url, settings.db_path, 5)
+        self.jobs = Jobs(self.store, settings.jobs)
+        section = settings.section(WebhooksSettings)
+        self.webhooks = WebhookService(self.store, Cache(self.store), section, self.jobs,
+                                       Sealer(key_text(section.key, data_dir)))
+
+    def close(self) -> None:
+        self.webhooks.close()
+        self.store.close()
+
+    def job(self) -> dict[str, Any]:
+        self.store.refresh()
+        [job] = self.store.collection(JOBS).find({"kind": DELIVERY})
+        return job
+
+
+def test_a_trickling_receiver_gets_each_message_once_per_attempt_and_no_runner_takes_it_over(
+        data_dir: Path, app_env: dict[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    env = {**app_env, **WEBHOOK_ENV, "QUIRE_WEBHOOKS_TIMEOUT_SECONDS": "3", "QUIRE_WEBHOOKS_MAX_ATTEMPTS": "2",
+           "QUIRE_WEBHOOKS_DISABLE_AFTER": "0", "QUIRE_JOBS_POLL_SECONDS": "1"}
+    data_dir.mkdir(parents=True, exist_ok=True)
+    caplog.set_level(logging.INFO, logger="quire")
+    trickle = Trickle(gap=2.0)  # the issue's receiver: one byte of its status line every 2 s
+    one, other = Instance(data_dir, env), Instance(data_dir, env)
+    try:
+        lease = one.jobs.kinds[DELIVERY].lease_seconds
+        assert lease == 3 + 2 * OUTCOME_WAIT + LEASE_MARGIN  # the deadline, logging, recording, a margin
+        asyncio.run(one.webhooks.create({"name": "slow", "url": trickle.url, "events": ["*"]}))
+        with one.store.transaction():
+            one.webhooks._enqueue("content.item.saved", {"item": {"_id": "x"}}, "posts")
+        one.jobs.start()
+        other.jobs.start()  # a second runner on the database, ready to take over a lease that ended
+        deadline = time.monotonic() + 40
+        while one.job()["state"] != FAILED:
+            assert time.monotonic() < deadline, one.job()
+            time.sleep(0.05)
+        one.store.refresh()
+        logged = sorted(one.store.collection(DELIVERIES).find(), key=lambda e: e["attempt"])
+        job = one.job()
+    finally:
+        one.close()
+        other.close()
+        trickle.close()
+    msg = job["payload"]["msg"]
+    assert trickle.ids == [msg, msg]  # once per attempt, never two at once
+    assert trickle.most_open == 1
+    assert trickle.times[1] - trickle.times[0] >= 2.9  # the retry came after the first attempt's deadline
+    assert job["attempts"] == 2 and "lease ended" not in (job["last_error"] or "")
+    assert [(e["attempt"], e["ok"], e["status"]) for e in logged] == [(1, False, None), (2, False, None)]
+    assert all(e["error"].startswith("TimedOut: timed out after 3 s (reading the answer)") for e in logged)
+    assert all(2900 <= e["ms"] < lease * 1000 for e in logged)
+    assert not [r.message for r in caplog.records if "taking over" in r.message or "taken over" in r.message]
