@@ -1,8 +1,8 @@
 """A receiver that answers one byte at a time: a real TCP server on
 127.0.0.1 that reads each request whole, then sends its answer with a
 pause before every byte (from the status line on, or from the body on),
-and records each request's `webhook-id`, when it came, and how many
-requests it held at once."""
+and records each request's `webhook-id`, when it came (Unix seconds),
+and how many requests it held at once."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class Trickle:
                 return
             with self._lock:
                 self.ids.append(_header(head, "webhook-id"))
-                self.times.append(time.monotonic())
+                self.times.append(time.time())
                 self.open += 1
                 self.most_open = max(self.most_open, self.open)
             try:
