@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import socket
+import ssl
+import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from quire.cache import Cache
 from quire.config import WebhooksSettings, load_settings
 from quire.jobs import FAILED, JOBS, LEASE_MARGIN, OUTCOME_WAIT, Jobs
 from quire.store import open_store
-from quire.webhooks.bounded import TimedOut
+from quire.webhooks.bounded import TimedOut, Transport, within
 from quire.webhooks.deliver import Policy, Sender
 from quire.webhooks.sealing import Sealer, key_text
 from quire.webhooks.service import DELIVERIES, DELIVERY, WebhookService
@@ -143,3 +148,70 @@ def test_a_trickling_receiver_gets_each_message_once_per_attempt_and_no_runner_t
     assert all(2900 <= e["ms"] < lease * 1000 for e in logged)
     assert trickle.times[1] > logged[0]["at"]  # the retry was sent only after the first attempt was logged
     assert not [r.message for r in caplog.records if "taking over" in r.message or "taken over" in r.message]
+
+
+@pytest.fixture
+def tls_files(tmp_path: Path) -> tuple[Path, Path]:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl (Debian package) is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=hooks.test",
+                    "-addext", "subjectAltName=DNS:hooks.test", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+def tls_receiver(cert: Path, key: Path, gap: float) -> tuple[socket.socket, int]:
+    """A TLS receiver on 127.0.0.1 answering 200 with a pause of `gap`
+    seconds before each byte of its answer."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve(conn: socket.socket) -> None:
+        try:
+            with context.wrap_socket(conn, server_side=True) as tls:
+                data = b""
+                while not data.endswith(b"\r\n\r\n{}"):  # the whole request (its body is "{}"): unread
+                    chunk = tls.recv(65536)  # bytes would make the close a reset that loses the answer
+                    if not chunk:
+                        return
+                    data += chunk
+                for i, byte in enumerate(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"):
+                    if gap and i:
+                        time.sleep(gap)
+                    tls.sendall(bytes([byte]))
+        except OSError:  # the sender gave up
+            pass
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return listener, listener.getsockname()[1]
+
+
+def test_the_deadline_holds_over_tls_too(tls_files: tuple[Path, Path]) -> None:
+    cert, key = tls_files
+    trusting = ssl.create_default_context(cafile=str(cert))
+    prompt, prompt_port = tls_receiver(cert, key, 0.0)
+    slow, slow_port = tls_receiver(cert, key, 0.3)
+    try:
+        with httpx2.Client(transport=Transport(trusting), timeout=1.0) as client:
+            with within(time.monotonic() + 1.0):  # as Sender.post sends: the address, with the name for TLS
+                answer = client.post(f"https://127.0.0.1:{prompt_port}/hook", content=b"{}",
+                                     extensions={"sni_hostname": "hooks.test"})
+            assert (answer.status_code, answer.text) == (200, "ok")
+            started = time.monotonic()
+            with pytest.raises(httpx2.ReadTimeout), within(time.monotonic() + 1.0):
+                client.post(f"https://127.0.0.1:{slow_port}/hook", content=b"{}",
+                            extensions={"sni_hostname": "hooks.test"})
+            assert time.monotonic() - started < 2.5
+    finally:
+        prompt.close()
+        slow.close()

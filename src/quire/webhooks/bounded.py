@@ -180,11 +180,14 @@ class Transport(httpx2.HTTPTransport):
     """httpx's transport over `Backend`: the same request and answer
     handling, with the sockets bounded by the thread's deadline."""
 
-    def __init__(self) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
         super().__init__(trust_env=False)
         # HTTPTransport takes no network backend, so its pool is made again
         # with ours (the same defaults otherwise); tests/webhooks pin that a
-        # trickling receiver is cut off, which this depends on.
-        self._pool = httpcore2.ConnectionPool(ssl_context=httpx2.create_ssl_context(trust_env=False),
+        # trickling receiver is cut off, which this depends on. The default
+        # context checks certificates against the system's CAs (tests give
+        # one trusting their own).
+        context = ssl_context or httpx2.create_ssl_context(trust_env=False)
+        self._pool = httpcore2.ConnectionPool(ssl_context=context,
                                               max_connections=100, max_keepalive_connections=20,
                                               keepalive_expiry=5.0, network_backend=Backend())
