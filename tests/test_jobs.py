@@ -483,7 +483,7 @@ class FlakyStore(SqliteStore):
         self.down = down
         self.calls = calls
 
-    def clone(self) -> FlakyStore:
+    def clone(self, listen: bool = True) -> FlakyStore:
         return FlakyStore(Path(self.path), self.down, self.calls)
 
     def _check(self) -> None:

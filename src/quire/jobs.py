@@ -283,8 +283,9 @@ class Jobs:
     def _run(self, lane: Lane) -> None:
         # A store object of the thread's own: its transactions never mix
         # with those of the requests on the event loop, nor with another
-        # runner thread's.
-        store = self.store.clone()
+        # runner thread's. It reads no cache, so it needs no listener for
+        # other processes' commits (on PostgreSQL: a connection saved).
+        store = self.store.clone(listen=False)
         poll = float(self.settings.poll_seconds)
         try:
             while not self._stop.is_set():
