@@ -529,3 +529,29 @@ def test_a_store_outage_is_one_warning_line_and_its_end_another(db: Path, caplog
     assert "the store cannot be used (StoreUnavailable: The database cannot be reached" in lines[0].message
     assert "answers again" in lines[1].message
     assert not [r for r in lines if r.exc_info]  # no traceback
+
+
+def test_a_failed_prepare_is_tried_again_a_poll_later_and_jobs_run_meanwhile(
+        stores: list[Store], caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[float] = []
+
+    def prepare(store: Store) -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise RuntimeError("not yet")
+
+    handler = Recorder()
+    jobs = Jobs(stores[0], settings(poll_seconds=1))
+    jobs.lane("many", concurrency=3)
+    jobs.handle("test", handler, lease_seconds=60, lane="many", prepare=prepare)
+    jobs.handle("test.other", Recorder(), lease_seconds=60)
+    try:
+        enqueue(jobs, "a")
+        jobs.wake()
+        wait_for(lambda: handler.runs == [("a", 1)])  # run although prepare failed
+        wait_for(lambda: len(calls) == 2)
+        time.sleep(0.2)
+    finally:
+        jobs.close()
+    assert len(calls) == 2 and calls[1] - calls[0] >= 1.0  # four threads, one retry, a poll later
+    assert len([r for r in caplog.records if "preparing the runner failed" in r.message]) == 1

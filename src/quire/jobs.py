@@ -141,6 +141,7 @@ class Jobs:
         self._lock = threading.Lock()
         self._prepare_lock = threading.Lock()
         self._prepared = False
+        self._prepare_failed = float("-inf")  # time.monotonic() of the last failed `prepare`
         self._closed = False
         self._pruned = float("-inf")
         self._outage: float | None = None  # time.monotonic() when the store stopped answering the runners
@@ -308,15 +309,17 @@ class Jobs:
 
     def _prepare_once(self, store: Store) -> None:
         """`prepare` before the first claim of any lane; a failure is
-        logged and tried again at the next round (jobs still run)."""
+        logged and tried again a poll interval later, by whichever thread
+        comes then (jobs still run meanwhile)."""
         with self._prepare_lock:
-            if self._prepared:
+            if self._prepared or time.monotonic() - self._prepare_failed < self.settings.poll_seconds:
                 return
             try:
                 self.prepare(store)
             except (StoreUnavailable, StoreBusy):
                 raise
             except Exception:
+                self._prepare_failed = time.monotonic()
                 log.exception("jobs: preparing the runner failed")
                 return
             self._prepared = True
