@@ -11,6 +11,8 @@ take the database's write lock against each other as two processes do."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +23,21 @@ import pytest
 
 from quire.app import build_app
 from quire.config import JobsSettings, load_settings
-from quire.jobs import DONE, FAILED, JOBS, LOST, PENDING, RUNNING, GiveUp, Job, Jobs
+from quire.errors import StoreUnavailable
+from quire.jobs import (
+    DONE,
+    FAILED,
+    JOBS,
+    LEASE_MARGIN,
+    LOST,
+    OUTCOME_WAIT,
+    PENDING,
+    RUNNING,
+    GiveUp,
+    Job,
+    Jobs,
+    lease_for,
+)
 from quire.store import PostgresStore, SqliteStore, Store
 from tests.client import TestClient
 from tests.conftest import Api
@@ -376,3 +392,166 @@ def test_a_hook_registers_a_kind_and_the_jobs_it_enqueues_run(data_dir: Path) ->
     finally:
         quire.close()
     assert sorted(out.read_text().splitlines()) == sorted(f"{i} 1" for i in ids)
+
+
+class Holding:
+    """A handler that holds each job until `release` is set, counting
+    how many it holds at once."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.holding = 0
+        self.most = 0
+        self.ran = 0
+
+    def __call__(self, job: Job) -> None:
+        with self.lock:
+            self.holding += 1
+            self.most = max(self.most, self.holding)
+        self.release.wait(20)
+        with self.lock:
+            self.holding -= 1
+            self.ran += 1
+
+
+def test_lanes_run_side_by_side_so_slow_work_never_delays_another_lanes(stores: list[Store]) -> None:
+    slow, quick = Holding(), Recorder()
+    prepared: list[Store] = []
+    jobs = Jobs(stores[0], settings(poll_seconds=1))
+    jobs.lane("slow", concurrency=3)
+    jobs.handle("test.slow", slow, lease_seconds=60, lane="slow", prepare=prepared.append)
+    jobs.handle("test", quick, lease_seconds=60, lane="quick")
+    try:
+        with stores[0].transaction():
+            for n in range(8):
+                jobs.enqueue("test.slow", {"n": f"s{n}"})
+        jobs.wake("test.slow")
+        wait_for(lambda: slow.holding == 3)  # the lane's three threads, each holding a job
+        enqueue(jobs, "q")
+        jobs.wake("test")
+        wait_for(lambda: quick.runs == [("q", 1)])  # not behind the eight slow ones
+        assert slow.holding == 3 and slow.ran == 0
+        slow.release.set()
+        wait_for(lambda: slow.ran == 8)
+    finally:
+        slow.release.set()
+        jobs.close()
+    assert slow.most == 3  # never more at once than the lane's concurrency
+    assert len(prepared) == 1  # prepare ran once, whatever the number of threads
+    assert not [t for lane in jobs.lanes.values() for t in lane.threads if t.is_alive()]  # close stopped all
+
+
+def test_wake_wakes_the_lanes_of_the_kinds_named(stores: list[Store]) -> None:
+    first, second = Recorder(), Recorder()
+    jobs = Jobs(stores[0], settings(poll_seconds=3600))
+    jobs.handle("test", first, lease_seconds=60, lane="one")
+    jobs.handle("test.other", second, lease_seconds=60, lane="two")
+    try:
+        jobs.start()
+        time.sleep(0.3)  # both lanes looked once and sleep for the poll interval
+        with stores[0].transaction():
+            jobs.enqueue("test", {"n": "a"})
+            jobs.enqueue("test.other", {"n": "b"})
+        jobs.wake("test")
+        wait_for(lambda: first.runs == [("a", 1)])
+        time.sleep(0.3)
+        assert second.runs == []  # its lane was not woken (it would find the job at its next poll)
+        jobs.wake()
+        wait_for(lambda: second.runs == [("b", 1)])
+    finally:
+        jobs.close()
+
+
+def test_a_lease_shorter_than_the_longest_attempt_is_refused(stores: list[Store]) -> None:
+    jobs = Jobs(stores[0], settings())
+    with pytest.raises(ValueError, match="must outlast its longest attempt"):
+        jobs.handle("test", Recorder(), attempt_seconds=10, lease_seconds=12)
+    jobs.handle("test", Recorder(), attempt_seconds=10)
+    assert jobs.kinds["test"].lease_seconds == lease_for(10) == 10 + OUTCOME_WAIT + LEASE_MARGIN
+    with pytest.raises(ValueError):
+        jobs.lane("Bad Lane", 1)
+    with pytest.raises(ValueError):
+        jobs.lane("fine", 0)
+
+
+class FlakyStore(SqliteStore):
+    """A SQLite store whose clones answer `StoreUnavailable` while `down` is set."""
+
+    def __init__(self, path: Path, down: threading.Event, calls: list[int]) -> None:
+        super().__init__(path)
+        self.down = down
+        self.calls = calls
+
+    def clone(self, listen: bool = True) -> FlakyStore:
+        return FlakyStore(Path(self.path), self.down, self.calls)
+
+    def _check(self) -> None:
+        if self.down.is_set():
+            self.calls.append(1)
+            raise StoreUnavailable("The database cannot be reached; try again shortly", retry_after=1)
+
+    def ensure_indexes(self, *args: Any, **kwargs: Any) -> None:
+        self._check()
+        super().ensure_indexes(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def transaction(self, timeout: float | None = None) -> Iterator[None]:
+        self._check()
+        with super().transaction(timeout):
+            yield
+
+
+def test_a_store_outage_is_one_warning_line_and_its_end_another(db: Path, caplog: pytest.LogCaptureFixture) -> None:
+    down, calls = threading.Event(), []
+    store = FlakyStore(db, down, calls)
+    handler = Recorder()
+    jobs = Jobs(store, settings(poll_seconds=1))
+    jobs.lane("two", concurrency=2)
+    jobs.handle("test", handler, lease_seconds=60, lane="two")
+    jobs.handle("test.other", Recorder(), lease_seconds=60)
+    caplog.set_level(logging.INFO, logger="quire.jobs")
+    down.set()
+    try:
+        jobs.start()
+        wait_for(lambda: len(calls) >= 6)  # every thread failed, and tried again
+        down.clear()
+        wait_for(lambda: any("answers again" in r.message for r in caplog.records))
+        with store.transaction():
+            jobs.enqueue("test", {"n": "after"})
+        jobs.wake("test")
+        wait_for(lambda: handler.runs == [("after", 1)])
+    finally:
+        jobs.close()
+        store.close()
+    lines = [r for r in caplog.records if r.name == "quire.jobs"]
+    assert [r.levelname for r in lines] == ["WARNING", "WARNING"]
+    assert "unavailable (StoreUnavailable: The database cannot be reached" in lines[0].message
+    assert "answers again" in lines[1].message
+    assert not [r for r in lines if r.exc_info]  # no traceback
+
+
+def test_a_failed_prepare_is_tried_again_a_poll_later_and_jobs_run_meanwhile(
+        stores: list[Store], caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[float] = []
+
+    def prepare(store: Store) -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise RuntimeError("not yet")
+
+    handler = Recorder()
+    jobs = Jobs(stores[0], settings(poll_seconds=1))
+    jobs.lane("many", concurrency=3)
+    jobs.handle("test", handler, lease_seconds=60, lane="many", prepare=prepare)
+    jobs.handle("test.other", Recorder(), lease_seconds=60)
+    try:
+        enqueue(jobs, "a")
+        jobs.wake()
+        wait_for(lambda: handler.runs == [("a", 1)])  # run although prepare failed
+        wait_for(lambda: len(calls) == 2)
+        time.sleep(0.2)
+    finally:
+        jobs.close()
+    assert len(calls) == 2 and calls[1] - calls[0] >= 1.0  # four threads, one retry, a poll later
+    assert len([r for r in caplog.records if "preparing the runner failed" in r.message]) == 1

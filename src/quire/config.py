@@ -242,6 +242,7 @@ class WebhooksSettings(Section):
     # cluster must then be given the same key here)
     key: str = setting("", secret=True)
     timeout_seconds: int = setting(10, between=(1, 120))
+    concurrency: int = setting(4, between=(1, 64))  # deliveries under way at once in one process
     max_attempts: int = setting(8, between=(1, 50))
     retry_ms: int = setting(60_000, between=(10, 86_400_000))
     keep_days: int = setting(30, between=(0, 36_500))

@@ -4,9 +4,11 @@ A job is a document of the collection `system/jobs`: a kind (the name a
 module registered a handler under), a JSON payload, a state and the times
 that drive it. A module enqueues a job inside the transaction of the change
 that made it, so the job commits with that change or not at all, and
-registers a handler for its kind. A runner per process (one thread, with a
-store object of its own) claims due jobs of the kinds it has handlers for,
-with a lease, and runs them.
+registers a handler for its kind, in a lane. Each lane of a process has
+its runner threads (one, or the lane's `concurrency`), each with a store
+object of its own, claiming due jobs of the lane's kinds only, with a
+lease, and running them: a slow webhook receiver holds webhook threads,
+never a scheduled publish or an e-mail.
 
 Once per cluster: a claim reads and writes inside one write transaction,
 and the store serialises write transactions across every process on the
@@ -15,6 +17,9 @@ runners never hold the same job at once. At least once: a runner killed
 mid-job leaves the job `running` under a lease that ends; a runner then
 claims it again. A handler must bear running twice for the same job (the
 e-mail handler sends the same Message-ID again, so receivers can tell).
+A kind's lease must outlast its longest attempt, recording included
+(`handle(attempt_seconds=...)` checks it), so a live runner is never taken
+over.
 
     pending ──claim──▶ running ──handler returns──▶ done      (pruned later)
        ▲                  │ ──handler raised, attempts left──▶ pending (run_at moved)
@@ -32,12 +37,14 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from quire.config import JobsSettings
+from quire.errors import StoreBusy, StoreUnavailable
 from quire.ids import new_id
+from quire.outages import Outage
 from quire.store import Collection, Store
 
 log = logging.getLogger("quire.jobs")
@@ -54,6 +61,13 @@ MAX_KEY = 400
 MAX_ERROR = 2000  # characters of an error kept in `last_error`
 PRUNE_EVERY = 300.0  # seconds between two prunes of finished jobs by one runner
 MIN_WAIT = 0.05  # a runner's shortest sleep, so a clock a little behind another host's never spins
+# Seconds a runner waits for the write lock to record an outcome; a busy
+# store past it leaves the job to its lease (retried, never stuck).
+OUTCOME_WAIT = 5.0
+LEASE_MARGIN = 5.0  # seconds a lease exceeds a kind's longest attempt and its recording
+DEFAULT_LANE = "default"
+# The lanes of Quire's own kinds: work of one lane never waits for another's.
+PUBLISHING, EMAIL_LANE, WEBHOOKS_LANE, MAINTENANCE = "publishing", "email", "webhooks", "maintenance"
 
 
 class GiveUp(Exception):
@@ -84,14 +98,34 @@ class Kind:
     lease_seconds: float
     finished: Callable[[Job, str], None] | None
     prepare: Callable[[Store], object] | None
+    lane: str
+
+
+@dataclass
+class Lane:
+    """The runner threads of one process that claim the jobs of `kinds`:
+    `concurrency` of them, woken together by `wake`."""
+
+    name: str
+    concurrency: int = 1
+    kinds: list[str] = field(default_factory=list)
+    wake: threading.Event = field(default_factory=threading.Event)
+    threads: list[threading.Thread] = field(default_factory=list)
+
+
+def lease_for(attempt_seconds: float) -> float:
+    """The lease of a kind whose attempt takes at most `attempt_seconds`:
+    room to record the outcome (`OUTCOME_WAIT`) and a margin besides."""
+    return attempt_seconds + OUTCOME_WAIT + LEASE_MARGIN
 
 
 class Jobs:
-    """The jobs table of one process: `handle` registers a kind, `enqueue`
-    adds a job in the open transaction, `wake` tells the runner to look now.
+    """The jobs table of one process: `handle` registers a kind in a lane,
+    `enqueue` adds a job in the open transaction, `wake` tells the lanes
+    of some kinds (or all) to look now.
 
-    The runner thread starts with the server (`start`) or at the first
-    `wake`, and only when some kind has a handler; `close` stops it."""
+    The runner threads start with the server (`start`) or at the first
+    `wake`, and only when some kind has a handler; `close` stops them."""
 
     def __init__(self, store: Store, settings: JobsSettings, clock: Callable[[], float] = time.time) -> None:
         self.store = store
@@ -101,39 +135,69 @@ class Jobs:
         # shortens leases by as much.
         self.clock = clock
         self.kinds: dict[str, Kind] = {}
+        self.lanes: dict[str, Lane] = {}
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{new_id()[-6:]}"
-        self._wake = threading.Event()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._started = False
         self._lock = threading.Lock()
+        self._prepare_lock = threading.Lock()
+        self._prepared = False
+        self._prepare_failed = float("-inf")  # time.monotonic() of the last failed `prepare`
         self._closed = False
         self._pruned = float("-inf")
+        self.outage = Outage(log, "jobs")  # the store not answering the runners: one line, whichever lane
 
     # -- registering and enqueueing ---------------------------------------
 
     def handle(self, kind: str, run: Callable[[Job], None], *, max_attempts: int = 5,
-               retry_seconds: float = 30, lease_seconds: float = 300,
+               retry_seconds: float = 30, lease_seconds: float | None = None,
+               attempt_seconds: float | None = None, lane: str = DEFAULT_LANE,
                finished: Callable[[Job, str], None] | None = None,
                prepare: Callable[[Store], object] | None = None) -> None:
-        """Run jobs of `kind` with `run(job)` in this process's runner.
+        """Run jobs of `kind` with `run(job)` in the runner threads of `lane`.
 
         `run` returning is success; raising retries after `retry_seconds`,
         doubling each time, until `max_attempts` attempts were made (then
         the job is `failed`); `GiveUp` fails it at once. `lease_seconds`
         must exceed the longest run: after it another runner may take the
-        job over. `finished(job, state)` runs after "done" or "failed" was
-        recorded by this runner (to drop what the job kept alive).
-        `prepare(store)` runs once in the runner's thread before its first
-        claim (to move work kept elsewhere onto the table)."""
+        job over. A kind that knows how long an attempt can take at most
+        gives `attempt_seconds`: the lease is then `lease_for(it)`, and a
+        `lease_seconds` shorter than that is refused. `finished(job,
+        state)` runs after "done" or "failed" was recorded by this runner
+        (to drop what the job kept alive). `prepare(store)` runs once, in
+        a runner thread, before the first claim of any lane (to move work
+        kept elsewhere onto the table)."""
         _check_kind(kind)
+        _check_lane(lane)
         if kind in self.kinds:
             raise ValueError(f"jobs of kind {kind!r} already have a handler")
-        if max_attempts < 1 or retry_seconds <= 0 or lease_seconds <= 0:
+        if attempt_seconds is not None:
+            if attempt_seconds <= 0:
+                raise ValueError("attempt_seconds must be positive")
+            if lease_seconds is None:
+                lease_seconds = lease_for(attempt_seconds)
+            elif lease_seconds < lease_for(attempt_seconds):
+                raise ValueError(f"the lease of {kind!r} ({lease_seconds:g} s) must outlast its longest attempt "
+                                 f"and recording it: at least {lease_for(attempt_seconds):g} s")
+        lease = 300.0 if lease_seconds is None else float(lease_seconds)
+        if max_attempts < 1 or retry_seconds <= 0 or lease <= 0:
             raise ValueError("max_attempts, retry_seconds and lease_seconds must be positive")
         with self._lock:
-            if self._thread is not None:
+            if self._started:
                 raise RuntimeError("register job handlers before the runner starts (in a module's build)")
-            self.kinds[kind] = Kind(run, max_attempts, float(retry_seconds), float(lease_seconds), finished, prepare)
+            self.kinds[kind] = Kind(run, max_attempts, float(retry_seconds), lease, finished, prepare, lane)
+            self.lanes.setdefault(lane, Lane(lane)).kinds.append(kind)
+
+    def lane(self, name: str, concurrency: int) -> None:
+        """Let `concurrency` runner threads of this process work lane
+        `name` at once (1 unless set here), before the runner starts."""
+        _check_lane(name)
+        if concurrency < 1:
+            raise ValueError("a lane's concurrency is at least 1")
+        with self._lock:
+            if self._started:
+                raise RuntimeError("set up lanes before the runner starts (in a module's build)")
+            self.lanes.setdefault(name, Lane(name)).concurrency = concurrency
 
     def enqueue(self, kind: str, payload: dict[str, Any], *, key: str | None = None,
                 run_at: float | None = None, store: Store | None = None,
@@ -174,23 +238,31 @@ class Jobs:
     # -- the runner thread ------------------------------------------------
 
     def start(self) -> None:
-        """Start this process's runner (when some kind has a handler)."""
+        """Start this process's runner threads (when some kind has a handler)."""
         self._ensure_runner()
 
-    def wake(self) -> None:
-        """Look for due jobs now: after a commit that enqueued one."""
-        if self._ensure_runner():
-            self._wake.set()
+    def wake(self, *kinds: str) -> None:
+        """Look for due jobs now: after a commit that enqueued one. Wakes
+        the lanes of `kinds` (those handled here), or every lane."""
+        if not self._ensure_runner():
+            return
+        names = {self.kinds[k].lane for k in kinds if k in self.kinds} if kinds else set(self.lanes)
+        for name in names:
+            self.lanes[name].wake.set()
 
     def close(self, timeout: float = 5.0) -> None:
-        """Stop the runner: a job running now finishes (or its lease ends)."""
+        """Stop the runner threads: a job running now finishes (or its
+        lease ends); waits up to `timeout` seconds for them in all."""
         with self._lock:
             self._closed = True
+            threads = [t for lane in self.lanes.values() for t in lane.threads]
         self._stop.set()
-        self._wake.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        for lane in self.lanes.values():
+            lane.wake.set()
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def _ensure_runner(self) -> bool:
         if not self.kinds:
@@ -198,35 +270,60 @@ class Jobs:
         with self._lock:
             if self._closed:
                 return False
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="quire-jobs", daemon=True)
-                self._thread.start()
+            self._started = True
+            for lane in self.lanes.values():
+                if not lane.kinds:
+                    continue
+                lane.threads = [t for t in lane.threads if t.is_alive()]
+                while len(lane.threads) < lane.concurrency:
+                    thread = threading.Thread(target=self._run, args=(lane,), daemon=True,
+                                              name=f"quire-jobs-{lane.name}-{len(lane.threads) + 1}")
+                    lane.threads.append(thread)
+                    thread.start()
         return True
 
-    def _run(self) -> None:
+    def _run(self, lane: Lane) -> None:
         # A store object of the thread's own: its transactions never mix
-        # with those of the requests on the event loop.
-        store = self.store.clone()
-        prepared = False
+        # with those of the requests on the event loop, nor with another
+        # runner thread's. It reads no cache, so it needs no listener for
+        # other processes' commits (on PostgreSQL: a connection saved).
+        store = self.store.clone(listen=False)
+        poll = float(self.settings.poll_seconds)
         try:
             while not self._stop.is_set():
-                self._wake.clear()  # before the round: a wake during it makes another round
-                if not prepared:
-                    try:
-                        self.prepare(store)
-                        prepared = True
-                    except Exception:  # jobs still run; the next round tries again
-                        log.exception("jobs: preparing the runner failed")
+                lane.wake.clear()  # before the round: a wake during it makes another round
                 try:
-                    self.run_due(store)
+                    self._prepare_once(store)
+                    self.run_due(store, lane.kinds)
                     self.prune(store)
-                    wait = self.next_wait(store)
-                except Exception:  # a busy or broken database must not end the thread for good
-                    log.exception("jobs: a round of the runner failed")
-                    wait = float(self.settings.poll_seconds)
-                self._wake.wait(wait)
+                    wait = self.next_wait(store, lane.kinds)
+                    self.outage.succeeded()
+                except (StoreUnavailable, StoreBusy) as exc:  # an outage: one line, not a traceback a round
+                    self.outage.failed(exc)
+                    wait = poll
+                except Exception:  # a broken round must not end the thread for good
+                    log.exception("jobs: a round of the %s lane failed", lane.name)
+                    wait = poll
+                lane.wake.wait(wait)
         finally:
             store.close()
+
+    def _prepare_once(self, store: Store) -> None:
+        """`prepare` before the first claim of any lane; a failure is
+        logged and tried again a poll interval later, by whichever thread
+        comes then (jobs still run meanwhile)."""
+        with self._prepare_lock:
+            if self._prepared or time.monotonic() - self._prepare_failed < self.settings.poll_seconds:
+                return
+            try:
+                self.prepare(store)
+            except (StoreUnavailable, StoreBusy):
+                raise
+            except Exception:
+                self._prepare_failed = time.monotonic()
+                log.exception("jobs: preparing the runner failed")
+                return
+            self._prepared = True
 
     def prepare(self, store: Store) -> None:
         """What the runner does once before its first claim: the table's
@@ -238,22 +335,25 @@ class Jobs:
 
     # -- one round --------------------------------------------------------
 
-    def run_due(self, store: Store) -> int:
-        """Claim and run due jobs until none is left; answers how many ran."""
+    def run_due(self, store: Store, kinds: Iterable[str] | None = None) -> int:
+        """Claim and run due jobs (of `kinds`, default all handled here)
+        until none is left; answers how many ran."""
+        kinds = list(self.kinds if kinds is None else kinds)
         ran = 0
         while not self._stop.is_set():
-            job = self.claim(store)
+            job = self.claim(store, kinds)
             if job is None:
                 break
             self.perform(job)
             ran += 1
         return ran
 
-    def claim(self, store: Store) -> Job | None:
-        """Take the next due job of a kind with a handler here, under a
-        lease; None when none is due. A job whose lease ended (its runner
-        stopped) is taken over, or failed when that was its last attempt."""
-        kinds = list(self.kinds)
+    def claim(self, store: Store, kinds: Iterable[str] | None = None) -> Job | None:
+        """Take the next due job of `kinds` (default: every kind with a
+        handler here), under a lease; None when none is due. A job whose
+        lease ended (its runner stopped) is taken over, or failed when that
+        was its last attempt."""
+        kinds = [k for k in (self.kinds if kinds is None else kinds) if k in self.kinds]
         if not kinds:
             return None
         jobs = _collection(store)
@@ -302,7 +402,7 @@ class Jobs:
 
     def finish(self, job: Job) -> str:
         """Record `job` done, if this claim still holds it."""
-        with job.store.transaction():
+        with job.store.transaction(timeout=OUTCOME_WAIT):
             jobs = _collection(job.store)
             doc = jobs.get(job.id)
             if not _held(doc, job):
@@ -320,7 +420,7 @@ class Jobs:
         retry after a doubling delay while attempts are left, else failed."""
         kind = self.kinds[job.kind]
         error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
-        with job.store.transaction():
+        with job.store.transaction(timeout=OUTCOME_WAIT):
             jobs = _collection(job.store)
             doc = jobs.get(job.id)
             if not _held(doc, job):
@@ -353,12 +453,13 @@ class Jobs:
         except Exception:  # the outcome is recorded; what follows it must not undo the round
             log.exception("jobs: the finish of %s %s failed", job.kind, job.id)
 
-    def next_wait(self, store: Store) -> float:
-        """Seconds until the next job of a kind handled here is due (a
-        pending one's `run_at`, a running one's lease end), at most the
-        poll interval: jobs other processes enqueue are found by polling."""
+    def next_wait(self, store: Store, kinds: Iterable[str] | None = None) -> float:
+        """Seconds until the next job of `kinds` (default: every kind
+        handled here) is due (a pending one's `run_at`, a running one's
+        lease end), at most the poll interval: jobs other processes
+        enqueue are found by polling."""
         poll = float(self.settings.poll_seconds)
-        kinds = list(self.kinds)
+        kinds = list(self.kinds if kinds is None else kinds)
         jobs = _collection(store)
         times = []
         for state, name in ((PENDING, "run_at"), (RUNNING, "lease_until")):
@@ -374,9 +475,10 @@ class Jobs:
         more than `keep_failed_seconds` ago (every `PRUNE_EVERY` seconds
         unless forced); answers how many went."""
         now = self.clock()
-        if not force and now - self._pruned < PRUNE_EVERY:
-            return 0
-        self._pruned = now
+        with self._lock:  # one of the runner threads prunes
+            if not force and now - self._pruned < PRUNE_EVERY:
+                return 0
+            self._pruned = now
         jobs = _collection(store)
         with store.transaction():
             gone = jobs.delete_many({"state": DONE, "finished": {"$lte": now - self.settings.keep_done_seconds}})
@@ -388,6 +490,11 @@ class Jobs:
 def _check_kind(kind: str) -> None:
     if not isinstance(kind, str) or not KIND_NAME.fullmatch(kind):
         raise ValueError(f"a job kind is a name like \"email\" or \"webhook.delivery\", not {kind!r}")
+
+
+def _check_lane(lane: str) -> None:
+    if not isinstance(lane, str) or not KIND_NAME.fullmatch(lane):
+        raise ValueError(f"a lane is a name like \"webhooks\", not {lane!r}")
 
 
 def _collection(store: Store) -> Collection:
@@ -439,13 +546,13 @@ class Daily:
         self.work = work
         self.what = what
         self.clock = clock
-        jobs.handle(kind, self.run, max_attempts=3, retry_seconds=600, lease_seconds=3600)
+        jobs.handle(kind, self.run, max_attempts=3, retry_seconds=600, lease_seconds=3600, lane=MAINTENANCE)
 
     def schedule(self) -> None:
         day = int(self.clock() // DAY)
         with self.jobs.store.transaction():
             self.jobs.enqueue(self.kind, {"day": day}, key=str(day))
-        self.jobs.wake()
+        self.jobs.wake(self.kind)
 
     def run(self, job: Job) -> None:
         dropped = self.work(job.store)

@@ -9,27 +9,36 @@ warning, the rest are not, and the first success after them says so."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from quire.errors import Unavailable
 
 
 class Outage:
+    """Shared by a component's threads (the jobs runner's lanes): one line
+    per outage whichever thread meets it."""
+
     def __init__(self, log: logging.Logger, component: str) -> None:
         self.log = log
         self.component = component
         self.since: float | None = None  # monotonic time of the outage's first failure
+        self._lock = threading.Lock()
 
     def failed(self, exc: Unavailable) -> None:
         """A try failed because the database is away or busy."""
-        if self.since is None:
-            self.since = time.monotonic()
-            self.log.warning("%s: postponed while the database is unavailable (%s); trying again quietly",
-                             self.component, exc.message)
+        with self._lock:
+            first = self.since is None
+            if first:
+                self.since = time.monotonic()
+        if first:
+            self.log.warning("%s: postponed while the database is unavailable (%s: %s); trying again quietly",
+                             self.component, type(exc).__name__, exc.message)
 
     def succeeded(self) -> None:
         """A try got through: the end of an outage, if there was one."""
-        if self.since is not None:
-            self.log.warning("%s: the database is back after %.0f s; caught up", self.component,
-                             time.monotonic() - self.since)
-            self.since = None
+        with self._lock:
+            since, self.since = self.since, None
+        if since is not None:
+            self.log.warning("%s: the database answers again after %.0f s; work goes on", self.component,
+                             time.monotonic() - since)

@@ -565,7 +565,7 @@ def test_an_outage_is_one_warning_line_and_one_when_it_ends(posts: Api, quire: Q
         quire.search._catch_up("")
     lines = [r for r in caplog.records if r.name.startswith("quire.search")]
     assert [r.levelname for r in lines] == ["WARNING", "WARNING"]
-    assert "unavailable" in lines[0].getMessage() and "back" in lines[1].getMessage()
+    assert "unavailable" in lines[0].getMessage() and "answers again" in lines[1].getMessage()
     assert not any(r.exc_info for r in lines)
     assert hits(posts, "queued") == [next(iter(quire.store.collection("content/posts").find()))["_id"]]
 

@@ -30,7 +30,7 @@ from tests.webhooks.conftest import WEBHOOK_ENV
 from tests.webhooks.receiver import Receiver, expected_signature
 
 ROOT = Path(__file__).resolve().parents[2]
-# A one-second timeout makes a lease of 3 × 1 + 2 = 5 seconds.
+# A one-second timeout makes a lease of 1 + 2 × 5 + 5 = 16 seconds (jobs.lease_for).
 ENV = {**WEBHOOK_ENV, "QUIRE_WEBHOOKS_TIMEOUT_SECONDS": "1", "QUIRE_JOBS_POLL_SECONDS": "1"}
 
 

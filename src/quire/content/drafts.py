@@ -41,7 +41,7 @@ from quire.content.writes import ContentWriter, Expected, _check_rev, _expected,
 from quire.errors import BadRequest, Conflict, NotFound, ValidationError
 from quire.events import refusals_as_412
 from quire.ids import is_id
-from quire.jobs import GiveUp, Job, Jobs
+from quire.jobs import PUBLISHING, GiveUp, Job, Jobs
 from quire.store import Collection
 
 log = logging.getLogger("quire.content")
@@ -263,7 +263,8 @@ class DraftWriter(ContentWriter):
     def register_jobs(self, jobs: Jobs, lease_seconds: float = 60) -> None:
         self.jobs = jobs
         for kind in (PUBLISH_JOB, UNPUBLISH_JOB):
-            jobs.handle(kind, self._scheduled, max_attempts=5, retry_seconds=10, lease_seconds=lease_seconds)
+            jobs.handle(kind, self._scheduled, max_attempts=5, retry_seconds=10, lease_seconds=lease_seconds,
+                        lane=PUBLISHING)
 
     def _scheduled(self, job: Job) -> None:
         """A `content.publish` / `content.unpublish` job, in the runner's

@@ -15,7 +15,9 @@ from quire.content.fill import doc_rev
 from quire.content.locales import LocaleService
 from quire.content.models import Model, ModelService, drafts_name
 from quire.content.schedule import (
+    PUBLISH_JOB,
     SCHEDULE,
+    UNPUBLISH_JOB,
     check_schedule,
     check_time,
     drop_cleared,
@@ -207,6 +209,12 @@ class ContentWriter:
             return model, clean
         return now, self.check_data(now, data, identity)
 
+    def _wake_schedule(self) -> None:
+        """After a commit that enqueued a publish or unpublish: the
+        publishing lane looks now (no other lane is woken)."""
+        if self.jobs is not None:
+            self.jobs.wake(PUBLISH_JOB, UNPUBLISH_JOB)
+
     async def _write(self, name: str, coll: Collection, item: dict[str, Any], previous: dict[str, Any] | None,
                      identity: Identity, refused: str = "") -> None:
         """Store a checked item with the events of a write, inside the
@@ -220,8 +228,8 @@ class ContentWriter:
             )
         place_rev(item, rev)  # the revision is the writer's, whatever a handler did to the item
         coll.replace(item)
-        if enqueue_schedule(self.jobs, name, item, previous) and self.jobs is not None:
-            self.store.after_commit(self.jobs.wake)
+        if enqueue_schedule(self.jobs, name, item, previous):
+            self.store.after_commit(self._wake_schedule)
         await self.stored(name, item, previous, identity)
 
     # -- imports ----------------------------------------------------------

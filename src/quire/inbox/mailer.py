@@ -26,7 +26,7 @@ from typing import Any
 from quire.config import SmtpSettings
 from quire.emails import normal_email
 from quire.files import Files, discard
-from quire.jobs import Job, Jobs
+from quire.jobs import EMAIL_LANE, Job, Jobs
 from quire.store import Store
 
 log = logging.getLogger("quire.inbox.mail")
@@ -98,7 +98,7 @@ class Mailer:
             # data, each bounded by the timeout, and a margin.
             lease = lease_seconds if lease_seconds is not None else 3 * settings.timeout_seconds + 30
             jobs.handle(EMAIL, self.deliver, max_attempts=settings.max_attempts,
-                        retry_seconds=settings.retry_seconds, lease_seconds=lease,
+                        retry_seconds=settings.retry_seconds, lease_seconds=lease, lane=EMAIL_LANE,
                         finished=self._finished, prepare=self.move_outbox)
 
     def queue(self, message: dict[str, Any], store: Store | None = None, **history: Any) -> dict[str, Any]:
@@ -112,7 +112,7 @@ class Mailer:
         return self.jobs.enqueue(EMAIL, payload, store=store, **history)
 
     def wake(self) -> None:
-        self.jobs.wake()
+        self.jobs.wake(EMAIL)
 
     def deliver(self, job: Job) -> None:
         """The handler of "email" jobs: send the message (raising retries)."""

@@ -136,14 +136,16 @@ class Transactions(abc.ABC):
     # -- transactions -----------------------------------------------------
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, timeout: float | None = None) -> Iterator[None]:
         """A write transaction (nested calls become savepoints).
 
         Sync callers: off an event loop (the CLI, the mailer's thread) this
-        waits for the write lock up to `blocking_timeout`; on an event loop
-        thread it waits at most `ON_LOOP_WAIT` seconds, since every request
-        of the worker waits with it, and then raises `StoreBusy`. Async code
-        writes with `atomic()`, which waits without blocking the loop."""
+        waits for the write lock up to `blocking_timeout` (or `timeout`
+        seconds, when given: the jobs runner bounds how long recording an
+        outcome may take); on an event loop thread it waits at most
+        `ON_LOOP_WAIT` seconds, since every request of the worker waits
+        with it, and then raises `StoreBusy`. Async code writes with
+        `atomic()`, which waits without blocking the loop."""
         with self._wlock:
             depth = self._depth
             if depth and not _in_tx.get():
@@ -154,6 +156,8 @@ class Transactions(abc.ABC):
                                    "write with `async with store.atomic()` in async code")
             if depth == 0:
                 wait = ON_LOOP_WAIT if on_event_loop() else self.blocking_timeout
+                if timeout is not None:
+                    wait = min(wait, timeout)
                 if not self._try_begin(wait):
                     raise self._busy()
             else:

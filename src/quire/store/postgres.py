@@ -105,7 +105,8 @@ class PostgresStore(Transactions):
 
     P = "%s"
 
-    def __init__(self, url: str, lock_timeout: float = 5.0, blocking_timeout: float = 60.0) -> None:
+    def __init__(self, url: str, lock_timeout: float = 5.0, blocking_timeout: float = 60.0,
+                 listen: bool = True) -> None:
         self.url = url
         self.path = url  # what names the database in clones
         info = conninfo_to_dict(url)
@@ -143,8 +144,10 @@ class PostgresStore(Transactions):
                                        check=ConnectionPool.check_connection,
                                        kwargs={"connect_timeout": CONNECT_TIMEOUT},
                                        configure=self._configure, name="quire-streams")
-        self._listener = threading.Thread(target=self._listen, name="quire-pg-listen", daemon=True)
-        self._listener.start()
+        self.listens = listen
+        if listen:
+            self._listener = threading.Thread(target=self._listen, name="quire-pg-listen", daemon=True)
+            self._listener.start()
 
     # -- connections ------------------------------------------------------
 
@@ -212,9 +215,12 @@ class PostgresStore(Transactions):
             self._write("CREATE TABLE IF NOT EXISTS _quire_events (seq bigserial PRIMARY KEY, "
                         "at double precision NOT NULL, pid integer NOT NULL, tables text[] NOT NULL)")
 
-    def clone(self) -> PostgresStore:
-        """Another store object on the same database, for a thread of its own."""
-        return PostgresStore(self.url, self.lock_timeout, self.blocking_timeout)
+    def clone(self, listen: bool = True) -> PostgresStore:
+        """Another store object on the same database, for a thread of its
+        own. `listen=False`: no connection listening for other processes'
+        commits, for a thread that reads no cache keyed by `generation`
+        (the jobs runner's: a connection fewer per runner thread)."""
+        return PostgresStore(self.url, self.lock_timeout, self.blocking_timeout, listen)
 
     def close(self) -> None:
         self._closing.set()

@@ -242,9 +242,10 @@ class SqliteStore(Transactions):
         conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
         return conn
 
-    def clone(self) -> SqliteStore:
+    def clone(self, listen: bool = True) -> SqliteStore:
         """Another store object on the same database, for a thread of its
-        own (the mailer's): it shares no connection with this one."""
+        own (a jobs runner's): it shares no connection with this one.
+        (`listen` is PostgreSQL's; SQLite has nothing to listen to.)"""
         return SqliteStore(self.path, self.lock_timeout, self.blocking_timeout)
 
     def close(self) -> None:

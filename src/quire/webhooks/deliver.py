@@ -9,12 +9,16 @@ itself, with the URL's host in the `Host` header and as the TLS server name
 (SNI and certificate check), so a DNS answer that changes between the check
 and the connection (rebinding) cannot move it. Redirects are not followed,
 proxies from the environment are not used, and at most `MAX_ANSWER_BYTES`
-of the answer are read."""
+of the answer are read.
+
+One deadline, `timeout` seconds from the start, bounds the whole attempt:
+resolving, connecting, sending, and reading the status line, headers and
+body (`bounded.py`); past it the attempt fails with `TimedOut`."""
 
 from __future__ import annotations
 
 import ipaddress
-import socket
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -22,6 +26,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
+
+from quire.webhooks.bounded import TimedOut, Transport, lookup, within
 
 MAX_ANSWER_BYTES = 64 * 1024  # read of an answer's body, kept for the log up to MAX_LOGGED
 MAX_LOGGED = 1000
@@ -93,16 +99,17 @@ def literal_address(host: str) -> Address | None:
         return None
 
 
-def resolve(host: str, port: int, policy: Policy) -> Address:
+def resolve(host: str, port: int, policy: Policy, timeout: float) -> Address:
     """The address to connect to: every address of `host`, checked; the
-    first one answered. Raises `Refused` before any connection."""
+    first one answered. Raises `Refused` before any connection, `TimedOut`
+    when resolving takes longer than `timeout` seconds."""
     literal = literal_address(host)
     if literal is not None:
         policy.check_address(literal, host)
         return literal
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
+        infos = lookup(host, port, timeout)
+    except (OSError, UnicodeError) as exc:
         raise ConnectionError(f"cannot resolve {host}: {exc}") from None
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
     if not addresses:
@@ -132,49 +139,68 @@ class Sender:
         # send a request for one host over a TLS connection made for
         # another that has the same address.
         self._clients: OrderedDict[str, httpx2.Client] = OrderedDict()
+        self._lock = threading.Lock()  # several deliveries run at once (`[webhooks] concurrency`)
 
     def _client(self, host: str) -> httpx2.Client:
-        client = self._clients.pop(host, None)
-        if client is None:
-            client = httpx2.Client(follow_redirects=False, trust_env=False, timeout=httpx2.Timeout(self.timeout),
-                                   headers={"user-agent": USER_AGENT})
-            while len(self._clients) >= MAX_CLIENTS:
-                self._clients.popitem(last=False)[1].close()
-        self._clients[host] = client  # the most recently used last
-        return client
+        with self._lock:
+            client = self._clients.pop(host, None)
+            if client is None:
+                client = httpx2.Client(follow_redirects=False, trust_env=False, transport=Transport(),
+                                       timeout=httpx2.Timeout(self.timeout), headers={"user-agent": USER_AGENT})
+                while len(self._clients) >= MAX_CLIENTS:
+                    # a request still using it ends with an error, retried
+                    self._clients.popitem(last=False)[1].close()
+            self._clients[host] = client  # the most recently used last
+            return client
 
     def close(self) -> None:
-        while self._clients:
-            self._clients.popitem()[1].close()
+        with self._lock:
+            while self._clients:
+                self._clients.popitem()[1].close()
 
     def post(self, url: str, headers: dict[str, str], body: bytes) -> Answer:
-        """POST `body` to `url` at its checked address. Raises `Refused` for
-        an address that may not be called (before connecting), OSError or
-        httpx errors for transport failures."""
+        """POST `body` to `url` at its checked address, the whole exchange
+        within `timeout` seconds. Raises `Refused` for an address that may
+        not be called (before connecting), `TimedOut` past the deadline,
+        OSError or httpx errors for other transport failures."""
+        started = time.monotonic()
+        deadline = started + self.timeout
         parts = urlsplit(url)
         host = parts.hostname or ""
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        address = resolve(host, port, self.policy)
+        address = resolve(host, port, self.policy, self.timeout)
         shown = f"[{address}]" if address.version == 6 else str(address)
         target = urlunsplit((parts.scheme, f"{shown}:{port}", parts.path or "/", parts.query, ""))
         host_header = host if parts.port is None else f"{host}:{port}"
         if ":" in host and not host_header.startswith("["):
             host_header = f"[{host}]" if parts.port is None else f"[{host}]:{port}"
-        started = time.monotonic()
-        deadline = started + self.timeout
         extensions = {"sni_hostname": host} if parts.scheme == "https" and literal_address(host) is None else {}
         client = self._client(host)
         request = client.build_request("POST", target, content=body, extensions=extensions,
                                              headers={**headers, "host": host_header})
-        response = client.send(request, stream=True)
+        read = bytearray()
         try:
-            read = bytearray()
-            for chunk in response.iter_bytes():
-                read += chunk
-                # a receiver that trickles its answer forever is cut off
-                if len(read) >= MAX_ANSWER_BYTES or time.monotonic() > deadline:
-                    break
-        finally:
-            response.close()
+            with within(deadline):
+                response = client.send(request, stream=True)
+                try:
+                    for chunk in response.iter_bytes():
+                        read += chunk
+                        if len(read) >= MAX_ANSWER_BYTES:
+                            break
+                finally:
+                    response.close()
+        except httpx2.TimeoutException as exc:
+            raise TimedOut(f"timed out after {self.timeout:g} s ({_phase(exc)})") from None
         elapsed = round((time.monotonic() - started) * 1000)
         return Answer(response.status_code, elapsed, bytes(read[:MAX_LOGGED * 4]).decode("utf-8", "replace")[:MAX_LOGGED])
+
+
+def _phase(exc: httpx2.TimeoutException) -> str:
+    """What the attempt was doing when its time ran out, for the log."""
+    if isinstance(exc, httpx2.ConnectTimeout):
+        return "connecting"
+    if isinstance(exc, httpx2.WriteTimeout):
+        return "sending the request"
+    if isinstance(exc, httpx2.PoolTimeout):
+        return "waiting for a connection"
+    return "reading the answer"

@@ -26,7 +26,18 @@ from quire.config import WebhooksSettings
 from quire.errors import BadRequest, NotFound
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
-from quire.jobs import DAY, JOBS, RUNNING, Daily, GiveUp, Job, Jobs, drop_older
+from quire.jobs import (
+    DAY,
+    JOBS,
+    OUTCOME_WAIT,
+    RUNNING,
+    WEBHOOKS_LANE,
+    Daily,
+    GiveUp,
+    Job,
+    Jobs,
+    drop_older,
+)
 from quire.store import Store
 from quire.webhooks.checks import check_webhook, matches
 from quire.webhooks.deliver import MAX_LOGGED, Policy, Refused, Sender
@@ -44,6 +55,13 @@ MANAGE = "webhooks/manage"
 ROTATION_OVERLAP = DAY  # the old secret keeps signing this long after a rotation
 SHOWN = ("_id", "name", "url", "events", "models", "headers", "enabled", "failures", "disabled_reason",
          "disabled_at", "created", "modified", "rotated", "last_delivery")
+
+
+def attempt_seconds(settings: WebhooksSettings) -> float:
+    """The longest a delivery attempt can take: the request within its
+    deadline (`timeout_seconds`, resolving to the answer's last byte),
+    then logging the attempt."""
+    return settings.timeout_seconds + OUTCOME_WAIT
 
 
 class DeliveryFailed(Exception):
@@ -81,11 +99,14 @@ class WebhookService:
         self._following = cache.system(self._load_following)
         self.deliveries = store.collection(DELIVERIES, DELIVERY_HINTS)
         store.ensure_indexes(DELIVERIES, DELIVERY_INDEXES, DELIVERY_HINTS)
-        # An attempt may take a connect, a write and a read timeout; the
-        # lease outlasts them, so a live runner is never taken over.
-        lease = 3 * settings.timeout_seconds + 2
+        # The longest attempt: the request's one deadline, then logging it
+        # (waiting at most OUTCOME_WAIT for the write lock). The jobs table
+        # adds the time to record the outcome and a margin to make the
+        # lease, so a live runner is never taken over mid-attempt.
+        jobs.lane(WEBHOOKS_LANE, settings.concurrency)
         jobs.handle(DELIVERY, self._deliver_job, max_attempts=settings.max_attempts,
-                    retry_seconds=settings.retry_ms / 1000, lease_seconds=lease)
+                    retry_seconds=settings.retry_ms / 1000, lane=WEBHOOKS_LANE,
+                    attempt_seconds=attempt_seconds(settings))
         self.daily = Daily(jobs, PRUNE, lambda store: self.prune(store),
                            f"logged deliveries older than {settings.keep_days} days", lambda: self.clock())
 
@@ -192,7 +213,7 @@ class WebhookService:
                 raise BadRequest("The webhook is disabled: enable it first", fields=["enabled"])
             job = self.jobs.enqueue(DELIVERY, {"hook": hook_id, "msg": logged["msg"], "event": logged["event"],
                                                "body": logged["body"], "manual": True})
-        self.jobs.wake()
+        self.jobs.wake(DELIVERY)
         return {"job": job["_id"], "msg": logged["msg"], "event": logged["event"]}
 
     # -- following events -----------------------------------------------------
@@ -203,12 +224,15 @@ class WebhookService:
         in a transaction of its own for an event sent after its commit."""
         if self.store.in_transaction():
             if self._enqueue(event, data, model):
-                self.store.after_commit(self.jobs.wake)
+                self.store.after_commit(self._wake)
             return
         async with self.store.atomic():
             queued = self._enqueue(event, data, model)
         if queued:
-            self.jobs.wake()
+            self._wake()
+
+    def _wake(self) -> None:
+        self.jobs.wake(DELIVERY)
 
     def _load_following(self) -> list[dict[str, Any]]:
         return [{"_id": h["_id"], "events": h["events"], "models": h["models"]}
@@ -276,7 +300,7 @@ class WebhookService:
         store = job.store
         payload = job.payload
         now = self.clock()
-        with store.transaction():
+        with store.transaction(timeout=OUTCOME_WAIT):
             held = store.collection(JOBS).get(job.id)
             if held is None or held["state"] != RUNNING or held.get("lease") != job.lease:
                 log.warning("webhooks: attempt %d of %s ended after its lease was taken over: not logged",
