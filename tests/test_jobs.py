@@ -555,3 +555,33 @@ def test_a_failed_prepare_is_tried_again_a_poll_later_and_jobs_run_meanwhile(
         jobs.close()
     assert len(calls) == 2 and calls[1] - calls[0] >= 1.0  # four threads, one retry, a poll later
     assert len([r for r in caplog.records if "preparing the runner failed" in r.message]) == 1
+
+
+def test_a_handlers_outcome_writes_commit_with_the_outcome_and_only_for_the_holder(
+        stores: list[Store], clock: Clock) -> None:
+    def handler(job: Job) -> None:
+        job.with_outcome(lambda store: store.collection("test/log").insert(
+            {"_id": f"{job.payload['n']}-{job.attempts}", "state": "written"}))
+        if job.payload["n"] == "bad":
+            raise RuntimeError("receiver down")
+
+    # retries far off: the only job due after the lease ends is the stalled one
+    first, second = (runner(s, clock, handler, retry_seconds=1000) for s in stores)  # type: ignore[arg-type]
+    enqueue(first, "ok")
+    enqueue(first, "bad")
+    outcomes = {}
+    for _ in range(2):
+        job = first.claim(stores[0])
+        assert job is not None
+        outcomes[job.payload["n"]] = first.perform(job)  # the log entry: in the outcome's transaction
+    assert outcomes == {"ok": DONE, "bad": "pending"}
+    lost = enqueue(first, "lost")
+    stale = first.claim(stores[0])
+    assert stale is not None and stale.id == lost["_id"]
+    clock.advance(61)  # its lease ends: another runner takes a job over
+    taken = second.claim(stores[1])
+    assert taken is not None and taken.id == stale.id
+    assert first.perform(stale) == LOST  # ran, but its claim no longer holds: nothing of it is written
+    stores[0].refresh()
+    written = sorted(d["_id"] for d in stores[0].collection("test/log").find())
+    assert "lost-1" not in written and written[:2] == ["bad-1", "ok-1"]

@@ -86,6 +86,17 @@ class Job:
     attempts: int  # this attempt included
     lease: str  # this claim's token: only it may record the outcome
     store: Store  # the runner's own store object, for the handler's reads and writes
+    # writes of the handler's own that belong with the outcome (a delivery's
+    # log entry): run inside the transaction that records it, only while
+    # this claim still holds the job (`with_outcome`)
+    outcome_writes: list[Callable[[Store], None]] = field(default_factory=list, compare=False)
+
+    def with_outcome(self, write: Callable[[Store], None]) -> None:
+        """Run `write(store)` in the transaction that records this attempt's
+        outcome (done, retry or failed), and only if this claim still holds
+        the job then: one transaction instead of two, and nothing written
+        by an attempt whose lease was taken over."""
+        self.outcome_writes.append(write)
 
 
 @dataclass(frozen=True)
@@ -412,6 +423,8 @@ class Jobs:
             now = self.clock()
             doc.update(state=DONE, lease_until=0.0, lease=None, finished=now, updated=now)
             jobs.replace(doc)
+            for write in job.outcome_writes:
+                write(job.store)
         self._finished(job, DONE)
         return DONE
 
@@ -439,6 +452,8 @@ class Jobs:
                 doc.update(state=FAILED, lease_until=0.0, lease=None, last_error=error, finished=now, updated=now)
                 log.error("jobs: %s %s failed after %d attempt(s): %s", job.kind, job.id, attempts, error)
             jobs.replace(doc)
+            for write in job.outcome_writes:
+                write(job.store)
             state = str(doc["state"])
         if state == FAILED:
             self._finished(job, FAILED)

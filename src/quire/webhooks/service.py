@@ -28,9 +28,7 @@ from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
 from quire.jobs import (
     DAY,
-    JOBS,
     OUTCOME_WAIT,
-    RUNNING,
     WEBHOOKS_LANE,
     Daily,
     GiveUp,
@@ -292,20 +290,15 @@ class WebhookService:
         self._record(job, answer.status, answer.milliseconds, error[:MAX_LOGGED])
         raise DeliveryFailed(f"HTTP {answer.status}")
 
-    def _record(self, job: Job, status: int | None, ms: int, error: str | None, counts: bool = True) -> bool:
+    def _record(self, job: Job, status: int | None, ms: int, error: str | None, counts: bool = True) -> None:
         """Log one attempt, and count it toward (or reset) the webhook's run
-        of failures, only while this claim still holds the job: read and
-        written in one transaction, so a runner taken over logs nothing and
-        no attempt is logged twice. Answers whether it was logged."""
-        store = job.store
+        of failures, in the transaction that records the job's outcome and
+        only while this claim still holds the job (`Job.with_outcome`), so a
+        runner taken over logs nothing and no attempt is logged twice."""
         payload = job.payload
         now = self.clock()
-        with store.transaction(timeout=OUTCOME_WAIT):
-            held = store.collection(JOBS).get(job.id)
-            if held is None or held["state"] != RUNNING or held.get("lease") != job.lease:
-                log.warning("webhooks: attempt %d of %s ended after its lease was taken over: not logged",
-                            job.attempts, job.id)
-                return False
+
+        def write(store: Store) -> None:
             ok = error is None
             store.collection(DELIVERIES, DELIVERY_HINTS).insert({
                 "_id": new_id(), "hook": payload["hook"], "msg": payload["msg"], "event": payload["event"],
@@ -324,7 +317,8 @@ class WebhookService:
                     log.warning("webhooks: %s (%s) disabled after %d failed deliveries",
                                 hook["_id"], hook["name"], hook["failures"])
                 hooks.replace(hook)
-        return True
+
+        job.with_outcome(write)
 
     # -- retention ------------------------------------------------------------
 
