@@ -119,7 +119,9 @@ async def _load_batched(quire: Services, part: BatchedPart, entries: list[Any], 
     before = progress.stored  # entries of earlier batched parts
     start = 0
     while start < len(entries):
-        async with store.atomic(timeout=store.blocking_timeout):
+        # steady: after each gap the import takes its next turn as soon as
+        # the writer then holding the lock is done (fair share, not starved)
+        async with store.atomic(timeout=store.blocking_timeout, steady=True):
             # First of the batch's after-commit callbacks: it runs right at
             # the commit, before the events' awaits, where a Ctrl-C may
             # land (the count is read when it runs: the batch's end).

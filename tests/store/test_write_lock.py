@@ -130,3 +130,37 @@ async def test_an_admin_session_stays_valid_while_another_writer_holds_the_lock(
         holder.rollback()
         holder.close()
     assert quire.sessions.lookup(token, now=later)["seen"] == later
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("steady", [False, True])
+async def test_a_steady_waiter_looks_for_the_lock_at_a_short_pause_however_long_it_waits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steady: bool) -> None:
+    """An import's batches wait `steady`: once the lock is free, they get it
+    within a few milliseconds, not after a pause grown to MAX_PAUSE."""
+    from quire.store import base
+
+    store = SqliteStore(tmp_path / "q.db", lock_timeout=0.3)
+    store.collection("t").insert({"_id": "a"})
+    pauses: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded(delay: float, *args: Any) -> Any:
+        pauses.append(delay)
+        return await real_sleep(0)
+
+    monkeypatch.setattr(base.asyncio, "sleep", recorded)
+    holder = held_lock(tmp_path / "q.db")
+    try:
+        with pytest.raises(StoreBusy):
+            async with store.atomic(steady=steady):
+                pass
+    finally:
+        holder.rollback()
+        holder.close()
+        store.close()
+    assert len(pauses) > 10
+    if steady:
+        assert max(pauses) <= base.FIRST_PAUSE
+    else:
+        assert max(pauses) == base.MAX_PAUSE  # the pause grows for other writers
