@@ -204,3 +204,46 @@ def test_the_look_for_other_commits_waits_for_a_cached_read(tmp_path: Path) -> N
     assert store.generation == after  # once per request
     other.close()
     store.close()
+
+
+def test_the_system_version_is_read_again_only_when_someone_else_may_have_changed_it(tmp_path: Path) -> None:
+    """Every commit moves the generation, but only another connection's
+    commit, a rollback or this cache's own bump can change the system
+    version: a save of this process costs no look at it."""
+    store = SqliteStore(tmp_path / "q.db")
+    cache = Cache(store)
+    loads: list[int] = []
+    value = cache.system(lambda: loads.append(1) or len(loads))
+    reads: list[str] = []
+    real_get_meta = store.get_meta
+
+    def counted(key: str) -> Any:
+        reads.append(key)
+        return real_get_meta(key)
+
+    store.get_meta = counted  # type: ignore[method-assign]
+    assert value.get() == 1 and reads == ["system_version"]
+    for n in range(5):  # this object's own commits
+        with store.transaction():
+            store.collection("posts").insert({"_id": f"p{n}"})
+        assert value.get() == 1
+    assert reads == ["system_version"]
+    other = SqliteStore(tmp_path / "q.db")  # another process's commit: looked at, nothing changed
+    with other.transaction():
+        other.collection("posts").insert({"_id": "x"})
+    store.mark_stale()
+    assert value.get() == 1 and reads == ["system_version"] * 2
+    with other.transaction():  # another process changes system data
+        Cache(other).bump_system()
+    store.mark_stale()
+    assert value.get() == 2 and len(reads) == 3
+    with store.transaction():  # this cache's own bump: seen at once, inside the transaction too
+        cache.bump_system()
+        assert value.get() == 3
+    with pytest.raises(RuntimeError), store.transaction():  # a bump rolled back
+        cache.bump_system()
+        assert value.get() == 4
+        raise RuntimeError("undone")
+    assert value.get() == 5  # read again: the loaded value of the undone bump is not kept
+    other.close()
+    store.close()

@@ -171,7 +171,8 @@ class Cache:
         self._regions: dict[str, Region] = {}
         self._memos: dict[str, Memo] = {}
         self._counts = self.region("counts", COUNTS_KEPT)
-        self._version_generation = -1
+        self._version_seen: tuple[int, int] | None = None  # (store's foreign changes, local bumps) read at
+        self._local_bumps = 0
         self._version: str | None = None
 
     @property
@@ -212,16 +213,20 @@ class Cache:
         return SystemValue(self, loader)
 
     def system_version(self) -> str | None:
-        """The stored system version, read again only when the generation moved."""
-        generation = self.store.generation
-        if generation != self._version_generation:
+        """The stored system version, read again only when it may have
+        changed: another connection committed, a transaction rolled back,
+        or this process bumped it. This process's own other commits (every
+        save) leave it as it was, so they cost no query here."""
+        seen = (self.store.foreign_changes, self._local_bumps)
+        if seen != self._version_seen:
             self._version = self.store.get_meta(VERSION_KEY)
-            self._version_generation = generation
+            self._version_seen = seen
         return self._version
 
     def bump_system(self) -> None:
         """Mark system data as changed, inside the writing transaction."""
         bump_system_version(self.store)
+        self._local_bumps += 1
         # Values re-check at once, so later steps of the same transaction see
         # the change; a rollback moves the generation again and they re-check.
         self.store.touch()

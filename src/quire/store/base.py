@@ -61,6 +61,10 @@ class Transactions(abc.ABC):
         self._depth = 0
         self._after_commit: list[Any] = []
         self._generation = 0
+        # Moves when data may have changed other than by this object's own
+        # commits: another connection's commit seen (`refresh`), a rollback.
+        # What this object commits itself, its caller knows (`Cache.bump_system`).
+        self._foreign = 0
         self._stale = False  # `mark_stale`: look for others' commits before the next cached read
 
     # -- the backend's part -----------------------------------------------
@@ -116,6 +120,21 @@ class Transactions(abc.ABC):
 
     def _bump(self) -> None:
         self._generation += 1
+
+    @property
+    def foreign_changes(self) -> int:
+        """A count that moves whenever data may have changed other than by
+        this store object's own commits (another connection's commit, a
+        rollback): the system version needs reading again only then, or
+        after this process changed it (`Cache.system_version`)."""
+        if self._stale:
+            self._fresh()
+        return self._foreign
+
+    def _seen_foreign(self) -> None:
+        """Another connection committed (found by `refresh`)."""
+        self._foreign += 1
+        self._bump()
 
     def touch(self) -> None:
         """Mark data as changed now (caches re-check), inside a transaction too."""
@@ -174,6 +193,7 @@ class Transactions(abc.ABC):
         try:
             yield
         except BaseException:
+            self._foreign += 1  # undone: what was read or kept inside may be gone
             if depth == 0:
                 self._rollback()
             else:
@@ -185,6 +205,7 @@ class Transactions(abc.ABC):
                 try:
                     self._commit()
                 except BaseException:
+                    self._foreign += 1
                     self._rollback()  # never leave the writer inside a transaction
                     raise
                 self._committed()

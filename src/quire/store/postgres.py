@@ -259,6 +259,12 @@ class PostgresStore(Transactions):
             self._fresh()
         return self._generation + self._remote
 
+    @property
+    def foreign_changes(self) -> int:
+        if self._stale:
+            self._fresh()
+        return self._foreign + self._remote
+
     def refresh(self) -> bool:
         """Whether another process committed since the last look, by the
         newest row of the events table (once per request, as SQLite reads
@@ -274,7 +280,7 @@ class PostgresStore(Transactions):
         if changed:
             self._known_tables.clear()  # another process may have dropped one
             self._catalog = None
-            self._bump()
+            self._seen_foreign()
         return changed
 
     # -- transactions (the primitives of `base.Transactions`) -------------

@@ -261,7 +261,7 @@ class SqliteStore(Transactions):
         if current != self._data_version:
             self._data_version = current
             self._known_tables.clear()  # another process may have dropped one
-            self._bump()
+            self._seen_foreign()
             if self.auto is not None:
                 schema = int(self._reader.execute("PRAGMA schema_version").fetchone()[0])
                 if schema != self._schema_version:  # an index came or went
