@@ -12,11 +12,13 @@ import tracemalloc
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from quire.content.aggregate import answer_json
 from quire.errors import BadRequest
+from quire.store import budget as budget_module
 from quire.store.budget import Budget, Limits
 from quire.store.expressions import units
 from quire.store.pipeline import run
@@ -116,3 +118,22 @@ def test_random_pipelines_answer_or_are_refused_within_the_cap(
         orjson.loads(body)
     assert budget.peak <= cap
     assert peak <= cap * FACTOR + ORJSON_RESERVE * largest[0] + ALLOWANCE, (peak, budget.peak, largest[0])
+
+
+def test_a_big_value_documents_share_is_measured_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """500 copies of an item keep its 1,000-number array through `$project`:
+    the array is measured once, not once per copy."""
+    measured: list[int] = []
+
+    def counted(value: Any, limit: int) -> int:
+        measured.append(len(value))
+        return units(value, limit)
+
+    monkeypatch.setattr(budget_module, "units", counted)
+    stages = parse_pipeline([{"$addFields": {"copies": list(range(500))}}, {"$unwind": "$copies"},
+                             {"$project": {"big": 1, "copies": 1}}, {"$sort": {"copies": -1}}])
+    budget = Budget()
+    out = list(run(stages, iter([{"_id": 1, "big": list(range(1000))}]), _fetch([]), budget))
+    assert [d["copies"] for d in out[:2]] == [499, 498]
+    assert measured.count(1000) == 1
+    assert budget.bytes == 0  # $sort gave back what it held as it handed the documents on

@@ -98,6 +98,7 @@ def answer_json(docs: Iterable[dict[str, Any]], budget: Budget) -> bytes:
     what the stages still hold, and once more for the final copy. Written
     into one buffer: each bytes object orjson answers keeps the room it
     reserved for the worst case (several times the text)."""
+    held = budget.at("the answer")
     out = bytearray(b"[")
     for doc in docs:
         before = len(out)
@@ -106,7 +107,7 @@ def answer_json(docs: Iterable[dict[str, Any]], budget: Budget) -> bytes:
         out += orjson.dumps(doc)  # and that reserve is gone at once
         if len(out) + 1 > MAX_ANSWER_BYTES:
             raise BadRequest(f"Aggregation answer exceeds {MAX_ANSWER_BYTES >> 20} MB; add $limit or $project")
-        budget.hold(len(out) - before, "the answer")
+        held.hold(len(out) - before)
     out += b"]"
-    budget.hold(len(out), "the answer")
+    held.hold(len(out))
     return bytes(out)

@@ -48,8 +48,9 @@ class Holder(Protocol):
     def measure(self, value: Any) -> int:
         """About `value`'s size as JSON."""
 
-    def hold(self, size: int) -> None:
-        """Hold `size` more bytes (refused past the cap)."""
+    def hold(self, size: int, values: int = 0) -> None:
+        """Hold `size` more bytes and count `values` more values (refused
+        past the caps)."""
 
     def free(self, size: int) -> None:
         """Give back `size` bytes."""
@@ -173,8 +174,7 @@ class Push(Accumulator):
         self.size += entry
         if self.size > MAX_VALUE_UNITS:
             raise BadRequest(f"A $push or $addToSet array would exceed {MAX_VALUE_UNITS} bytes")
-        self.budget.take(1)
-        self.budget.hold(entry)
+        self.budget.hold(entry, 1)
         self.held += entry
         self.items.append(value)
 

@@ -28,6 +28,11 @@ MAX_HELD = 100_000
 MAX_SECONDS = 5.0
 # Bytes one aggregation may hold at once (`[content] aggregate_max_bytes`).
 MAX_BYTES = 256 << 20
+# Containers this long are remembered once measured (the last few): documents
+# share values, and a stage that measures what it builds (`$project`) would
+# otherwise walk the same big array again for every document.
+REMEMBER_LENGTH = 256
+REMEMBERED = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +49,9 @@ def _megabytes(count: int) -> str:
 
 
 class Budget:
-    """Counts what one aggregation holds: documents and values, bytes, time."""
+    """Counts what one aggregation holds: documents and values, bytes, time.
+    Stages hold through their `StageBudget` (`at`), which keeps what each
+    holds for the refusal's message."""
 
     def __init__(self, limit: int | None = None, limits: Limits | None = None) -> None:
         self.limit = MAX_HELD if limit is None else limit
@@ -54,8 +61,16 @@ class Budget:
         self.held = 0  # documents and values
         self.bytes = 0  # held now
         self.peak = 0
-        self.holders: dict[str, int] = {}  # what each stage holds now
+        self.stages: dict[str, StageBudget] = {}
+        self.sizes: dict[int, tuple[Any, int]] = {}  # id -> (container, size), kept alive while remembered
         self.where = "the pipeline's input"  # the stage at work, for a fetch's holding
+
+    def at(self, where: str) -> StageBudget:
+        """The budget as the stage `where` (`stage 5 ($sort)`) holds it."""
+        found = self.stages.get(where)
+        if found is None:
+            found = self.stages[where] = StageBudget(self, where)
+        return found
 
     def tick(self) -> None:
         """Refuse an aggregation that has run longer than its seconds."""
@@ -85,33 +100,36 @@ class Budget:
         if isinstance(value, str):
             return len(value) + 2
         if isinstance(value, dict | list):
-            return units(value, self.room())
+            if len(value) < REMEMBER_LENGTH:
+                return units(value, self.max_bytes - self.bytes)
+            known = self.sizes.get(id(value))
+            if known is not None:
+                return known[1]
+            room = self.room()
+            size = units(value, room)
+            if size <= room:  # counted whole, not cut short
+                if len(self.sizes) >= REMEMBERED:
+                    del self.sizes[next(iter(self.sizes))]
+                self.sizes[id(value)] = (value, size)
+            return size
         return 8
 
     def hold(self, size: int, where: str | None = None) -> None:
-        """Hold `size` more bytes for `where`, refused past the cap."""
-        where = where or self.where
-        self.bytes += size
-        self.holders[where] = self.holders.get(where, 0) + size
-        if self.bytes > self.max_bytes:
-            raise self._over(where)
-        if self.bytes > self.peak:
-            self.peak = self.bytes
-
-    def free(self, size: int, where: str | None = None) -> None:
-        self.bytes -= size
-        self.holders[where or self.where] -= size
+        """Hold `size` more bytes for `where` (the stage at work), refused
+        past the cap."""
+        self.at(where or self.where).hold(size)
 
     def fits(self, size: int, where: str | None = None) -> None:
         """A document of `size` bytes passing through `where`, held by
         nothing there, must fit beside what is held; past the cap the stage
         holding most is named, or `where` when it alone is too big."""
         if self.bytes + size > self.max_bytes:
-            holder = max(self.holders, key=self.holders.__getitem__, default=None)
-            alone = size > self.max_bytes or holder is None or self.holders[holder] <= 0
-            raise self._over(where if alone else holder)
+            holder = max(self.stages.values(), key=lambda stage: stage.held, default=None)
+            alone = size > self.max_bytes or holder is None or holder.held <= 0
+            raise self.over(where if alone or holder is None else holder.where)
 
-    def _over(self, where: str | None) -> BadRequest:
+    def over(self, where: str | None) -> BadRequest:
+        """The refusal: past the cap at `where`."""
         return BadRequest(
             f"Aggregation needs more than {_megabytes(self.max_bytes)} of memory at {where or self.where}; "
             "narrow what reaches it with $match or $limit, or keep fewer fields with $project"
@@ -119,14 +137,15 @@ class Budget:
 
 
 class StageBudget:
-    """A stage's view of the budget: holdings are charged to `where`
+    """A stage's part of the budget: what it holds, charged to `where`
     (`stage 5 ($sort)`) in the refusal's message."""
 
-    __slots__ = ("budget", "where")
+    __slots__ = ("budget", "held", "where")
 
     def __init__(self, budget: Budget, where: str) -> None:
         self.budget = budget
         self.where = where
+        self.held = 0
 
     def take(self, count: int) -> None:
         self.budget.take(count)
@@ -134,11 +153,22 @@ class StageBudget:
     def measure(self, value: Any) -> int:
         return self.budget.measure(value)
 
-    def hold(self, size: int) -> None:
-        self.budget.hold(size, self.where)
+    def hold(self, size: int, values: int = 0) -> None:
+        """Hold `size` more bytes (and count `values` more documents or
+        values), refused past either cap."""
+        budget = self.budget
+        if values:
+            budget.take(values)
+        self.held += size
+        budget.bytes += size
+        if budget.bytes > budget.max_bytes:
+            raise budget.over(self.where)
+        if budget.bytes > budget.peak:
+            budget.peak = budget.bytes
 
     def free(self, size: int) -> None:
-        self.budget.free(size, self.where)
+        self.held -= size
+        self.budget.bytes -= size
 
     def fits(self, size: int) -> None:
         budget = self.budget

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -108,10 +109,10 @@ Stream = Iterable[Sized]
 
 
 def _timed(docs: Iterable[Sized], budget: Budget) -> Iterator[Sized]:
-    where = StageBudget(budget, "the pipeline's input")
     for doc, size in docs:
         budget.tick()
-        where.fits(size)
+        if budget.bytes + size > budget.max_bytes:
+            budget.fits(size, "the pipeline's input")
         yield doc, size
 
 
@@ -135,7 +136,7 @@ def run_sized(stages: list[Stage], docs: Iterable[Sized], fetch: Fetch, budget: 
     """`run` over documents whose sizes are known."""
     stream: Stream = _timed(docs, budget)
     for i, stage in enumerate(stages, first):
-        stream = _apply(stage, stream, fetch, StageBudget(budget, f"stage {i} ({stage.operator()})"))
+        stream = _apply(stage, stream, fetch, budget.at(f"stage {i} ({stage.operator()})"))
     return iter(stream)
 
 
@@ -164,22 +165,22 @@ def _apply(stage: Stage, docs: Stream, fetch: Fetch, budget: StageBudget) -> Str
 
 
 def _measured(docs: Iterable[dict[str, Any]], budget: StageBudget) -> Iterator[Sized]:
-    """Documents a stage built anew, measured whole."""
+    """Documents a stage built anew, measured field by field (a big value
+    they share with others is then measured once: see `Budget.measure`)."""
     for doc in docs:
-        size = budget.measure(doc)
+        size = 2
+        for key, value in doc.items():
+            size += len(key) + 4 + budget.measure(value)
         budget.fits(size)
         yield doc, size
 
 
 def _sorted(stage: Sort, docs: Stream, budget: StageBudget) -> Iterator[Sized]:
     held: list[Sized] = []
-    total = 0
     for doc, size in docs:
-        budget.take(1)
-        budget.hold(size)
-        total += size
+        budget.hold(size, 1)
         held.append((doc, size))
-    match.sort_docs(held, stage.keys, of=lambda pair: pair[0])
+    match.sort_docs(held, stage.keys, of=itemgetter(0))
     held.reverse()
     while held:  # handed on one by one: what the next stage holds is no longer held here
         doc, size = held.pop()
@@ -257,21 +258,21 @@ def add_fields(fields: list[tuple[Path, Expr]], doc: dict[str, Any]) -> dict[str
     return doc
 
 
-def _field_size(doc: dict[str, Any], key: str, budget: StageBudget) -> int:
-    """What top-level field `key` adds to `doc`'s size as JSON."""
-    value = doc.get(key, MISSING)
-    return 0 if value is MISSING else len(key) + 4 + budget.measure(value)
-
-
 def _add_fields_sized(stage: AddFields, docs: Stream, budget: StageBudget) -> Iterator[Sized]:
     """$addFields; a document's size changes by what its changed top-level
     fields weigh now less what they weighed (only those are measured)."""
     heads = list(dict.fromkeys(path[0] for path, _ in stage.fields))
+    measure, whole = budget.measure, budget.budget
     for doc, size in docs:
         out = add_fields(stage.fields, doc)
         for head in heads:
-            size += _field_size(out, head, budget) - _field_size(doc, head, budget)
-        budget.fits(size)
+            new, old = out.get(head, MISSING), doc.get(head, MISSING)
+            if new is not MISSING:
+                size += len(head) + 4 + (len(new) + 2 if type(new) is str else measure(new))
+            if old is not MISSING:
+                size -= len(head) + 4 + (len(old) + 2 if type(old) is str else measure(old))
+        if whole.bytes + size > whole.max_bytes:
+            budget.fits(size)
         yield out, size
 
 
@@ -283,10 +284,9 @@ def _group(stage: Group, docs: Stream, budget: StageBudget) -> Iterator[Sized]:
         key = group_key(key_value)
         entry = groups.get(key)
         if entry is None:
-            budget.take(1)
             value = None if key_value is MISSING else bounded(key_value)
             size = fixed + 6 + budget.measure(value)
-            budget.hold(size)
+            budget.hold(size, 1)
             entry = groups[key] = (value, size, [kind(budget) for _, kind, _ in stage.accumulators])
         for (_, _, expr), acc in zip(stage.accumulators, entry[2], strict=True):
             acc.add(expr(doc))
@@ -414,7 +414,7 @@ def aggregate(
         total = total if prefix.limit is None else min(total, prefix.limit)
         return run(rest[1:], iter([{rest[0].name: total}] if total else []), fetch, budget, first + 1)
     chunks = coll.stream_raw(node, prefix.sort, prefix.limit, prefix.skip or None, READ_CHUNK)
-    docs = _decoded(chunks, prepare, StageBudget(budget, "the pipeline's input"))
+    docs = _decoded(chunks, prepare, budget.at("the pipeline's input"))
     return (doc for doc, _ in run_sized(rest, docs, fetch, budget, first))
 
 
