@@ -127,14 +127,15 @@ def run(stages: list[Stage], docs: Iterable[dict[str, Any]], fetch: Fetch,
     ($sort, $group, $count) consume their input when first pulled. `first`
     is the position of `stages[0]` in the pipeline, for messages."""
     budget = budget or Budget()
-    sized = ((doc, budget.measure(doc)) for doc in docs)
+    sized = _timed(((doc, budget.measure(doc)) for doc in docs), budget)
     return (doc for doc, _ in run_sized(stages, sized, fetch, budget, first))
 
 
 def run_sized(stages: list[Stage], docs: Iterable[Sized], fetch: Fetch, budget: Budget,
               first: int = 0) -> Iterator[Sized]:
-    """`run` over documents whose sizes are known."""
-    stream: Stream = _timed(docs, budget)
+    """`run` over documents whose sizes are known, already checked against
+    the clock and the cap (`_timed`, `_decoded`)."""
+    stream: Stream = docs
     for i, stage in enumerate(stages, first):
         stream = _apply(stage, stream, fetch, budget.at(f"stage {i} ({stage.operator()})"))
     return iter(stream)
@@ -414,17 +415,20 @@ def aggregate(
         total = total if prefix.limit is None else min(total, prefix.limit)
         return run(rest[1:], iter([{rest[0].name: total}] if total else []), fetch, budget, first + 1)
     chunks = coll.stream_raw(node, prefix.sort, prefix.limit, prefix.skip or None, READ_CHUNK)
-    docs = _decoded(chunks, prepare, budget.at("the pipeline's input"))
+    docs = _decoded(chunks, prepare, budget)
     return (doc for doc, _ in run_sized(rest, docs, fetch, budget, first))
 
 
 def _decoded(chunks: Iterable[list[bytes]], prepare: Callable[[dict[str, Any]], dict[str, Any]],
-             budget: StageBudget) -> Iterator[Sized]:
+             budget: Budget) -> Iterator[Sized]:
     """Rows read ahead, held while their chunk is read, decoded one by one
-    (a row's length is its size: localizing only drops keys)."""
+    (a row's length is its size: localizing only drops keys), checked
+    against the clock as `_timed` does."""
+    reader = budget.at("the pipeline's input")
     for chunk in chunks:
         held = sum(len(row) for row in chunk)
-        budget.hold(held)
+        reader.hold(held)
         for row in chunk:
+            budget.tick()
             yield prepare(orjson.loads(row)), len(row)
-        budget.free(held)
+        reader.free(held)
