@@ -21,12 +21,15 @@ from quire.errors import BadRequest
 from quire.store.expressions import units
 
 MAX_HELD = 100_000
-# Wall time one aggregation may take. Every stage runs on the worker's event
-# loop, and a join that no index serves ($lookup on an unindexed field of a
-# large model scans it once per batch) could otherwise hold a worker for
-# minutes; checked between documents and before each $lookup batch.
+# Wall time one aggregation may take (`[content] aggregate_max_seconds`).
+# Every stage runs in one of the worker's few aggregation slots, and a join
+# that no index serves ($lookup on an unindexed field of a large model scans
+# it once per batch) could otherwise hold one for minutes; checked between
+# documents and before each $lookup batch.
 MAX_SECONDS = 5.0
-# Bytes one aggregation may hold at once (`[content] aggregate_max_bytes`).
+# Bytes one aggregation may hold at once (`[content] aggregate_max_bytes`):
+# with Python's share above the JSON size and two aggregations a worker, a
+# few workers stay well under a gigabyte or two (docs/configuration.md).
 MAX_BYTES = 256 << 20
 # Containers this long are remembered once measured (the last few): documents
 # share values, and a stage that measures what it builds (`$project`) would
@@ -148,9 +151,11 @@ class StageBudget:
         self.held = 0
 
     def take(self, count: int) -> None:
+        """Count `count` more documents or values held."""
         self.budget.take(count)
 
     def measure(self, value: Any) -> int:
+        """About `value`'s size as JSON (`Budget.measure`)."""
         return self.budget.measure(value)
 
     def hold(self, size: int, values: int = 0) -> None:
@@ -167,10 +172,13 @@ class StageBudget:
             budget.peak = budget.bytes
 
     def free(self, size: int) -> None:
+        """Give back `size` bytes this stage held."""
         self.held -= size
         self.budget.bytes -= size
 
     def fits(self, size: int) -> None:
+        """A document of `size` bytes passing this stage must fit beside
+        what is held (`Budget.fits`)."""
         budget = self.budget
         if budget.bytes + size > budget.max_bytes:
             budget.fits(size, self.where)
