@@ -183,6 +183,9 @@ class Push(Accumulator):
 
 
 class AddToSet(Push):
+    """$addToSet; the set of keys seen is held too, about as big again as
+    the entries (a key is the value remade as tuples)."""
+
     def __init__(self, budget: Holder) -> None:
         super().__init__(budget)
         self.seen: set[Any] = set()
@@ -192,8 +195,11 @@ class AddToSet(Push):
             return
         key = group_key(value)
         if key not in self.seen:
-            self.seen.add(key)
+            before = self.size
             super().add(value)
+            self.seen.add(key)
+            self.budget.hold(self.size - before)
+            self.held += self.size - before
 
 
 class Count(Sum):
