@@ -95,6 +95,11 @@ class ContentSettings(Section):
     # how long a scheduled publish may run before another instance takes
     # its job over (the jobs table's lease)
     publish_lease_seconds: int = setting(60, between=(2, 3600))
+    # what one aggregation may hold at once and run for, and how many run at
+    # once on a worker (docs/configuration.md says how the default was chosen)
+    aggregate_max_bytes: int = setting(256 * 1024 * 1024, between=(1024 * 1024, 2**40))
+    aggregate_max_seconds: int = setting(5, between=(1, 3600))
+    aggregations_at_once: int = setting(2, between=(1, 64))
 
 
 @dataclass(frozen=True)

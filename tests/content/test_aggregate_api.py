@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 
+from quire.app import Quire
 from quire.content import aggregate as content_aggregate
-from quire.store import pipeline as store_pipeline
+from quire.content.service import ContentService
+from quire.store import budget as store_budget
 from quire.store import stages as store_stages
+from quire.store.budget import Limits
 from quire.store.sqlite import Collection
 from tests.conftest import Api, create_item, put_model, role_key
 
@@ -299,7 +302,7 @@ def test_too_long_pipeline_is_400(shop: Api) -> None:
 
 
 def test_aggregate_holding_too_much_is_400(shop: Api, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_pipeline, "MAX_HELD", 2)
+    monkeypatch.setattr(store_budget, "MAX_HELD", 2)
     response = agg(shop, "books", [{"$sort": {"price": 1, "title": 1}}, {"$project": {"x": {"$literal": 1}}}])
     assert response.status_code == 200  # the leading $sort runs in SQL and holds nothing
     response = agg(shop, "books", [{"$unwind": "$tags"}, {"$sort": {"tags": 1}}])
@@ -356,7 +359,7 @@ def test_a_result_that_cannot_be_json_is_a_400_that_says_so(shop: Api) -> None:
 
 
 def test_lookup_joining_too_much_is_400(shop: Api, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_pipeline, "MAX_HELD", 1)
+    monkeypatch.setattr(store_budget, "MAX_HELD", 1)
     response = agg(shop, "books", [
         {"$lookup": {"from": "books", "localField": "genre", "foreignField": "genre", "as": "same"}}])
     assert response.status_code == 400
@@ -415,17 +418,18 @@ def test_skip_and_limit_past_64_bits_are_400(shop: Api, stage: str) -> None:
     assert response.status_code == 400 and "integer" in response.json()["error"], response.text
 
 
-def test_an_aggregation_running_too_long_is_400(shop: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_aggregation_running_too_long_is_400(shop: Api, quire: Quire, monkeypatch: pytest.MonkeyPatch) -> None:
     """A $lookup on an unindexed field of a large model scanned it once per
     batch on the event loop: two such requests held both workers of the
     server for over a minute (the health check timed out). A time budget,
     checked between documents and $lookup batches, stops them."""
-    monkeypatch.setattr(store_pipeline, "MAX_SECONDS", -1.0)  # any work is past the budget
+    content = quire.get(ContentService)
+    monkeypatch.setattr(content, "aggregate_limits", Limits(seconds=-1.0))  # any work is past the budget
     pipeline = [{"$lookup": {"from": "books", "localField": "title", "foreignField": "title", "as": "same"}}]
     response = agg(shop, "books", pipeline)
     assert response.status_code == 400
     assert response.json()["error"].startswith("Aggregation takes longer than -1 seconds")
-    monkeypatch.setattr(store_pipeline, "MAX_SECONDS", 60.0)
+    monkeypatch.setattr(content, "aggregate_limits", Limits(seconds=60.0))
     assert agg(shop, "books", pipeline).status_code == 200
 
 
@@ -450,12 +454,12 @@ def test_aggregations_run_off_the_event_loop(shop: Api, monkeypatch: pytest.Monk
 
 
 def test_aggregations_beyond_the_slots_of_a_worker_are_503_with_retry_after(
-    shop: Api, monkeypatch: pytest.MonkeyPatch
+    shop: Api, quire: Quire, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from quire.content import routes as content_routes
     from quire.slots import LoopSlots
 
-    monkeypatch.setattr(content_routes, "AGGREGATION_SLOTS", LoopSlots(lambda: 0))  # every slot taken
+    monkeypatch.setattr(quire.get(ContentService), "aggregation_slots", LoopSlots(lambda: 0))  # every slot taken
     monkeypatch.setattr(content_routes, "AGGREGATION_WAIT_SECONDS", 0.05)
     response = agg(shop, "books", [])
     assert response.status_code == 503

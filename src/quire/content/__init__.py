@@ -10,6 +10,7 @@ from quire.content.locales import LocaleService, content_rename_part
 from quire.content.models import ModelService
 from quire.content.service import AssetLookup, ContentService
 from quire.modules import Module, Services
+from quire.store.budget import Limits
 
 
 def build(services: Services) -> None:
@@ -22,8 +23,10 @@ def build(services: Services) -> None:
     services.on_start(locales.renamer.resume)  # a rename a stopped server left half done
     # asset references in answers become asset objects (the assets module's service is an AssetLookup)
     assets: AssetLookup = services.assets
-    content = services.add("content", ContentService(store, cache, models, locales, events, assets,
-                                                     settings.api.max_populate_depth))
+    aggregate_limits = Limits(settings.content.aggregate_max_bytes, settings.content.aggregate_max_seconds)
+    content = services.add("content", ContentService(
+        store, cache, models, locales, events, assets, settings.api.max_populate_depth,
+        aggregate_limits=aggregate_limits, aggregations_at_once=settings.content.aggregations_at_once))
     content.register_jobs(services.jobs, settings.content.publish_lease_seconds)  # `_publish_at` / `_unpublish_at`
     services.add("asset_refs", AssetRefs(store, models, locales))
 

@@ -11,6 +11,7 @@ permission on it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -20,7 +21,8 @@ from quire.content.locales import localize, rewrite_locale_keys
 from quire.content.models import Model
 from quire.content.service import PUBLISHED, ContentService
 from quire.errors import BadRequest, PreconditionFailed
-from quire.store.pipeline import Budget, aggregate
+from quire.store.budget import Budget
+from quire.store.pipeline import aggregate
 from quire.store.query import And, Cond
 from quire.store.stages import Lookup, parse_pipeline
 
@@ -41,7 +43,7 @@ def run_aggregate(
     stages = parse_pipeline(pipeline, rewrite_locale_keys)
     joined = {s.source: content.readable(s.source, identity) for s in stages if isinstance(s, Lookup)}
     codes = content.locales.codes()
-    budget = Budget()
+    budget = Budget(limits=content.aggregate_limits)
 
     def prepare(target: Model) -> Any:
         if not locale or not target.localized:
@@ -60,15 +62,20 @@ def run_aggregate(
     def fetch(stage: Lookup, keys: list[Any]) -> list[dict[str, Any]]:
         target = joined[stage.source]
         coll = content.collection(target)
+        # Rows are weighed before they are decoded: a batch that would join
+        # too much is refused before it takes twice its size.
         if stage.foreign[0] not in stored_keys(target) and len(keys) <= MAX_LOOKUP_KEYS:
-            found = coll.find(And([PUBLISHED, Cond(stage.foreign, "in", keys)]), limit=budget.limit + 1)
-            if len(found) > budget.limit:
-                budget.take(len(found))  # refused: one batch would join too much
+            rows = coll.find_raw(And([PUBLISHED, Cond(stage.foreign, "in", keys)]), limit=budget.limit + 1)
+            if len(rows) > budget.limit:
+                budget.take(len(rows))  # refused: one batch would join too much
+            budget.fits(sum(len(row) for row in rows))  # held by the $lookup stage once decoded
+            found = [orjson.loads(row) for row in rows]
         else:
             if stage.source not in cached:
-                found = coll.find(PUBLISHED, limit=budget.limit + 1)
-                budget.take(len(found))
-                cached[stage.source] = found
+                rows = coll.find_raw(PUBLISHED, limit=budget.limit + 1)
+                budget.take(len(rows))
+                budget.hold(sum(len(row) for row in rows))  # kept for every batch, to the end
+                cached[stage.source] = [orjson.loads(row) for row in rows]
             found = cached[stage.source]
         shape = prepare(target)
         return [shape(d) for d in found]
@@ -79,20 +86,28 @@ def run_aggregate(
         base=PUBLISHED, in_sql=lambda heads: not heads & hidden, prepare=prepare(model), budget=budget,
     )
     try:
-        return _answer(docs)
+        return answer_json(docs, budget)
     except RecursionError:  # values built stage upon stage
         raise BadRequest("Aggregation values nest too deeply") from None
     except orjson.JSONEncodeError as exc:  # e.g. $concat joining halves of a surrogate pair
         raise BadRequest(f"Aggregation result cannot be written as JSON: {exc}") from None
 
 
-def _answer(docs: Any) -> bytes:
-    parts: list[bytes] = []
-    size = 2
+def answer_json(docs: Iterable[dict[str, Any]], budget: Budget) -> bytes:
+    """The documents as a JSON array, held in `budget` as it grows beside
+    what the stages still hold, and once more for the final copy. Written
+    into one buffer: each bytes object orjson answers keeps the room it
+    reserved for the worst case (several times the text)."""
+    held = budget.at("the answer")
+    out = bytearray(b"[")
     for doc in docs:
-        text = orjson.dumps(doc)
-        size += len(text) + 1
-        if size > MAX_ANSWER_BYTES:
+        before = len(out)
+        if before > 1:
+            out += b","
+        out += orjson.dumps(doc)  # and that reserve is gone at once
+        if len(out) + 1 > MAX_ANSWER_BYTES:
             raise BadRequest(f"Aggregation answer exceeds {MAX_ANSWER_BYTES >> 20} MB; add $limit or $project")
-        parts.append(text)
-    return b"[" + b",".join(parts) + b"]"
+        held.hold(len(out) - before)
+    out += b"]"
+    held.hold(len(out))
+    return bytes(out)

@@ -35,7 +35,6 @@ from quire.http import (
     service,
 )
 from quire.persona.request import Persona, persona_of
-from quire.slots import LoopSlots
 
 if TYPE_CHECKING:
     from quire.cache import Region
@@ -449,21 +448,20 @@ async def aggregate_items(request: Request) -> Response:
         if name in params or any(k.startswith(name + "[") for k in params):
             raise BadRequest(f"<{name}> is not a parameter of aggregate; use a {stage} stage")
     pipeline = _pipeline_param(params.get("pipeline"))
-    # A pipeline may hold up to MAX_HELD documents in Python for up to
-    # MAX_SECONDS: in a worker thread, so other requests of this worker go
-    # on meanwhile, and only a few at once, so a flood of them is told to
-    # come back instead of piling up.
-    async with AGGREGATION_SLOTS.taken(AGGREGATION_WAIT_SECONDS, AggregationsBusy):
+    content = service(request, ContentService)
+    # A pipeline may hold up to `[content] aggregate_max_bytes` in Python
+    # for up to `aggregate_max_seconds`: in a worker thread, so other
+    # requests of this worker go on meanwhile, and only a few at once
+    # (`aggregations_at_once`), so a flood of them is told to come back
+    # instead of piling up.
+    async with content.aggregation_slots.taken(AGGREGATION_WAIT_SECONDS, AggregationsBusy):
         body = await anyio.to_thread.run_sync(
-            run_aggregate, service(request, ContentService), request.path_params["model"], pipeline,
-            params.get("locale") or None, identity,
+            run_aggregate, content, request.path_params["model"], pipeline, params.get("locale") or None, identity,
         )
     return raw_json_response(body)
 
 
-AGGREGATIONS_AT_ONCE = 2  # per worker process
 AGGREGATION_WAIT_SECONDS = 5.0
-AGGREGATION_SLOTS = LoopSlots(lambda: AGGREGATIONS_AT_ONCE)
 
 
 class AggregationsBusy(Unavailable):

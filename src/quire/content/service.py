@@ -27,7 +27,9 @@ from quire.content.writes import READ_ONLY, STATES
 from quire.errors import BadRequest, NotFound
 from quire.events import Events, refusals_as_412
 from quire.jobs import Jobs
+from quire.slots import LoopSlots
 from quire.store import Store
+from quire.store.budget import Limits
 
 __all__ = ["PUBLISHED", "AssetLookup", "READ_ONLY", "STATES", "ContentService", "Page", "ReadOptions"]
 
@@ -45,10 +47,15 @@ class ContentService(ContentReader, DraftWriter):
         assets: AssetLookup | None = None,
         max_populate: int = 5,
         jobs: Jobs | None = None,
+        aggregate_limits: Limits | None = None,
+        aggregations_at_once: int = 2,
     ) -> None:
         ContentReader.__init__(self, cache, models, locales, assets, max_populate)
         DraftWriter.__init__(self, store, models, locales, events, jobs)
         self.previews = PreviewTokens(store, cache)
+        # what one aggregation may take, and how many run at once on a worker
+        self.aggregate_limits = aggregate_limits or Limits()
+        self.aggregation_slots = LoopSlots(lambda: aggregations_at_once)
 
     def item_or_draft(self, name: str, item_id: str | None, opts: ReadOptions, identity: Identity,
                       links_as: Identity | None = None) -> tuple[dict[str, Any], int, bool]:

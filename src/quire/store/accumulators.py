@@ -3,13 +3,16 @@
 Groups are keyed by MongoDB equality: `1` and `1.0` are one group, `true`
 and `1` are two, objects compare field by field in order. A missing key
 groups as null.
+
+An accumulator holds what it keeps in the aggregation's budget (`Holder`):
+`$push`/`$addToSet` every entry, `$first`/`$last`/`$min`/`$max` the value
+kept; its `size` is then about its result's size as JSON.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from quire.errors import BadRequest
 from quire.store import values
@@ -36,10 +39,30 @@ def group_key(value: Any) -> Any:
     return (rank, value)  # Python already has 1 == 1.0 with equal hashes
 
 
+class Holder(Protocol):
+    """The part of an aggregation's budget an accumulator charges."""
+
+    def take(self, count: int) -> None:
+        """Count `count` more documents or values held."""
+
+    def measure(self, value: Any) -> int:
+        """About `value`'s size as JSON."""
+
+    def hold(self, size: int, values: int = 0) -> None:
+        """Hold `size` more bytes and count `values` more values (refused
+        past the caps)."""
+
+    def free(self, size: int) -> None:
+        """Give back `size` bytes."""
+
+
 class Accumulator(abc.ABC):
     """One accumulator of one group."""
 
-    def __init__(self, budget: Callable[[int], None]) -> None:
+    size = 8  # about the result's size as JSON (a number's)
+    held = 0  # bytes charged to the budget beyond the group's fixed share
+
+    def __init__(self, budget: Holder) -> None:
         self.budget = budget
 
     @abc.abstractmethod
@@ -75,7 +98,17 @@ class Avg(Accumulator):
         return self.total / self.count if self.count else None
 
 
-class Extreme(Accumulator):
+class Kept(Accumulator):
+    """An accumulator keeping one value; the budget holds its size."""
+
+    def keep(self, value: Any) -> None:
+        size = 8 if value is MISSING else self.budget.measure(value)
+        self.budget.hold(size - self.size)
+        self.held += size - self.size
+        self.size = size
+
+
+class Extreme(Kept):
     """$min (sign 1) or $max (sign -1); nulls and missing values are skipped."""
 
     sign = 1
@@ -85,6 +118,7 @@ class Extreme(Accumulator):
         if value is None or value is MISSING:
             return
         if self.best is MISSING or compare(value, self.best) * self.sign < 0:
+            self.keep(value)
             self.best = value
 
     def result(self) -> Any:
@@ -99,12 +133,13 @@ class Max(Extreme):
     sign = -1
 
 
-class First(Accumulator):
+class First(Kept):
     seen = False
     value: Any = None
 
     def add(self, value: Any) -> None:
         if not self.seen:
+            self.keep(value)
             self.seen = True
             self.value = value
 
@@ -112,10 +147,11 @@ class First(Accumulator):
         return None if self.value is MISSING else self.value
 
 
-class Last(Accumulator):
+class Last(Kept):
     value: Any = None
 
     def add(self, value: Any) -> None:
+        self.keep(value)
         self.value = value
 
     def result(self) -> Any:
@@ -125,19 +161,21 @@ class Last(Accumulator):
 class Push(Accumulator):
     """$push; the array it builds is bounded in size like any built value."""
 
-    size = 0
+    size = 2
 
-    def __init__(self, budget: Callable[[int], None]) -> None:
+    def __init__(self, budget: Holder) -> None:
         super().__init__(budget)
         self.items: list[Any] = []
 
     def add(self, value: Any) -> None:
         if value is MISSING:
             return
-        self.size += units(value) + 1
+        entry = units(value) + 1
+        self.size += entry
         if self.size > MAX_VALUE_UNITS:
             raise BadRequest(f"A $push or $addToSet array would exceed {MAX_VALUE_UNITS} bytes")
-        self.budget(1)
+        self.budget.hold(entry, 1)
+        self.held += entry
         self.items.append(value)
 
     def result(self) -> Any:
@@ -145,7 +183,10 @@ class Push(Accumulator):
 
 
 class AddToSet(Push):
-    def __init__(self, budget: Callable[[int], None]) -> None:
+    """$addToSet; the set of keys seen is held too, about as big again as
+    the entries (a key is the value remade as tuples)."""
+
+    def __init__(self, budget: Holder) -> None:
         super().__init__(budget)
         self.seen: set[Any] = set()
 
@@ -154,8 +195,11 @@ class AddToSet(Push):
             return
         key = group_key(value)
         if key not in self.seen:
-            self.seen.add(key)
+            before = self.size
             super().add(value)
+            self.seen.add(key)
+            self.budget.hold(self.size - before)
+            self.held += self.size - before
 
 
 class Count(Sum):

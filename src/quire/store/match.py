@@ -14,7 +14,7 @@ which look at the array only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from quire.store import values
@@ -170,12 +170,15 @@ def sort_value(doc: Any, path: Path, descending: bool) -> Any:
     return values.sort_key_value(flat, descending)
 
 
-def sort_docs(docs: list[Any], sort: list[tuple[Path, int]]) -> list[Any]:
+def sort_docs(docs: list[Any], sort: list[tuple[Path, int]],
+              of: Callable[[Any], Any] | None = None) -> list[Any]:
+    """Sort `docs` in place (and return them); `of(item)` is the document
+    of an item that is not one itself."""
     for path, direction in reversed(sort):
         desc = direction < 0
 
-        def key(doc: Any, path: Path = path, desc: bool = desc) -> values.SortKey:
-            return values.SortKey(sort_value(doc, path, desc))
+        def key(item: Any, path: Path = path, desc: bool = desc) -> values.SortKey:
+            return values.SortKey(sort_value(item if of is None else of(item), path, desc))
 
         docs.sort(key=key, reverse=desc)
     return docs

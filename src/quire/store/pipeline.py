@@ -7,24 +7,26 @@ count); the stages after it run here, in Python, over the streamed rows,
 with the reference evaluator's semantics (`match.py`, `values.py`) for
 matching and order.
 
-Work is bounded: at most MAX_STAGES stages; at most MAX_HELD documents and
-values held by the stages that must see everything ($sort, $group with its
-$push/$addToSet entries, $lookup matches); no built value above
-MAX_VALUE_UNITS (see `expressions.py`).
+Work is bounded (`budget.py`): at most MAX_STAGES stages; at most MAX_HELD
+documents and values held by the stages that must see everything ($sort,
+$group with its $push/$addToSet entries, $lookup matches); at most the
+budget's bytes held at once, every document carrying its size from stage to
+stage; no built value above MAX_VALUE_UNITS (see `expressions.py`); at most
+the budget's seconds.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from quire.errors import BadRequest
 from quire.store import match
 from quire.store.accumulators import Accumulator, group_key
+from quire.store.budget import Budget, StageBudget
 from quire.store.expressions import MISSING, Expr, bounded
 from quire.store.query import And, Cond, Node, Nor, Or, Path, Projection
 from quire.store.stages import (
@@ -45,13 +47,10 @@ from quire.store.values import INT64_MAX
 if TYPE_CHECKING:
     from quire.store import Collection
 
-MAX_HELD = 100_000
-# Wall time one aggregation may take. Every stage runs on the worker's event
-# loop, and a join that no index serves ($lookup on an unindexed field of a
-# large model scans it once per batch) could otherwise hold a worker for
-# minutes; checked between documents and before each $lookup batch.
-MAX_SECONDS = 5.0
 LOOKUP_BATCH = 100
+# Rows read from the store at once: what is read ahead is held, and items
+# may be large (up to `[api] max_body_bytes` each).
+READ_CHUNK = 100
 
 
 # ---------------------------------------------------------------- SQL prefix
@@ -102,38 +101,19 @@ def _heads(node: Node) -> set[str]:
 
 # ---------------------------------------------------------------- evaluation
 
-
-class Budget:
-    """Counts documents and values held by stages that see everything."""
-
-    def __init__(self, limit: int | None = None) -> None:
-        self.limit = MAX_HELD if limit is None else limit
-        self.held = 0
-        self.seconds = MAX_SECONDS
-        self.deadline = time.monotonic() + MAX_SECONDS
-
-    def tick(self) -> None:
-        """Refuse an aggregation that has run longer than MAX_SECONDS."""
-        if time.monotonic() > self.deadline:
-            raise BadRequest(
-                f"Aggregation takes longer than {self.seconds:g} seconds; "
-                "narrow it with $match or $limit before $lookup, $sort and $group"
-            )
-
-    def take(self, count: int) -> None:
-        self.tick()
-        self.held += count
-        if self.held > self.limit:
-            raise BadRequest(
-                f"Aggregation holds more than {self.limit} documents or values; "
-                "narrow it with $match or $limit before $sort, $group and $lookup"
-            )
+# A document in flight and about its size as JSON (see `budget.py`): read
+# from the stored row, or measured where a stage builds it, so a value is
+# measured when it is made and not again at every later stage.
+Sized = tuple[dict[str, Any], int]
+Stream = Iterable[Sized]
 
 
-def _timed(docs: Iterable[dict[str, Any]], budget: Budget) -> Iterator[dict[str, Any]]:
-    for doc in docs:
+def _timed(docs: Iterable[Sized], budget: Budget) -> Iterator[Sized]:
+    for doc, size in docs:
         budget.tick()
-        yield doc
+        if budget.bytes + size > budget.max_bytes:
+            budget.fits(size, "the pipeline's input")
+        yield doc, size
 
 
 # (lookup stage, local values) -> candidate documents of the joined model (a
@@ -142,20 +122,29 @@ Fetch = Callable[[Lookup, list[Any]], list[dict[str, Any]]]
 
 
 def run(stages: list[Stage], docs: Iterable[dict[str, Any]], fetch: Fetch,
-        budget: Budget | None = None) -> Iterator[dict[str, Any]]:
+        budget: Budget | None = None, first: int = 0) -> Iterator[dict[str, Any]]:
     """Apply `stages` to `docs` lazily; stages that need every document
-    ($sort, $group, $count) consume their input when first pulled."""
+    ($sort, $group, $count) consume their input when first pulled. `first`
+    is the position of `stages[0]` in the pipeline, for messages."""
     budget = budget or Budget()
-    stream: Iterable[dict[str, Any]] = _timed(docs, budget)
-    for stage in stages:
-        stream = _apply(stage, stream, fetch, budget)
+    sized = _timed(((doc, budget.measure(doc)) for doc in docs), budget)
+    return (doc for doc, _ in run_sized(stages, sized, fetch, budget, first))
+
+
+def run_sized(stages: list[Stage], docs: Iterable[Sized], fetch: Fetch, budget: Budget,
+              first: int = 0) -> Iterator[Sized]:
+    """`run` over documents whose sizes are known, already checked against
+    the clock and the cap (`_timed`, `_decoded`)."""
+    stream: Stream = docs
+    for i, stage in enumerate(stages, first):
+        stream = _apply(stage, stream, fetch, budget.at(f"stage {i} ({stage.operator()})"))
     return iter(stream)
 
 
-def _apply(stage: Stage, docs: Iterable[dict[str, Any]], fetch: Fetch, budget: Budget) -> Iterable[dict[str, Any]]:
+def _apply(stage: Stage, docs: Stream, fetch: Fetch, budget: StageBudget) -> Stream:
     if isinstance(stage, Match):
         node = stage.node
-        return (d for d in docs if match.matches(node, d))
+        return ((d, n) for d, n in docs if match.matches(node, d))
     if isinstance(stage, Sort):
         return _sorted(stage, docs, budget)
     if isinstance(stage, Skip):
@@ -163,44 +152,60 @@ def _apply(stage: Stage, docs: Iterable[dict[str, Any]], fetch: Fetch, budget: B
     if isinstance(stage, Limit):
         return _limit(docs, stage.count)
     if isinstance(stage, Project):
-        return (project(stage, d) for d in docs)
+        return _measured((project(stage, d) for d, _ in docs), budget)
     if isinstance(stage, AddFields):
-        return (add_fields(stage.fields, d) for d in docs)
+        return _add_fields_sized(stage, docs, budget)
     if isinstance(stage, Group):
         return _group(stage, docs, budget)
     if isinstance(stage, Unwind):
-        return (out for d in docs for out in unwind(stage, d))
+        return (out for d in docs for out in _unwind_sized(stage, d, budget))
     if isinstance(stage, CountStage):
         return _count(stage.name, docs)
     assert isinstance(stage, Lookup)
     return _lookup(stage, docs, fetch, budget)
 
 
-def _sorted(stage: Sort, docs: Iterable[dict[str, Any]], budget: Budget) -> Iterator[dict[str, Any]]:
-    held = []
+def _measured(docs: Iterable[dict[str, Any]], budget: StageBudget) -> Iterator[Sized]:
+    """Documents a stage built anew, measured field by field (a big value
+    they share with others is then measured once: see `Budget.measure`)."""
     for doc in docs:
-        budget.take(1)
-        held.append(doc)
-    yield from match.sort_docs(held, stage.keys)
+        size = 2
+        for key, value in doc.items():
+            size += len(key) + 4 + budget.measure(value)
+        budget.fits(size)
+        yield doc, size
 
 
-def _skip(docs: Iterable[dict[str, Any]], count: int) -> Iterator[dict[str, Any]]:
+def _sorted(stage: Sort, docs: Stream, budget: StageBudget) -> Iterator[Sized]:
+    held: list[Sized] = []
+    for doc, size in docs:
+        budget.hold(size, 1)
+        held.append((doc, size))
+    match.sort_docs(held, stage.keys, of=itemgetter(0))
+    held.reverse()
+    while held:  # handed on one by one: what the next stage holds is no longer held here
+        doc, size = held.pop()
+        budget.free(size)
+        yield doc, size
+
+
+def _skip(docs: Stream, count: int) -> Iterator[Sized]:
     for i, doc in enumerate(docs):
         if i >= count:
             yield doc
 
 
-def _limit(docs: Iterable[dict[str, Any]], count: int) -> Iterator[dict[str, Any]]:
+def _limit(docs: Stream, count: int) -> Iterator[Sized]:
     for i, doc in enumerate(docs):
         yield doc
         if i + 1 >= count:
             return
 
 
-def _count(name: str, docs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _count(name: str, docs: Stream) -> Iterator[Sized]:
     total = sum(1 for _ in docs)
     if total:
-        yield {name: total}
+        yield {name: total}, len(name) + 14
 
 
 def set_path(doc: dict[str, Any], path: Path, value: Any) -> dict[str, Any]:
@@ -254,39 +259,76 @@ def add_fields(fields: list[tuple[Path, Expr]], doc: dict[str, Any]) -> dict[str
     return doc
 
 
-def _group(stage: Group, docs: Iterable[dict[str, Any]], budget: Budget) -> Iterator[dict[str, Any]]:
-    groups: dict[Any, tuple[Any, list[Accumulator]]] = {}
-    for doc in docs:
+def _add_fields_sized(stage: AddFields, docs: Stream, budget: StageBudget) -> Iterator[Sized]:
+    """$addFields; a document's size changes by what its changed top-level
+    fields weigh now less what they weighed (only those are measured)."""
+    heads = list(dict.fromkeys(path[0] for path, _ in stage.fields))
+    measure, whole = budget.measure, budget.budget
+    for doc, size in docs:
+        out = add_fields(stage.fields, doc)
+        for head in heads:
+            new, old = out.get(head, MISSING), doc.get(head, MISSING)
+            if new is not MISSING:
+                size += len(head) + 4 + (len(new) + 2 if type(new) is str else measure(new))
+            if old is not MISSING:
+                size -= len(head) + 4 + (len(old) + 2 if type(old) is str else measure(old))
+        if whole.bytes + size > whole.max_bytes:
+            budget.fits(size)
+        yield out, size
+
+
+def _group(stage: Group, docs: Stream, budget: StageBudget) -> Iterator[Sized]:
+    groups: dict[Any, tuple[Any, int, list[Accumulator]]] = {}  # key -> (_id, bytes held, accumulators)
+    fixed = 2 + sum(len(name) + 12 for name, _, _ in stage.accumulators)  # {"_id":..., "name": 0, ...}
+    for doc, _ in docs:
         key_value = stage.key(doc)
         key = group_key(key_value)
         entry = groups.get(key)
         if entry is None:
-            budget.take(1)
             value = None if key_value is MISSING else bounded(key_value)
-            entry = groups[key] = (value, [kind(budget.take) for _, kind, _ in stage.accumulators])
-        for (_, _, expr), acc in zip(stage.accumulators, entry[1], strict=True):
+            size = fixed + 6 + budget.measure(value)
+            budget.hold(size, 1)
+            entry = groups[key] = (value, size, [kind(budget) for _, kind, _ in stage.accumulators])
+        for (_, _, expr), acc in zip(stage.accumulators, entry[2], strict=True):
             acc.add(expr(doc))
-    for key_value, accs in groups.values():
+    done = list(groups.values())
+    groups.clear()
+    done.reverse()
+    while done:  # handed on one by one, as $sort does
+        key_value, held, accs = done.pop()
         out = {"_id": key_value}
+        size = held
         for (name, _, _), acc in zip(stage.accumulators, accs, strict=True):
             out[name] = acc.result()
-        yield out
+            size += acc.size - 8
+            held += acc.held
+        budget.free(held)
+        yield out, size
 
 
-def unwind(stage: Unwind, doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _unwind_sized(stage: Unwind, sized: Sized, budget: StageBudget) -> Iterator[Sized]:
+    """$unwind; an output document weighs its input less the array plus the
+    element (each element measured once, the array is their sum)."""
+    doc, size = sized
     value: Any = doc
     for key in stage.path:  # $unwind walks objects only
         value = value.get(key, MISSING) if isinstance(value, dict) else MISSING
+    index = 0 if stage.index_field is None else len(stage.index_field[-1]) + 12
     if isinstance(value, list) and value:
+        sizes = [budget.measure(e) for e in value]
+        rest = size - 2 - len(value) - sum(sizes) + index
         for i, element in enumerate(value):
             out = set_path(doc, stage.path, element)
-            yield out if stage.index_field is None else set_path(out, stage.index_field, i)
+            if stage.index_field is not None:
+                out = set_path(out, stage.index_field, i)
+            budget.fits(rest + sizes[i])
+            yield out, rest + sizes[i]
     elif isinstance(value, list) or value is None or value is MISSING:
         if stage.preserve:
             out = set_path(doc, stage.path, MISSING) if isinstance(value, list) else doc
-            yield out if stage.index_field is None else set_path(out, stage.index_field, None)
+            yield (out if stage.index_field is None else set_path(out, stage.index_field, None)), size + index
     else:
-        yield doc if stage.index_field is None else set_path(doc, stage.index_field, None)
+        yield (doc if stage.index_field is None else set_path(doc, stage.index_field, None)), size + index
 
 
 def local_values(doc: dict[str, Any], path: Path) -> list[Any]:
@@ -303,20 +345,27 @@ def local_values(doc: dict[str, Any], path: Path) -> list[Any]:
     return found or [None]
 
 
-def _lookup(stage: Lookup, docs: Iterable[dict[str, Any]], fetch: Fetch, budget: Budget) -> Iterator[dict[str, Any]]:
-    batch: list[dict[str, Any]] = []
-    for doc in docs:
-        batch.append(doc)
+def _lookup(stage: Lookup, docs: Stream, fetch: Fetch, budget: StageBudget) -> Iterator[Sized]:
+    """$lookup in batches: a batch's documents and the candidates fetched
+    for it are held while it is joined."""
+    batch: list[Sized] = []
+    held = 0
+    for doc, size in docs:
+        budget.hold(size)
+        held += size
+        batch.append((doc, size))
         if len(batch) >= LOOKUP_BATCH:
             yield from _join(stage, batch, fetch, budget)
-            batch = []
+            budget.free(held)
+            batch, held = [], 0
     if batch:
         yield from _join(stage, batch, fetch, budget)
+        budget.free(held)
 
 
-def _join(stage: Lookup, batch: list[dict[str, Any]], fetch: Fetch, budget: Budget) -> Iterator[dict[str, Any]]:
-    budget.tick()
-    wanted = [local_values(doc, stage.local) for doc in batch]
+def _join(stage: Lookup, batch: list[Sized], fetch: Fetch, budget: StageBudget) -> Iterator[Sized]:
+    budget.budget.tick()
+    wanted = [local_values(doc, stage.local) for doc, _ in batch]
     union: list[Any] = []
     seen: set[Any] = set()
     for found in wanted:
@@ -325,12 +374,19 @@ def _join(stage: Lookup, batch: list[dict[str, Any]], fetch: Fetch, budget: Budg
             if key not in seen:
                 seen.add(key)
                 union.append(value)
-    candidates = [(c, list(match.traverse(c, stage.foreign))) for c in fetch(stage, union)]
-    for doc, found in zip(batch, wanted, strict=True):
+    budget.budget.where = budget.where  # a fetch holding what it reads charges this stage
+    fetched = fetch(stage, union)
+    candidates = [(c, list(match.traverse(c, stage.foreign)), budget.measure(c) + 1) for c in fetched]
+    held = sum(n for _, _, n in candidates)
+    budget.hold(held)
+    field = len(stage.into[-1]) + 6
+    for (doc, size), found in zip(batch, wanted, strict=True):
         cond = Cond(stage.foreign, "in", found)
-        joined = [c for c, terminals in candidates if match.cond_matches(cond, terminals)]
-        budget.take(len(joined))
-        yield set_path(doc, stage.into, joined)
+        joined = [(c, n) for c, terminals, n in candidates if match.cond_matches(cond, terminals)]
+        budget.take(len(joined))  # what they weigh is held above, while the batch is joined
+        out_size = size + field + sum(n for _, n in joined)
+        yield set_path(doc, stage.into, [c for c, _ in joined]), out_size
+    budget.free(held)
 
 
 def aggregate(
@@ -348,14 +404,31 @@ def aggregate(
     `base` ANDed into its filter), each row then `prepare`d, the rest here.
     `push=False` runs every stage here (the tests' reference)."""
     prefix, rest = split(stages, in_sql) if push else (Prefix(), stages)
+    budget = budget or Budget()
+    first = len(stages) - len(rest)  # the position of rest[0], for messages
     nodes = ([base] if base is not None else []) + prefix.nodes
     node = nodes[0] if len(nodes) == 1 else And(nodes)
     if prefix.limit == 0:
-        return run(rest, iter(()), fetch, budget)
+        return run(rest, iter(()), fetch, budget, first)
     if rest and isinstance(rest[0], CountStage):  # counted in SQL, no row is read
         total = max(coll.count(node) - prefix.skip, 0)
         total = total if prefix.limit is None else min(total, prefix.limit)
-        return run(rest[1:], iter([{rest[0].name: total}] if total else []), fetch, budget)
-    chunks = coll.stream_raw(node, prefix.sort, prefix.limit, prefix.skip or None)
-    docs = (prepare(orjson.loads(row)) for chunk in chunks for row in chunk)
-    return run(rest, docs, fetch, budget)
+        return run(rest[1:], iter([{rest[0].name: total}] if total else []), fetch, budget, first + 1)
+    chunks = coll.stream_raw(node, prefix.sort, prefix.limit, prefix.skip or None, READ_CHUNK)
+    docs = _decoded(chunks, prepare, budget)
+    return (doc for doc, _ in run_sized(rest, docs, fetch, budget, first))
+
+
+def _decoded(chunks: Iterable[list[bytes]], prepare: Callable[[dict[str, Any]], dict[str, Any]],
+             budget: Budget) -> Iterator[Sized]:
+    """Rows read ahead, held while their chunk is read, decoded one by one
+    (a row's length is its size: localizing only drops keys), checked
+    against the clock as `_timed` does."""
+    reader = budget.at("the pipeline's input")
+    for chunk in chunks:
+        held = sum(len(row) for row in chunk)
+        reader.hold(held)
+        for row in chunk:
+            budget.tick()
+            yield prepare(orjson.loads(row)), len(row)
+        reader.free(held)

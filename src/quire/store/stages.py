@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from quire.errors import BadRequest
 from quire.store.accumulators import Accumulator, parse_accumulator
@@ -25,29 +25,40 @@ REFUSED = {"$out", "$merge", "$function", "$accumulator", "$where", "$graphLooku
 class Stage:
     """A parsed pipeline stage."""
 
+    OPERATOR: ClassVar[str] = ""
+
+    def operator(self) -> str:
+        """The stage's name as the pipeline wrote it, for messages."""
+        return self.OPERATOR
+
 
 @dataclass(slots=True)
 class Match(Stage):
+    OPERATOR: ClassVar[str] = "$match"
     node: Node
 
 
 @dataclass(slots=True)
 class Sort(Stage):
+    OPERATOR: ClassVar[str] = "$sort"
     keys: list[tuple[Path, int]]
 
 
 @dataclass(slots=True)
 class Skip(Stage):
+    OPERATOR: ClassVar[str] = "$skip"
     count: int
 
 
 @dataclass(slots=True)
 class Limit(Stage):
+    OPERATOR: ClassVar[str] = "$limit"
     count: int
 
 
 @dataclass(slots=True)
 class Project(Stage):
+    OPERATOR: ClassVar[str] = "$project"
     include: bool
     id_included: bool
     paths: list[Path]
@@ -57,16 +68,22 @@ class Project(Stage):
 @dataclass(slots=True)
 class AddFields(Stage):
     fields: list[tuple[Path, Expr]]
+    name: str = "$addFields"  # or its alias $set
+
+    def operator(self) -> str:
+        return self.name
 
 
 @dataclass(slots=True)
 class Group(Stage):
+    OPERATOR: ClassVar[str] = "$group"
     key: Expr
     accumulators: list[tuple[str, type[Accumulator], Expr]]
 
 
 @dataclass(slots=True)
 class Unwind(Stage):
+    OPERATOR: ClassVar[str] = "$unwind"
     path: Path
     index_field: Path | None
     preserve: bool
@@ -74,11 +91,13 @@ class Unwind(Stage):
 
 @dataclass(slots=True)
 class CountStage(Stage):
+    OPERATOR: ClassVar[str] = "$count"
     name: str
 
 
 @dataclass(slots=True)
 class Lookup(Stage):
+    OPERATOR: ClassVar[str] = "$lookup"
     source: str
     local: Path
     foreign: Path
@@ -186,13 +205,13 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
-def _parse_add_fields(arg: Any) -> Stage:
+def _parse_add_fields(arg: Any, name: str = "$addFields") -> Stage:
     if not isinstance(arg, dict) or not arg:
         raise BadRequest("$addFields needs an object with at least one field")
     flat: list[tuple[Path, Any]] = []
     _flatten(arg, (), flat, "$addFields")
     _check_collisions([p for p, _ in flat], "$addFields")
-    return AddFields([(path, parse_expression(value)) for path, value in flat])
+    return AddFields([(path, parse_expression(value)) for path, value in flat], name)
 
 
 def _parse_group(arg: Any) -> Stage:
@@ -270,7 +289,7 @@ _PARSERS: dict[str, Callable[[Any], Stage]] = {
     "$limit": lambda a: Limit(_count_arg("$limit", a, positive=True)),
     "$project": _parse_project,
     "$addFields": _parse_add_fields,
-    "$set": _parse_add_fields,
+    "$set": lambda a: _parse_add_fields(a, "$set"),
     "$group": _parse_group,
     "$unwind": _parse_unwind,
     "$count": _parse_count,
