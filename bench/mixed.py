@@ -230,7 +230,7 @@ def run_one(name: str, commit: str, pythonpath: str | None, args: argparse.Names
             round_no: int) -> Outcome:
     data_dir = work / f"{name}-{round_no}"
     shutil.rmtree(data_dir, ignore_errors=True)
-    env = dict(ENV)
+    env = dict(ENV) | dict(item.split("=", 1) for item in args.set)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     key = admin_key(data_dir, pythonpath)
@@ -305,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in STANDARD.items():
         parser.add_argument(f"--{name}", type=int, default=value)
     parser.add_argument("--without", default="", help="leave out: search, webhook (comma-separated; to find costs)")
+    parser.add_argument("--set", action="append", default=[], metavar="QUIRE_X=V",
+                        help="a setting for both servers (repeatable)")
     parser.add_argument("--only", default="", help="run only this code: now or base")
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / ".work" / "mixed")
     parser.add_argument("--no-docs", action="store_true", help="print only; leave docs/benchmarks.md")
@@ -326,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = verdict(rounds)
     print(table)
     print("\n".join(lines))
-    standard = all(getattr(args, k) == v for k, v in STANDARD.items()) and not args.without and not args.only
+    standard = all(getattr(args, k) == v for k, v in STANDARD.items()) and not args.without and not args.only and not args.set
     if standard and not args.no_docs:
         section = (f"## {SECTION_TITLE}\n\n"
                    f"`bench/mixed.py`: a 2-worker server (SQLite) with `posts` ({args.items:,} items, an asset "

@@ -368,6 +368,11 @@ class Jobs:
         if not kinds:
             return None
         jobs = _collection(store)
+        if not self._any_due(jobs, kinds):
+            # Looked at without the write lock: every lane thread a wake
+            # rouses looks, and an empty claim in a write transaction each
+            # time held the lock the API's writes wait for.
+            return None
         given_up: list[Job] = []
         claimed: Job | None = None
         with store.transaction():
@@ -398,6 +403,15 @@ class Jobs:
         for job in given_up:
             self._finished(job, FAILED)
         return claimed
+
+    def _any_due(self, jobs: Collection, kinds: list[str]) -> bool:
+        """Whether a job of `kinds` may be due now (read outside any
+        transaction; the claim checks again under the write lock)."""
+        now = self.clock()
+        return bool(jobs.pick(["_id"], {"state": PENDING, "kind": {"$in": kinds}, "run_at": {"$lte": now}},
+                              limit=1)
+                    or jobs.pick(["_id"], {"state": RUNNING, "kind": {"$in": kinds}, "lease_until": {"$lte": now}},
+                                 limit=1))
 
     def perform(self, job: Job) -> str:
         """Run a claimed job's handler and record the outcome; answers the
