@@ -34,7 +34,6 @@ from mixed import export_commit  # noqa: E402  (a sibling script, not a package)
 from run import (  # noqa: E402
     DEFAULT_DOCS,
     DEFAULT_WORK,
-    ROOT,
     STANDARD_AUTHORS,
     STANDARD_POSTS,
     Server,
