@@ -170,3 +170,43 @@ def test_a_lost_index_directory_is_rebuilt_from_content(posts: Api, quire: Quire
     assert error_of(search_response(posts, "ix", "tortoise"), 503) == "Index 'ix' has lost its files: rebuild it"
     assert posts.post("/api/searchmod/indexes/ix/rebuild").status_code == 200
     assert [h["title"] for h in search(posts, "ix", "tortoise")["hits"]] == ["sturdy tortoise"]
+
+
+def test_a_server_catches_up_in_a_thread_of_its_own_off_the_event_loop(posts: Api, quire: Quire,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round commits tantivy (its files synced to disk): a server does it
+    in the `quire-search` thread, woken by each commit, never on the event
+    loop that answers requests; searches still find every write."""
+    from quire.searchmod import follow
+    from quire.searchmod.index import TantivyEngine
+
+    if not isinstance(quire.search.engine, TantivyEngine):
+        pytest.skip("the PostgreSQL engine follows by polling on the event loop (its rounds are statements)")
+    rounds: list[str] = []
+    real = follow.Follower.catch_up
+
+    def recorded(self: Any, only: str | None = None) -> None:
+        rounds.append(threading.current_thread().name)
+        real(self, only)
+
+    monkeypatch.setattr(follow.Follower, "catch_up", recorded)
+
+    async def serve_and_write() -> None:
+        quire.search.start()
+        try:
+            loop_thread = threading.current_thread().name
+            identity = quire.auth.identify(posts.key)
+            for n in range(5):
+                await quire.content.save("posts", {"title": f"threaded otter {n}", "_state": 1}, identity)
+            for _ in range(200):  # the thread drains the queue (wait for the condition)
+                if queued(quire) == 0:
+                    break
+                await asyncio.sleep(0.05)
+            assert queued(quire) == 0
+            assert loop_thread not in rounds[1:]  # after the start's own round: none on the loop
+            assert "quire-search" in rounds
+        finally:
+            quire.search.close()
+
+    asyncio.run(serve_and_write())
+    assert search(posts, "ix", "otter")["total"] == 5

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -84,14 +85,29 @@ class SearchService:
         self._poller: asyncio.Task[None] | None = None
         self._last_round = float("-inf")  # when a commit of this process last caught up
         self.outage = Outage(log, "search")
+        # One round at a time in this process: the engine's writer lock is a
+        # file lock, which holds between processes, not between threads.
+        self._round_lock = threading.Lock()
+        self._background: Background | None = None
 
     def start(self) -> None:
         """On server start: catch up with what was queued while no server
-        ran, then poll for rows other processes could not write."""
+        ran, then follow in the background (the embedded engine: a thread
+        of its own) or by polling on the event loop (PostgreSQL)."""
         self._catch_up("at start")
-        self._poller = asyncio.get_running_loop().create_task(self._poll())
+        if isinstance(self.engine, TantivyEngine):
+            # A round commits tantivy, which syncs its files to disk (about
+            # 0.1 s here): on the event loop that held every request of the
+            # worker, the answers of reads beside writes waited seconds.
+            self._background = Background(self)
+            self._background.start()
+        else:
+            self._poller = asyncio.get_running_loop().create_task(self._poll())
 
     def close(self) -> None:
+        if self._background is not None:
+            self._background.stop()
+            self._background = None
         if self.follower.pending():  # a command's last writes, left to a round that will not come
             self._catch_up("at close")
         if self._poller is not None:
@@ -110,7 +126,8 @@ class SearchService:
         back), no traceback every round; other failures are logged whole."""
         try:
             if self.follower.pending():  # looking may need the database too
-                self.follower.catch_up()
+                with self._round_lock:
+                    self.follower.catch_up()
         except Unavailable as exc:
             self.outage.failed(exc)
             return
@@ -154,7 +171,8 @@ class SearchService:
 
     def _described(self, index: dict[str, Any]) -> dict[str, Any]:
         if self.follower.pending():  # the count includes every committed write, as a search does
-            self.follower.catch_up()
+            with self._round_lock:
+                self.follower.catch_up()
         live = Marks(self.store, index["name"]).live()
         count = self.engine.count(index["name"], live["generation"], DEFAULT) if live else 0
         return {**index, "documents": count}
@@ -338,13 +356,17 @@ class SearchService:
             docs.append(Doc(item["_id"], locale, texts))
         return docs
 
-    def _docs(self, index: dict[str, Any], ids: list[str]) -> dict[str, list[Doc] | None]:
+    def _docs(self, index: dict[str, Any], ids: list[str], store: Store | None = None) -> dict[str, list[Doc] | None]:
         """Each item's documents as it is now: None when it is not in the
-        index (deleted, not published, not matching the filter)."""
+        index (deleted, not published, not matching the filter). `store`:
+        the store object to read the items with (the background thread's)."""
         model = self.models.find(index["model"])
         if model is None:
             return dict.fromkeys(ids)
-        items = self.content.collection(model).get_many(ids)
+        coll = self.content.collection(model)
+        if store is not None:
+            coll = store.collection(coll.name, coll.hints)
+        items = coll.get_many(ids)
         wanted = And([PUBLISHED, parse_filter(index["filter"])])
         return {i: self._item_docs(index, model, items[i]) if i in items and reference.matches(wanted, items[i])
                 else None for i in ids}
@@ -368,6 +390,9 @@ class SearchService:
         tantivy commit each, on the event loop) held the writers' lock and
         the worker's reads under a burst of writes. A failure leaves the
         rows to the next round."""
+        if self._background is not None:
+            self._background.wake()  # a server: its thread takes the rows
+            return
         now = time.monotonic()
         if now - self._last_round < CATCH_UP_EVERY:
             return
@@ -433,7 +458,8 @@ class SearchService:
         """The live generation, once this process has written what is
         queued (when anything was written since it last looked)."""
         if self.follower.pending():
-            self.follower.catch_up()
+            with self._round_lock:
+                self.follower.catch_up()
         return self._kept.fetch(("live", name), Marks(self.store, name).live)
 
     def _read_definition(self, name: str) -> dict[str, Any]:
@@ -582,3 +608,55 @@ def _renamed_filter(spec: Any, keys: dict[str, str]) -> Any:
             head, dot, rest = key.partition(".")
             out[keys.get(head, head) + dot + rest] = value
     return out
+
+
+class Background:
+    """A server's follower thread: it writes the rows queued by this
+    process's commits (woken after each, the commits of a round's time
+    sharing the next round) and those other processes left (every `POLL`
+    seconds), with a store object of its own, off the event loop."""
+
+    def __init__(self, search: SearchService) -> None:
+        self.search = search
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="quire-search", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        search = self.search
+        store = search.store.clone(listen=False)
+        indexes = store.collection(INDEXES)
+        follower = Follower(store, search.engine, search.root,
+                            lambda: indexes.find() if indexes.exists() else [],
+                            lambda index, ids: search._docs(index, ids, store))
+        try:
+            while not self._stop.is_set():
+                self._wake.wait(POLL)
+                self._wake.clear()
+                if self._stop.is_set():
+                    break
+                store.mark_stale()  # commits of the event loop's store and of other processes
+                try:
+                    if follower.pending():
+                        with search._round_lock:
+                            follower.catch_up()
+                except Unavailable as exc:
+                    search.outage.failed(exc)
+                    continue
+                except Exception:  # noqa: BLE001 (the next round tries again)
+                    log.exception("search: catching up failed")
+                    continue
+                search.outage.succeeded()
+        finally:
+            store.close()
