@@ -77,6 +77,11 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/revisions.py
 	$(BIN)/python bench/schedule.py
 	$(BIN)/python bench/webhooks.py
+	$(BIN)/python bench/lanes.py
+	$(BIN)/python bench/mixed.py
+	$(BIN)/python bench/uncached_pages.py
+	$(BIN)/python bench/import_under_load.py
+	$(BIN)/python bench/aggregate_budget.py
 	$(BIN)/python bench/instances.py
 
 ## make vendor: rebuild the studio's third-party browser code (htmx, Sortable,
