@@ -585,3 +585,23 @@ def test_a_handlers_outcome_writes_commit_with_the_outcome_and_only_for_the_hold
     stores[0].refresh()
     written = sorted(d["_id"] for d in stores[0].collection("test/log").find())
     assert "lost-1" not in written and written[:2] == ["bad-1", "ok-1"]
+
+
+def test_a_runner_claims_the_next_job_in_the_previous_ones_outcome_transaction(
+        stores: list[Store], clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    handler = Recorder()
+    jobs = runner(stores[0], clock, handler)
+    for n in range(5):
+        enqueue(jobs, f"job {n}")
+    transactions: list[int] = []
+    real = stores[0].transaction
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        transactions.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stores[0], "transaction", counted)
+    assert jobs.run_due(stores[0]) == 5
+    assert sorted(n for n, _ in handler.runs) == [f"job {n}" for n in range(5)]
+    assert len(transactions) == 6  # the first claim, then each outcome with the next claim (was 10)
+    assert {stored(stores[0], d["_id"])["state"] for d in stores[0].collection(JOBS).find()} == {DONE}

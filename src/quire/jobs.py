@@ -351,12 +351,14 @@ class Jobs:
         until none is left; answers how many ran."""
         kinds = list(self.kinds if kinds is None else kinds)
         ran = 0
-        while not self._stop.is_set():
-            job = self.claim(store, kinds)
-            if job is None:
-                break
-            self.perform(job)
+        job = self.claim(store, kinds)
+        while job is not None and not self._stop.is_set():
+            # the next job is claimed in the transaction that records this
+            # one's outcome: one write transaction a job, not two
+            job = self._perform(job, kinds)[1]
             ran += 1
+            if job is None:  # none was due then (or the outcome was lost): look once more
+                job = self.claim(store, kinds)
         return ran
 
     def claim(self, store: Store, kinds: Iterable[str] | None = None) -> Job | None:
@@ -373,36 +375,46 @@ class Jobs:
             # rouses looks, and an empty claim in a write transaction each
             # time held the lock the API's writes wait for.
             return None
-        given_up: list[Job] = []
-        claimed: Job | None = None
         with store.transaction():
-            now = self.clock()
-            while True:
-                doc = (_first(jobs, {"state": PENDING, "kind": {"$in": kinds}, "run_at": {"$lte": now}}, "run_at")
-                       or _first(jobs, {"state": RUNNING, "kind": {"$in": kinds}, "lease_until": {"$lte": now}},
-                                 "lease_until"))
-                if doc is None:
-                    break
-                kind = self.kinds[doc["kind"]]
-                if doc["state"] == RUNNING:
-                    note = f"lease ended: runner {doc['holder']} stopped during attempt {doc['attempts']}"
-                    if doc["attempts"] >= kind.max_attempts:
-                        doc.update(state=FAILED, lease_until=0.0, lease=None, last_error=note, finished=now,
-                                   updated=now)
-                        jobs.replace(doc)
-                        given_up.append(_job(doc, store, ""))
-                        log.error("jobs: %s %s failed: %s, its last attempt", doc["kind"], doc["_id"], note)
-                        continue
-                    doc["last_error"] = note
-                    log.warning("jobs: taking over %s %s (%s)", doc["kind"], doc["_id"], note)
-                doc.update(state=RUNNING, attempts=doc["attempts"] + 1, lease_until=now + kind.lease_seconds,
-                           holder=self.holder, lease=new_id(), updated=now)
-                jobs.replace(doc)
-                claimed = _job(doc, store, doc["lease"])
-                break
+            claimed, given_up = self._claim_locked(store, kinds)
         for job in given_up:
             self._finished(job, FAILED)
         return claimed
+
+    def _claim_locked(self, store: Store, kinds: list[str]) -> tuple[Job | None, list[Job]]:
+        """The claim itself, inside the caller's write transaction: the job
+        claimed (or None), and the jobs failed on the way (whose lease
+        ended on their last attempt), for `_finished` after the commit."""
+        jobs = _collection(store)
+        given_up: list[Job] = []
+        claimed: Job | None = None
+        if self._stop.is_set():  # a job claimed now would wait for its lease to end
+            return None, given_up
+        now = self.clock()
+        while True:
+            doc = (_first(jobs, {"state": PENDING, "kind": {"$in": kinds}, "run_at": {"$lte": now}}, "run_at")
+                   or _first(jobs, {"state": RUNNING, "kind": {"$in": kinds}, "lease_until": {"$lte": now}},
+                             "lease_until"))
+            if doc is None:
+                break
+            kind = self.kinds[doc["kind"]]
+            if doc["state"] == RUNNING:
+                note = f"lease ended: runner {doc['holder']} stopped during attempt {doc['attempts']}"
+                if doc["attempts"] >= kind.max_attempts:
+                    doc.update(state=FAILED, lease_until=0.0, lease=None, last_error=note, finished=now,
+                               updated=now)
+                    jobs.replace(doc)
+                    given_up.append(_job(doc, store, ""))
+                    log.error("jobs: %s %s failed: %s, its last attempt", doc["kind"], doc["_id"], note)
+                    continue
+                doc["last_error"] = note
+                log.warning("jobs: taking over %s %s (%s)", doc["kind"], doc["_id"], note)
+            doc.update(state=RUNNING, attempts=doc["attempts"] + 1, lease_until=now + kind.lease_seconds,
+                       holder=self.holder, lease=new_id(), updated=now)
+            jobs.replace(doc)
+            claimed = _job(doc, store, doc["lease"])
+            break
+        return claimed, given_up
 
     def _any_due(self, jobs: Collection, kinds: list[str]) -> bool:
         """Whether a job of `kinds` may be due now (read outside any
@@ -417,42 +429,62 @@ class Jobs:
         """Run a claimed job's handler and record the outcome; answers the
         state recorded (`done`, `pending` for a retry, `failed`), or `lost`
         when the lease was taken over meanwhile and nothing was recorded."""
+        return self._perform(job)[0]
+
+    def _perform(self, job: Job, then: list[str] | None = None) -> tuple[str, Job | None]:
+        """`perform`, and with `then` the next due job of those kinds,
+        claimed in the transaction that records this one's outcome."""
         try:
             self.kinds[job.kind].run(job)
         except GiveUp as exc:
-            return self.fail(job, exc, retry=False)
+            return self._fail(job, exc, False, then)
         except Exception as exc:
-            return self.fail(job, exc)
-        return self.finish(job)
+            return self._fail(job, exc, True, then)
+        return self._finish(job, then)
 
     def finish(self, job: Job) -> str:
         """Record `job` done, if this claim still holds it."""
+        return self._finish(job)[0]
+
+    def _finish(self, job: Job, then: list[str] | None = None) -> tuple[str, Job | None]:
+        given_up: list[Job] = []
+        claimed: Job | None = None
         with job.store.transaction(timeout=OUTCOME_WAIT):
             jobs = _collection(job.store)
             doc = jobs.get(job.id)
             if not _held(doc, job):
                 log.warning("jobs: %s %s ran, but its lease was taken over: not recorded", job.kind, job.id)
-                return LOST
+                return LOST, None
             assert doc is not None
             now = self.clock()
             doc.update(state=DONE, lease_until=0.0, lease=None, finished=now, updated=now)
             jobs.replace(doc)
             for write in job.outcome_writes:
                 write(job.store)
+            if then:
+                claimed, given_up = self._claim_locked(job.store, then)
         self._finished(job, DONE)
-        return DONE
+        for other in given_up:
+            self._finished(other, FAILED)
+        return DONE, claimed
 
     def fail(self, job: Job, exc: BaseException, retry: bool = True) -> str:
         """Record a failed attempt, if this claim still holds the job: a
         retry after a doubling delay while attempts are left, else failed."""
+        return self._fail(job, exc, retry)[0]
+
+    def _fail(self, job: Job, exc: BaseException, retry: bool,
+              then: list[str] | None = None) -> tuple[str, Job | None]:
         kind = self.kinds[job.kind]
         error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
+        given_up: list[Job] = []
+        claimed: Job | None = None
         with job.store.transaction(timeout=OUTCOME_WAIT):
             jobs = _collection(job.store)
             doc = jobs.get(job.id)
             if not _held(doc, job):
                 log.warning("jobs: %s %s failed (%s), but its lease was taken over", job.kind, job.id, error)
-                return LOST
+                return LOST, None
             assert doc is not None
             now = self.clock()
             attempts = doc["attempts"]
@@ -469,9 +501,13 @@ class Jobs:
             for write in job.outcome_writes:
                 write(job.store)
             state = str(doc["state"])
+            if then:
+                claimed, given_up = self._claim_locked(job.store, then)
         if state == FAILED:
             self._finished(job, FAILED)
-        return state
+        for other in given_up:
+            self._finished(other, FAILED)
+        return state, claimed
 
     def _finished(self, job: Job, state: str) -> None:
         callback = self.kinds[job.kind].finished
