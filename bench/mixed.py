@@ -31,9 +31,7 @@ docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
-import http.client
 import io
-import json
 import os
 import random
 import shutil
@@ -51,7 +49,8 @@ from typing import Any
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import (  # noqa: E402  (a sibling script, not a package)
+from revisions import Client as Api  # noqa: E402  (a sibling script, not a package)
+from run import (  # noqa: E402
     DEFAULT_DOCS,
     ROOT,
     Server,
@@ -75,29 +74,6 @@ FIELDS = [{"name": "title", "type": "text"}, {"name": "slug", "type": "text"}, {
           {"name": "category", "type": "select", "opts": {"options": ["news", "guides", "notes"]}},
           {"name": "published", "type": "date"}, {"name": "image", "type": "asset"}]
 ENV = {"QUIRE_WEBHOOKS_ALLOW_HOSTS": "127.0.0.1"}
-
-
-class Api:
-    """One kept connection with an admin key."""
-
-    def __init__(self, base: str, key: str) -> None:
-        host, port = base.removeprefix("http://").split(":")
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=60)
-        self.key = key
-
-    def call(self, method: str, path: str, body: Any = None, raw: bytes | None = None,
-             content_type: str = "application/json") -> tuple[int, Any]:
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        self.conn.request(method, path, body=data, headers={"api-key": self.key, "content-type": content_type})
-        response = self.conn.getresponse()
-        text = response.read()
-        try:
-            return response.status, json.loads(text) if text else None
-        except ValueError:
-            return response.status, text
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 class Receiver(ThreadingHTTPServer):

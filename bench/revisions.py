@@ -66,12 +66,18 @@ class Client:
         self.conn = http.client.HTTPConnection(host, int(port), timeout=30)
         self.key = key
 
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = json.dumps(body).encode() if body is not None else None
-        self.conn.request(method, path, body=data, headers={"api-key": self.key, "content-type": "application/json"})
+    def call(self, method: str, path: str, body: Any = None, raw: bytes | None = None,
+             content_type: str = "application/json") -> tuple[int, Any]:
+        """`body` as JSON, or `raw` bytes of `content_type`; the answer
+        decoded when it is JSON, else its bytes."""
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        self.conn.request(method, path, body=data, headers={"api-key": self.key, "content-type": content_type})
         response = self.conn.getresponse()
-        raw = response.read()
-        return response.status, json.loads(raw) if raw else None
+        text = response.read()
+        try:
+            return response.status, json.loads(text) if text else None
+        except ValueError:
+            return response.status, text
 
     def close(self) -> None:
         self.conn.close()
