@@ -20,14 +20,13 @@ import pytest
 
 from quire.app import Quire
 from quire.config import load_settings
-from tests.chromium import launched, screenshot  # noqa: F401 (the studio tests import it from here)
+from tests.chromium import TIMEOUT_MS, launched, screenshot  # noqa: F401 (the studio tests import it from here)
 from tests.serving import quire_server
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
 
 PASSWORD = "correct horse battery"
-TIMEOUT_MS = 10_000
 WIDE = {"width": 1280, "height": 900}
 NARROW = {"width": 390, "height": 844}
 
