@@ -272,6 +272,8 @@ def test_the_editor_works_on_a_phone(studio: Studio, new_context: Callable[..., 
 
 
 def test_leaving_with_unsaved_changes_asks_first(studio: Studio, new_context: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
     item = _new_post(studio, "Careful")
     page = open_page(new_context())
     login(page, studio)
@@ -284,14 +286,15 @@ def test_leaving_with_unsaved_changes_asks_first(studio: Studio, new_context: Ca
 
     page.on("dialog", dismiss)
     page.get_by_label("title · Default").fill("Changed but not saved")
-    page.get_by_role("link", name="Content").first.click()
-    page.wait_for_timeout(300)
+    with page.expect_event("dialog"):  # the question comes (and `dismiss` answers it)
+        page.get_by_role("link", name="Content").first.click()
     assert asked == ["beforeunload"]
     assert page.url.endswith(item["_id"])  # still here
     page.remove_listener("dialog", dismiss)
     # after saving, leaving asks nothing
     page.get_by_role("button", name="Save draft").click()
-    page.wait_for_url(f"**/{item['_id']}")
+    # the saved page (its URL is this page's: waiting for it would not wait)
+    expect(page.locator("#flash")).to_be_visible()
     page.on("dialog", dismiss)
     page.goto(studio.base + "/studio/content")
     assert asked == ["beforeunload"]
