@@ -111,6 +111,22 @@ def assert_clean(page: Page) -> None:
     assert not errors, f"the page logged errors: {errors}"
 
 
+def scripts_ran(page: Page) -> None:
+    """Wait until the page now shown has run its scripts (its `load` event).
+    Playwright waits for it after `goto` and `reload`, not after a click or
+    a key that navigates: there the next step may find the new page's
+    controls before its scripts (htmx, Sortable, the studio's own) have set
+    them up. Call it once something proves the new page is shown (an
+    `expect` on it), else it may see the old page's `load`."""
+    page.wait_for_load_state("load")
+
+
+def next_frames(page: Page) -> None:
+    """Two animation frames of the page: what a pointer move queued (Sortable
+    reorders on frames) is handled before the next step."""
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+
+
 def login(page: Page, studio: Studio, user: str = "ann", password: str = PASSWORD) -> None:
     """Log in through the form; lands on the dashboard."""
     page.goto(studio.base + "/auth/login")
