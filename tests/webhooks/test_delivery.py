@@ -28,7 +28,7 @@ def make_hook(admin: Api, url: str, **fields: Any) -> dict[str, Any]:
     return response.json()  # type: ignore[no-any-return]
 
 
-def log_of(admin: Api, hook_id: str, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+def log_of(admin: Api, hook_id: str, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
     """The delivery log once it holds `count` attempts (the runner records
     an attempt just after the receiver answered)."""
     deadline = time.monotonic() + timeout
