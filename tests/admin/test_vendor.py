@@ -265,7 +265,8 @@ def test_code_editor_highlights_numbers_lines_and_reports_typing(page: Page) -> 
     content = page.get_by_role("textbox", name="Data")
     expect(content).to_be_visible()
     # Highlighting: the JSON's property name and number are styled tokens.
-    assert box.locator(".cm-line span").count() >= 2
+    # (polled: the parser may finish in a later idle slice on a loaded machine)
+    expect(box.locator(".cm-line span").nth(1)).to_be_attached()
     content.click()
     page.keyboard.press("Control+End")
     page.keyboard.press("Enter")
