@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 
 CHROMIUM = Path("/usr/bin/chromium")
 DOCS_IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
+# How long a browser step or an `expect(...)` may wait for its condition: far
+# more than any takes on an idle machine, so that a loaded one (a full test
+# run on two cores beside other work) is only slower, not failing. Playwright's
+# own default for `expect` is 5 s, and a context's default timeout does not
+# change it: `launched()` sets it for every browser test.
+TIMEOUT_MS = 10_000
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -33,9 +39,10 @@ def launched() -> Iterator[Browser]:
     if not CHROMIUM.is_file():
         unavailable(f"{CHROMIUM} is missing (Debian's chromium runs the browser tests)")
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import expect, sync_playwright
     except ImportError:
         unavailable("the playwright Python package is missing (pip install -e '.[dev]')")
+    expect.set_options(timeout=TIMEOUT_MS)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:

@@ -442,14 +442,25 @@ def test_lanes_run_side_by_side_so_slow_work_never_delays_another_lanes(stores: 
     assert not [t for lane in jobs.lanes.values() for t in lane.threads if t.is_alive()]  # close stopped all
 
 
-def test_wake_wakes_the_lanes_of_the_kinds_named(stores: list[Store]) -> None:
+def test_wake_wakes_the_lanes_of_the_kinds_named(stores: list[Store], monkeypatch: pytest.MonkeyPatch) -> None:
     first, second = Recorder(), Recorder()
     jobs = Jobs(stores[0], settings(poll_seconds=3600))
     jobs.handle("test", first, lease_seconds=60, lane="one")
     jobs.handle("test.other", second, lease_seconds=60, lane="two")
+    looked: set[tuple[str, ...]] = set()  # the lanes (their kinds) whose round has ended
+    next_wait = jobs.next_wait
+
+    def recorded(store: Store, kinds: Any = None) -> float:
+        wait = next_wait(store, kinds)
+        looked.add(tuple(kinds or ()))
+        return wait
+
+    monkeypatch.setattr(jobs, "next_wait", recorded)
     try:
         jobs.start()
-        time.sleep(0.3)  # both lanes looked once and sleep for the poll interval
+        # both lanes looked once and sleep for the poll interval (a condition:
+        # a loaded machine may take longer than any fixed pause to get there)
+        wait_for(lambda: {("test",), ("test.other",)} <= looked)
         with stores[0].transaction():
             jobs.enqueue("test", {"n": "a"})
             jobs.enqueue("test.other", {"n": "b"})

@@ -97,10 +97,18 @@ def test_a_killed_worker_is_respawned_and_no_acknowledged_write_is_lost(tmp_path
                         refused.append((status, item))
                 i += 1
 
+        def acknowledged_reach(count: int) -> None:
+            """Wait for `count` acknowledged writes (a count, not a duration:
+            a loaded machine writes fewer a second)."""
+            deadline = time.monotonic() + 60
+            while len(acknowledged) < count:
+                assert time.monotonic() < deadline, f"{len(acknowledged)} of {count} writes acknowledged"
+                time.sleep(0.05)
+
         writers = [threading.Thread(target=write, args=(n,)) for n in range(4)]
         for t in writers:
             t.start()
-        time.sleep(1.0)
+        acknowledged_reach(12)  # writes are going on when the worker dies
         os.kill(before[0], signal.SIGKILL)
         killed_at = time.monotonic()
 
@@ -123,7 +131,7 @@ def test_a_killed_worker_is_respawned_and_no_acknowledged_write_is_lost(tmp_path
             time.sleep(0.2)
         else:
             raise AssertionError(f"worker not respawned: {before} -> {_workers(main)}")
-        time.sleep(1.0)  # writes land on the new worker too
+        acknowledged_reach(len(acknowledged) + 12)  # writes go on after the respawn
         stop.set()
         for t in writers:
             t.join(30)

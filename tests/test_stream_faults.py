@@ -40,8 +40,10 @@ def _connections(pid: int, port: int) -> int:
     return count
 
 
-def _slow_list(base: str, key: str, results: list[tuple[str, int, int]], lock: threading.Lock) -> None:
-    """GET every item, reading the body slowly; record how it ended."""
+def _slow_list(base: str, key: str, results: list[tuple[str, int, int]], lock: threading.Lock,
+               begun: threading.Semaphore) -> None:
+    """GET every item, reading the body slowly; record how it ended.
+    `begun` is released once the answer has begun (its status line read)."""
     url = urllib.parse.urlsplit(base)
     conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=60)
     outcome, status, size = "whole", 0, 0
@@ -49,6 +51,7 @@ def _slow_list(base: str, key: str, results: list[tuple[str, int, int]], lock: t
         conn.request("GET", "/api/content/items/item", headers={"api-key": key})
         response = conn.getresponse()
         status = response.status
+        begun.release()
         body = b""
         while chunk := response.read1(16384):
             body += chunk
@@ -75,10 +78,12 @@ def test_a_worker_killed_while_streaming_long_lists_leaves_the_server_serving(tm
         assert len(before) == 2
         results: list[tuple[str, int, int]] = []
         lock = threading.Lock()
-        readers = [threading.Thread(target=_slow_list, args=(base, key, results, lock)) for _ in range(6)]
+        begun = threading.Semaphore(0)
+        readers = [threading.Thread(target=_slow_list, args=(base, key, results, lock, begun)) for _ in range(6)]
         for t in readers:
             t.start()
-        time.sleep(1.5)  # every list has started and is far from done
+        for _ in readers:  # every list has started (and is far from done: 20,000 items read slowly)
+            assert begun.acquire(timeout=60), "a list did not begin within 60 s"
         port = int(urllib.parse.urlsplit(base).port or 0)
         victim = max(before, key=lambda pid: _connections(pid, port))
         assert _connections(victim, port) > 0
@@ -150,7 +155,7 @@ def test_lists_whose_clients_go_away_half_way_leave_no_connection_open(tmp_path:
             time.sleep(0.3)  # the server waits for the client to read on
             conn.close()  # gone half-way through a list of several megabytes
         # Each list's private database connection is closed.
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             now = {pid: _database_files(pid, data) for pid in workers}
             if now == baseline:

@@ -22,7 +22,7 @@ import pytest
 
 from quire.app import Quire
 from quire.config import load_settings
-from tests.chromium import launched, screenshot
+from tests.chromium import TIMEOUT_MS, launched, screenshot
 from tests.chromium import unavailable as skip_or_fail
 from tests.sso.stack import Stack, sso_stack
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 VIEWPORT: ViewportSize = {"width": 1200, "height": 800}
 LOGOUT_MESSAGE = "You have been logged out from another application."
 LOGOUT_DELAY = 1.5  # seconds from the message to the login page (api.md, Limits)
-TIMEOUT_MS = 10_000  # any single browser step; the flows themselves take well under a second
 
 Unavailable = Callable[[str], NoReturn]
 
@@ -228,14 +227,14 @@ def test_backchannel_logout_ends_another_browsers_session(
     provider_logout(a, stack)
 
     notice = b.locator("#notice")
-    expect(notice).to_have_text(LOGOUT_MESSAGE, timeout=5_000)
+    expect(notice).to_have_text(LOGOUT_MESSAGE)
     expect(notice).to_be_visible()
     screenshot(b, "logout-message.png")
     # Still the dashboard after the screenshot: it shows the message, not the login page.
     assert path_of(b.url) == "/" and not watch.arrived, "went to the login page at once"
     expect(notice).to_be_visible()
 
-    b.wait_for_url(stack.app + "/auth/login", timeout=5_000)
+    b.wait_for_url(stack.app + "/auth/login")
     assert len(watch.shown) == 1 and watch.shown[0][1] == LOGOUT_MESSAGE, watch.shown
     assert watch.arrived, "no navigation to the login page"
     delay = watch.arrived[0][1] - watch.shown[0][2]
@@ -333,7 +332,7 @@ def test_password_login_keys_and_playground(
         page.get_by_role("link", name="API playground").click()
     assert spec.value.status == 200
     expect(page.locator(".opblock").first).to_be_visible()
-    assert page.locator(".opblock").count() > 10
+    expect(page.locator(".opblock").nth(10)).to_be_attached()  # more than 10, polled: Swagger UI renders them by script
     screenshot(page, "playground.png")
     allowed = (stack.app + "/", stack.op.issuer + "/")
     assert any(path_of(u) == "/system/api/static/swagger-ui-bundle.js" for u in requests)
@@ -356,13 +355,12 @@ def test_backchannel_logout_reaches_every_tab_of_the_session(
     # A third tab signs this browser out at the provider.
     provider_logout(context.new_page(), stack)
 
-    # Both tabs poll every 0.5 s: once one is on the login page (1.5 s after
-    # its message) the other has long had time for its message.
-    deadline = time.monotonic() + LOGOUT_DELAY + 2.0
+    # Both tabs poll every 0.5 s and go to the login page 1.5 s after their
+    # message: waited for until both are there (the bound only ends a
+    # failing test; a loaded machine may take seconds longer).
+    deadline = time.monotonic() + LOGOUT_DELAY + 15.0
     while len(watch.arrived) < 2 and time.monotonic() < deadline:
-        if watch.arrived and time.time() > watch.arrived[0][1] + 1.0:
-            break
-        first.wait_for_timeout(100)
+        first.wait_for_timeout(100)  # a poll interval; the browser's events are handled meanwhile
     tabs = {"first": first, "second": second}
     shown = sorted(name for name, tab in tabs.items() if any(p is tab for p, _, _ in watch.shown))
     arrived = sorted(name for name, tab in tabs.items() if any(p is tab for p, _ in watch.arrived))

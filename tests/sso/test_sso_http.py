@@ -117,7 +117,7 @@ def log_count(stack: Stack, text: str) -> int:
     return stack.server_log().count(text)
 
 
-def wait_for_log(stack: Stack, text: str, more_than: int = 0, timeout: float = 5.0) -> None:
+def wait_for_log(stack: Stack, text: str, more_than: int = 0, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while log_count(stack, text) <= more_than:
         assert time.monotonic() < deadline, f"no new {text!r} in the server log:\n{stack.server_log()}"

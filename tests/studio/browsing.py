@@ -20,14 +20,13 @@ import pytest
 
 from quire.app import Quire
 from quire.config import load_settings
-from tests.chromium import launched, screenshot  # noqa: F401 (the studio tests import it from here)
+from tests.chromium import TIMEOUT_MS, launched, screenshot  # noqa: F401 (the studio tests import it from here)
 from tests.serving import quire_server
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
 
 PASSWORD = "correct horse battery"
-TIMEOUT_MS = 10_000
 WIDE = {"width": 1280, "height": 900}
 NARROW = {"width": 390, "height": 844}
 
@@ -110,6 +109,22 @@ def open_page(context: BrowserContext) -> Page:
 def assert_clean(page: Page) -> None:
     errors = [e for e in page.quire_errors if not re.search(r"status of 4\d\d", e)]  # type: ignore[attr-defined]
     assert not errors, f"the page logged errors: {errors}"
+
+
+def scripts_ran(page: Page) -> None:
+    """Wait until the page now shown has run its scripts (its `load` event).
+    Playwright waits for it after `goto` and `reload`, not after a click or
+    a key that navigates: there the next step may find the new page's
+    controls before its scripts (htmx, Sortable, the studio's own) have set
+    them up. Call it once something proves the new page is shown (an
+    `expect` on it), else it may see the old page's `load`."""
+    page.wait_for_load_state("load")
+
+
+def next_frames(page: Page) -> None:
+    """Two animation frames of the page: what a pointer move queued (Sortable
+    reorders on frames) is handled before the next step."""
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
 
 
 def login(page: Page, studio: Studio, user: str = "ann", password: str = PASSWORD) -> None:

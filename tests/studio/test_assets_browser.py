@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from typing import Any
 
 from PIL import Image
@@ -20,6 +21,7 @@ from tests.studio.browsing import (
     new_context,
     open_page,
     screenshot,
+    scripts_ran,
     studio,
 )
 
@@ -86,6 +88,8 @@ def test_drop_three_pictures_and_one_refused_file(studio: Any, new_context: Any)
 
 
 def test_folders_and_moves_by_dropping_and_by_the_select(studio: Any, new_context: Any) -> None:
+    from playwright.sync_api import expect
+
     studio_upload(studio, "sun.png", solid(60, 40, RED))
     studio_upload(studio, "moon.png", solid(60, 40, BLUE))
     page = open_page(new_context())
@@ -97,6 +101,8 @@ def test_folders_and_moves_by_dropping_and_by_the_select(studio: Any, new_contex
     page.get_by_role("button", name="Create folder").click()
     page.get_by_text("Created folder Holidays.").wait_for()
     page.get_by_role("link", name="All assets").click()
+    expect(page.get_by_text("Created folder Holidays.")).to_have_count(0)  # the library, not the folder's page
+    scripts_ran(page)  # dropping on a folder works through assets.js
     tile = page.locator(".asset-tile").filter(has_text="sun.png")
     folder = page.locator(".folder-link", has_text="Holidays")
     tile.drag_to(folder)
@@ -120,6 +126,8 @@ def test_folders_and_moves_by_dropping_and_by_the_select(studio: Any, new_contex
 
 
 def test_the_focal_point_is_set_by_clicking_and_the_crop_follows(studio: Any, new_context: Any) -> None:
+    from playwright.sync_api import expect
+
     studio_upload(studio, "halves.png", halves(400, 100, RED, BLUE))
     page = open_page(new_context())
     login(page, studio)
@@ -129,8 +137,11 @@ def test_the_focal_point_is_set_by_clicking_and_the_crop_follows(studio: Any, ne
     box = picture.bounding_box()
     assert box is not None
     for x, colour in ((0.02, RED), (0.98, BLUE)):
+        # a click sets the point once assets.js has made the picture settable
+        # (also on the page that the last save came back to)
+        expect(picture).to_have_class(re.compile(r"\bfocal-settable\b"))
         picture.click(position={"x": box["width"] * x, "y": box["height"] / 2})
-        assert page.locator("#focal-mark").is_visible()
+        expect(page.locator("#focal-mark")).to_be_visible()
         assert abs(float(page.get_by_label("Across").input_value()) - x) < 0.02
         page.get_by_role("button", name="Save").click()
         page.get_by_text("Saved.").wait_for()

@@ -17,6 +17,7 @@ from tests.studio.browsing import (
     new_context,
     open_page,
     screenshot,
+    scripts_ran,
     studio,
 )
 
@@ -67,6 +68,8 @@ def test_create_a_model_with_many_field_types(studio: Studio, new_context: Calla
     page.get_by_role("navigation").get_by_role("link", name="Models").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Models")
     page.get_by_role("link", name="New model").click()
+    expect(page.get_by_label("Model name")).to_be_visible()
+    scripts_ran(page)  # "Add field" is an htmx button and the rows' options follow models.js
     page.get_by_label("Model name").fill("articles")
     page.get_by_label("Model label").fill("Articles")
     first = page.locator("#fields > li.field-row").first
@@ -177,12 +180,14 @@ def test_reorder_fields_by_keyboard_and_by_drag(studio: Studio, new_context: Cal
     expect(c_name).to_be_focused()
     page.keyboard.press("Enter")  # Enter in a text box saves (not "move up", the first button of a row)
     expect(page.locator("#flash")).to_have_text("Saved model trio.")
+    scripts_ran(page)  # the saved page's rows are sortable (models.js) before the drag below
     assert [f["name"] for f in _fields(studio, "trio")] == ["c", "b", "a"]
     # and by mouse: drag a by its handle above c
     rows = page.locator("#fields > li.field-row")
     rows.nth(2).locator(".handle").first.drag_to(rows.nth(0), target_position={"x": 40, "y": 5})
     expect(page.locator("#announce")).to_have_text("a moved to position 1 of 3")
-    page.get_by_role("button", name="Save model").click()
+    with page.expect_navigation():  # the page shows "Saved model trio." already: the saved one must have come
+        page.get_by_role("button", name="Save model").click()
     expect(page.locator("#flash")).to_have_text("Saved model trio.")
     assert [f["name"] for f in _fields(studio, "trio")] == ["a", "c", "b"]
     assert_clean(page)

@@ -15,8 +15,10 @@ from tests.studio.browsing import (
     browser,
     login,
     new_context,
+    next_frames,
     open_page,
     screenshot,
+    scripts_ran,
     studio,
 )
 
@@ -76,6 +78,7 @@ def test_move_a_page_under_another_and_see_the_routes_change(studio: Studio, new
     assert _route(studio, pages["people"]["_id"]) == "/team/people"  # nothing stored yet
     page.get_by_role("button", name="Move and change routes").click()
     expect(page.locator("#flash")).to_contain_text("Moved “Team”")
+    scripts_ran(page)  # the keyboard's moves below are htmx forms: set up by now
     expect(page.locator(_node(pages["people"]) + " .route").first).to_have_text("/about/team/people")
     assert _route(studio, pages["people"]["_id"]) == "/about/team/people"
 
@@ -106,6 +109,8 @@ def test_move_a_page_under_another_and_see_the_routes_change(studio: Studio, new
     page.mouse.down()
     for step in range(1, 16):
         page.mouse.move(goal["x"] + 60, box["y"] + (goal["y"] + goal["height"] + 4 - box["y"]) * step / 15)
+        next_frames(page)  # each move handled before the next, not queued and read late on a loaded machine
+    expect(page.locator(_node(pages["about"]) + " " + _node(pages["blog"]))).to_have_count(1)  # before it is let go
     page.mouse.up()
     expect(page.locator("#move-plan")).to_contain_text("/about/blog")
     page.get_by_role("button", name="Move and change routes").click()
@@ -126,6 +131,7 @@ def test_edit_a_page_with_a_component_and_see_its_api_answer(studio: Studio, new
     page.get_by_label("Slug (de)").fill("ueber uns")
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator(".field-error", has_text="may not contain")).to_be_visible()
+    scripts_ran(page)  # "Add component" below is an htmx button: set up by now
     page.get_by_label("Slug (de)").fill("wir")
     page.get_by_label("SEO title", exact=True).fill("About us")
     page.get_by_role("button", name="Add component").click()
@@ -200,10 +206,14 @@ def test_edit_a_menu_with_a_german_link_title(studio: Studio, new_context: Calla
     page.mouse.down()
     for step in range(1, 21):
         page.mouse.move(box["x"] + 5, box["y"] + (goal["y"] + 2 - box["y"]) * step / 20)
-    page.wait_for_timeout(200)
+        next_frames(page)  # each move handled before the next, not queued and read late on a loaded machine
     page.mouse.move(box["x"] + 5, goal["y"] + 1)
+    next_frames(page)
+    # Docs is the first top-level link before it is let go
+    expect(page.locator("#menu-tree > ol.menu-links > li.menu-link").first).to_have_id("link-2")
     page.mouse.up()
-    page.get_by_role("button", name="Save menu").click()
+    with page.expect_navigation():  # the page shows "Menu main saved" already: the saved one must have come
+        page.get_by_role("button", name="Save menu").click()
     expect(page.locator("#flash")).to_contain_text("Menu main saved")
     menu = studio.call("GET", "/api/pages/menu/main")
     assert [lk["title"] for lk in menu["links"]] == ["Docs", "About"]

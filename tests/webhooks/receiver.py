@@ -67,7 +67,7 @@ class Receiver:
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
+    def wait_for(self, count: int, timeout: float = 30.0) -> list[Received]:
         deadline = time.monotonic() + timeout
         with self._changed:
             while len(self.received) < count:

@@ -56,7 +56,7 @@ def test_a_receiver_trickling_its_status_line_is_cut_off_at_the_timeout(sender: 
     finally:
         trickle.close()
     # 40 bytes at 0.3 s would take 12 s; the bound is generous for a loaded machine
-    assert 0.95 <= elapsed < 2.5
+    assert 0.95 <= elapsed < 6.0
 
 
 def test_a_receiver_trickling_its_body_is_cut_off_at_the_timeout(sender: Sender) -> None:
@@ -65,7 +65,9 @@ def test_a_receiver_trickling_its_body_is_cut_off_at_the_timeout(sender: Sender)
         elapsed = post_timed(sender, trickle.url)
     finally:
         trickle.close()
-    assert 0.95 <= elapsed < 2.5
+    # cut off at the deadline (each byte came within its 1 s read timeout, so
+    # no read timed out): a bound for a hang, generous for a loaded machine
+    assert 0.95 <= elapsed < 6.0
 
 
 def test_a_prompt_receiver_is_answered_through_the_bounded_transport(sender: Sender) -> None:
@@ -80,14 +82,14 @@ def test_a_prompt_receiver_is_answered_through_the_bounded_transport(sender: Sen
 
 def test_resolving_a_host_counts_toward_the_deadline(sender: Sender, monkeypatch: pytest.MonkeyPatch) -> None:
     def slow_lookup(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(3)
+        time.sleep(12)  # in the lookup's own thread, left to end on its own
         raise socket.gaierror("too late")
 
     monkeypatch.setattr(socket, "getaddrinfo", slow_lookup)
     started = time.monotonic()
     with pytest.raises(TimedOut, match=r"timed out after 1 s \(resolving slow.example\)"):
         sender.post("http://slow.example/hook", {}, b"{}")
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 6.0  # not the lookup's 12 s; generous for a loaded machine
 
 
 class Instance:
@@ -211,7 +213,7 @@ def test_the_deadline_holds_over_tls_too(tls_files: tuple[Path, Path]) -> None:
             with pytest.raises(httpx2.ReadTimeout), within(time.monotonic() + 1.0):
                 client.post(f"https://127.0.0.1:{slow_port}/hook", content=b"{}",
                             extensions={"sni_hostname": "hooks.test"})
-            assert time.monotonic() - started < 2.5
+            assert time.monotonic() - started < 6.0  # 40 bytes at 0.3 s would take 12 s
     finally:
         prompt.close()
         slow.close()

@@ -186,7 +186,9 @@
     fx.addEventListener("input", showMark);
     fy.addEventListener("input", showMark);
     if (clear) {
+      // it comes hidden: without this script it would do nothing
       clear.addEventListener("click", function () { fx.value = ""; fy.value = ""; showMark(); });
+      clear.hidden = false;
     }
   }
 }());

@@ -3,6 +3,9 @@
 // link and asset pickers with upload in place, locale tabs on narrow
 // screens, and a guard against leaving with unsaved changes. The form is a
 // plain form: everything here only fills in its inputs (see formdata.py).
+// The buttons that only work through this script (data-scripted) come
+// disabled and are enabled here, once they work: before this script runs
+// (or without scripts) a click on them would do nothing.
 (function () {
   "use strict";
   var form = document.querySelector("form[data-editor]");
@@ -32,6 +35,7 @@
 
   // -- editors -----------------------------------------------------------
   function setUp(root) {
+    root.querySelectorAll("button[data-scripted]").forEach(function (button) { button.disabled = false; });
     if (!window.QuireEditors) return;
     root.querySelectorAll("[data-rich]").forEach(function (host) {
       if (host.hasAttribute("data-ready")) return;
