@@ -616,3 +616,82 @@ def test_a_runner_claims_the_next_job_in_the_previous_ones_outcome_transaction(
     assert sorted(n for n, _ in handler.runs) == [f"job {n}" for n in range(5)]
     assert len(transactions) == 6  # the first claim, then each outcome with the next claim (was 10)
     assert {stored(stores[0], d["_id"])["state"] for d in stores[0].collection(JOBS).find()} == {DONE}
+
+
+def test_a_wake_calls_one_thread_of_the_lane_not_all(stores: list[Store], monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every thread of the lane once woke and looked for the one job a save
+    # enqueued (4 delivery threads: 4 looks, 3 finding it taken).
+    handler = Recorder()
+    jobs = Jobs(stores[0], settings(poll_seconds=3600))
+    jobs.lane("many", concurrency=4)
+    jobs.handle("test", handler, lease_seconds=60, lane="many")
+    looks: list[str] = []
+    rested: list[str] = []
+    any_due, next_wait = jobs._any_due, jobs.next_wait
+
+    def looking(*args: Any) -> bool:
+        looks.append(threading.current_thread().name)
+        return any_due(*args)
+
+    def resting(*args: Any) -> float:
+        rested.append(threading.current_thread().name)
+        return next_wait(*args)
+
+    monkeypatch.setattr(jobs, "_any_due", looking)
+    monkeypatch.setattr(jobs, "next_wait", resting)
+    try:
+        jobs.start()
+        wait_for(lambda: len(set(rested)) == 4)  # each thread looked once at start, and rests
+        looks.clear()
+        for n in range(3):
+            enqueue(jobs, f"j{n}")
+            jobs.wake("test")
+            wait_for(lambda n=n: len(handler.runs) == n + 1)
+        time.sleep(0.3)  # a thread woken for nothing would look meanwhile
+    finally:
+        jobs.close()
+    # one thread per wake: it claims (a look) and, after the job, looks once more
+    assert len(looks) <= 6, looks
+
+
+def test_a_kind_with_a_batch_is_claimed_and_recorded_several_at_a_time(stores: list[Store], clock: Clock) -> None:
+    seen: list[list[str]] = []
+
+    def handler(job: Job) -> None:
+        states = {d["payload"]["n"]: d["state"] for d in stores[1].collection(JOBS).find()}
+        seen.append([n for n, state in sorted(states.items()) if state == RUNNING])
+        if job.payload["n"] == "b":
+            raise RuntimeError("b fails once")
+
+    jobs = runner(stores[0], clock, handler, batch=3)  # type: ignore[arg-type]
+    docs = [enqueue(jobs, n) for n in "abcde"]
+    assert jobs.run_due(stores[0]) == 5
+    # a, b and c were claimed in one transaction (all three running while
+    # each ran), then d and e; b's retry is due later
+    assert seen[:3] == [["a", "b", "c"]] * 3 and seen[3:] == [["d", "e"]] * 2
+    states = [(stored(stores[1], d["_id"])["state"], stored(stores[1], d["_id"])["attempts"]) for d in docs]
+    assert states == [(DONE, 1), (PENDING, 1), (DONE, 1), (DONE, 1), (DONE, 1)]
+    assert "b fails once" in stored(stores[1], docs[1]["_id"])["last_error"]
+
+
+def test_a_batch_gives_back_the_jobs_it_did_not_start_in_time(stores: list[Store], clock: Clock,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("quire.jobs.BATCH_SECONDS", 0.05)
+    ran: list[str] = []
+
+    def slow(job: Job) -> None:
+        ran.append(job.payload["n"])
+        time.sleep(0.1)  # past BATCH_SECONDS: the others of its batch are not started after it
+
+    jobs = runner(stores[0], clock, slow, batch=4)  # type: ignore[arg-type]
+    docs = [enqueue(jobs, n) for n in "abcd"]
+    [batch_of_four] = [jobs._claim(stores[0], ["test"])]
+    assert [j.payload["n"] for j in batch_of_four] == ["a", "b", "c", "d"]
+    outcomes, unstarted = jobs._run_batch(batch_of_four)
+    assert ran == ["a"] and [j.payload["n"] for j in unstarted] == ["b", "c", "d"]
+    states, _ = jobs._record(stores[0], outcomes, unstarted)
+    assert states == [DONE]
+    after = [stored(stores[1], d["_id"]) for d in docs]
+    # given back as they were: pending, the attempt not counted, no lease
+    assert [(d["state"], d["attempts"], d["lease"]) for d in after[1:]] == [(PENDING, 0, None)] * 3
+    assert jobs.run_due(stores[0]) == 3 and ran == list("abcd")

@@ -65,6 +65,10 @@ MIN_WAIT = 0.05  # a runner's shortest sleep, so a clock a little behind another
 # store past it leaves the job to its lease (retried, never stuck).
 OUTCOME_WAIT = 5.0
 LEASE_MARGIN = 5.0  # seconds a lease exceeds a kind's longest attempt and its recording
+# A runner that claimed several jobs at once (a kind's `batch`) starts no
+# new one of them after this many seconds: what it did is recorded, the
+# rest given back, so a slow job never holds the others for long.
+BATCH_SECONDS = 0.25
 DEFAULT_LANE = "default"
 # The lanes of Quire's own kinds: work of one lane never waits for another's.
 PUBLISHING, EMAIL_LANE, WEBHOOKS_LANE, MAINTENANCE = "publishing", "email", "webhooks", "maintenance"
@@ -110,18 +114,44 @@ class Kind:
     finished: Callable[[Job, str], None] | None
     prepare: Callable[[Store], object] | None
     lane: str
+    batch: int = 1
 
 
 @dataclass
 class Lane:
     """The runner threads of one process that claim the jobs of `kinds`:
-    `concurrency` of them, woken together by `wake`."""
+    `concurrency` of them. A wake calls one idle thread, not all: every
+    thread that woke looked for due jobs (and most then found the one job
+    taken), so a save with a webhook cost four looks per worker. A thread
+    that claims a job while another is due calls the next (`call`), so
+    a queue of many still gets every thread."""
 
     name: str
     concurrency: int = 1
     kinds: list[str] = field(default_factory=list)
-    wake: threading.Event = field(default_factory=threading.Event)
     threads: list[threading.Thread] = field(default_factory=list)
+    ready: threading.Condition = field(default_factory=threading.Condition)
+    calls: int = 0  # wakes no thread has answered yet (at most `concurrency`)
+
+    def call(self) -> None:
+        """Let one thread make a round now (the next idle one, or the next
+        to finish its round)."""
+        with self.ready:
+            self.calls = min(self.calls + 1, self.concurrency)
+            self.ready.notify()
+
+    def rest(self, seconds: float) -> None:
+        """Wait for a call, at most `seconds`; a call made during the
+        thread's last round is answered at once."""
+        with self.ready:
+            if not self.calls:
+                self.ready.wait(seconds)
+            if self.calls:
+                self.calls -= 1
+
+    def stop(self) -> None:
+        with self.ready:
+            self.ready.notify_all()
 
 
 def lease_for(attempt_seconds: float) -> float:
@@ -164,7 +194,7 @@ class Jobs:
                retry_seconds: float = 30, lease_seconds: float | None = None,
                attempt_seconds: float | None = None, lane: str = DEFAULT_LANE,
                finished: Callable[[Job, str], None] | None = None,
-               prepare: Callable[[Store], object] | None = None) -> None:
+               prepare: Callable[[Store], object] | None = None, batch: int = 1) -> None:
         """Run jobs of `kind` with `run(job)` in the runner threads of `lane`.
 
         `run` returning is success; raising retries after `retry_seconds`,
@@ -177,7 +207,11 @@ class Jobs:
         state)` runs after "done" or "failed" was recorded by this runner
         (to drop what the job kept alive). `prepare(store)` runs once, in
         a runner thread, before the first claim of any lane (to move work
-        kept elsewhere onto the table)."""
+        kept elsewhere onto the table). `batch`: a runner claims up to this
+        many due jobs of the kind in one transaction and records their
+        outcomes in one (write transactions per job divided by as many,
+        for kinds enqueued once per write, like webhook deliveries); it
+        starts none of them after `BATCH_SECONDS` and gives the rest back."""
         _check_kind(kind)
         _check_lane(lane)
         if kind in self.kinds:
@@ -191,12 +225,12 @@ class Jobs:
                 raise ValueError(f"the lease of {kind!r} ({lease_seconds:g} s) must outlast its longest attempt "
                                  f"and recording it: at least {lease_for(attempt_seconds):g} s")
         lease = 300.0 if lease_seconds is None else float(lease_seconds)
-        if max_attempts < 1 or retry_seconds <= 0 or lease <= 0:
-            raise ValueError("max_attempts, retry_seconds and lease_seconds must be positive")
+        if max_attempts < 1 or retry_seconds <= 0 or lease <= 0 or batch < 1:
+            raise ValueError("max_attempts, retry_seconds, lease_seconds and batch must be positive")
         with self._lock:
             if self._started:
                 raise RuntimeError("register job handlers before the runner starts (in a module's build)")
-            self.kinds[kind] = Kind(run, max_attempts, float(retry_seconds), lease, finished, prepare, lane)
+            self.kinds[kind] = Kind(run, max_attempts, float(retry_seconds), lease, finished, prepare, lane, batch)
             self.lanes.setdefault(lane, Lane(lane)).kinds.append(kind)
 
     def lane(self, name: str, concurrency: int) -> None:
@@ -259,7 +293,7 @@ class Jobs:
             return
         names = {self.kinds[k].lane for k in kinds if k in self.kinds} if kinds else set(self.lanes)
         for name in names:
-            self.lanes[name].wake.set()
+            self.lanes[name].call()
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the runner threads: a job running now finishes (or its
@@ -269,7 +303,7 @@ class Jobs:
             threads = [t for lane in self.lanes.values() for t in lane.threads]
         self._stop.set()
         for lane in self.lanes.values():
-            lane.wake.set()
+            lane.stop()
         deadline = time.monotonic() + timeout
         for thread in threads:
             if thread is not threading.current_thread():
@@ -302,7 +336,6 @@ class Jobs:
         poll = float(self.settings.poll_seconds)
         try:
             while not self._stop.is_set():
-                lane.wake.clear()  # before the round: a wake during it makes another round
                 try:
                     self._prepare_once(store)
                     self.run_due(store, lane.kinds)
@@ -315,7 +348,8 @@ class Jobs:
                 except Exception:  # a broken round must not end the thread for good
                     log.exception("jobs: a round of the %s lane failed", lane.name)
                     wait = poll
-                lane.wake.wait(wait)
+                if not self._stop.is_set():
+                    lane.rest(wait)
         finally:
             store.close()
 
@@ -351,14 +385,15 @@ class Jobs:
         until none is left; answers how many ran."""
         kinds = list(self.kinds if kinds is None else kinds)
         ran = 0
-        job = self.claim(store, kinds)
-        while job is not None and not self._stop.is_set():
-            # the next job is claimed in the transaction that records this
-            # one's outcome: one write transaction a job, not two
-            job = self._perform(job, kinds)[1]
-            ran += 1
-            if job is None:  # none was due then (or the outcome was lost): look once more
-                job = self.claim(store, kinds)
+        batch = self._claim(store, kinds)
+        while batch and not self._stop.is_set():
+            outcomes, unstarted = self._run_batch(batch)
+            ran += len(outcomes)
+            # the next jobs are claimed in the transaction that records
+            # these ones' outcomes: one write transaction a batch, not two
+            batch = self._record(batch[0].store, outcomes, unstarted, kinds)[1]
+            if not batch:  # none was due then (or the outcomes were lost): look once more
+                batch = self._claim(store, kinds)
         return ran
 
     def claim(self, store: Store, kinds: Iterable[str] | None = None) -> Job | None:
@@ -366,55 +401,78 @@ class Jobs:
         handler here), under a lease; None when none is due. A job whose
         lease ended (its runner stopped) is taken over, or failed when that
         was its last attempt."""
+        claimed = self._claim(store, kinds, one=True)
+        return claimed[0] if claimed else None
+
+    def _claim(self, store: Store, kinds: Iterable[str] | None = None, one: bool = False) -> list[Job]:
+        """`claim`, of up to the first due kind's `batch` jobs (one: 1)."""
         kinds = [k for k in (self.kinds if kinds is None else kinds) if k in self.kinds]
         if not kinds:
-            return None
+            return []
         jobs = _collection(store)
         if not self._any_due(jobs, kinds):
             # Looked at without the write lock: every lane thread a wake
             # rouses looks, and an empty claim in a write transaction each
             # time held the lock the API's writes wait for.
-            return None
+            return []
         with store.transaction():
-            claimed, given_up = self._claim_locked(store, kinds)
+            claimed, given_up = self._claim_locked(store, kinds, one)
         for job in given_up:
             self._finished(job, FAILED)
         return claimed
 
-    def _claim_locked(self, store: Store, kinds: list[str]) -> tuple[Job | None, list[Job]]:
-        """The claim itself, inside the caller's write transaction: the job
-        claimed (or None), and the jobs failed on the way (whose lease
-        ended on their last attempt), for `_finished` after the commit."""
+    def _claim_locked(self, store: Store, kinds: list[str], one: bool = False) -> tuple[list[Job], list[Job]]:
+        """The claim itself, inside the caller's write transaction: the jobs
+        claimed (one, or up to the kind's `batch` of one kind: none when
+        none is due), and the jobs failed on the way (whose lease ended on
+        their last attempt), for `_finished` after the commit."""
         jobs = _collection(store)
         given_up: list[Job] = []
-        claimed: Job | None = None
         if self._stop.is_set():  # a job claimed now would wait for its lease to end
-            return None, given_up
+            return [], given_up
         now = self.clock()
+        most = 1 if one else max(self.kinds[k].batch for k in kinds)
         while True:
-            doc = (_first(jobs, {"state": PENDING, "kind": {"$in": kinds}, "run_at": {"$lte": now}}, "run_at")
-                   or _first(jobs, {"state": RUNNING, "kind": {"$in": kinds}, "lease_until": {"$lte": now}},
-                             "lease_until"))
-            if doc is None:
-                break
+            due = jobs.find({"state": PENDING, "kind": {"$in": kinds}, "run_at": {"$lte": now}}, [(("run_at",), 1)],
+                            limit=most + 1)
+            if due:
+                kind_name = due[0]["kind"]
+                size = 1 if one else self.kinds[kind_name].batch
+                taken = [d for d in due if d["kind"] == kind_name][:size]
+                if len(due) > len(taken):
+                    # another is due: the lane's next thread takes it meanwhile
+                    self.lanes[self.kinds[kind_name].lane].call()
+                # Run one after the other: the last may start BATCH_SECONDS
+                # plus one whole attempt after the claim, and its outcome
+                # is recorded with the first's.
+                lease = self.kinds[kind_name].lease_seconds
+                lease_until = now + (lease if len(taken) == 1 else 2 * lease + BATCH_SECONDS)
+                claimed = []
+                for entry in taken:
+                    entry.update(state=RUNNING, attempts=entry["attempts"] + 1, lease_until=lease_until,
+                                 holder=self.holder, lease=new_id(), updated=now)
+                    jobs.replace(entry)
+                    claimed.append(_job(entry, store, entry["lease"]))
+                return claimed, given_up
+            found = _first(jobs, {"state": RUNNING, "kind": {"$in": kinds}, "lease_until": {"$lte": now}},
+                           "lease_until")
+            if found is None:
+                return [], given_up
+            doc = found
             kind = self.kinds[doc["kind"]]
-            if doc["state"] == RUNNING:
-                note = f"lease ended: runner {doc['holder']} stopped during attempt {doc['attempts']}"
-                if doc["attempts"] >= kind.max_attempts:
-                    doc.update(state=FAILED, lease_until=0.0, lease=None, last_error=note, finished=now,
-                               updated=now)
-                    jobs.replace(doc)
-                    given_up.append(_job(doc, store, ""))
-                    log.error("jobs: %s %s failed: %s, its last attempt", doc["kind"], doc["_id"], note)
-                    continue
-                doc["last_error"] = note
-                log.warning("jobs: taking over %s %s (%s)", doc["kind"], doc["_id"], note)
+            note = f"lease ended: runner {doc['holder']} stopped during attempt {doc['attempts']}"
+            if doc["attempts"] >= kind.max_attempts:
+                doc.update(state=FAILED, lease_until=0.0, lease=None, last_error=note, finished=now,
+                           updated=now)
+                jobs.replace(doc)
+                given_up.append(_job(doc, store, ""))
+                log.error("jobs: %s %s failed: %s, its last attempt", doc["kind"], doc["_id"], note)
+                continue
+            log.warning("jobs: taking over %s %s (%s)", doc["kind"], doc["_id"], note)
             doc.update(state=RUNNING, attempts=doc["attempts"] + 1, lease_until=now + kind.lease_seconds,
-                       holder=self.holder, lease=new_id(), updated=now)
+                       holder=self.holder, lease=new_id(), updated=now, last_error=note)
             jobs.replace(doc)
-            claimed = _job(doc, store, doc["lease"])
-            break
-        return claimed, given_up
+            return [_job(doc, store, doc["lease"])], given_up
 
     def _any_due(self, jobs: Collection, kinds: list[str]) -> bool:
         """Whether a job of `kinds` may be due now (read outside any
@@ -425,70 +483,89 @@ class Jobs:
                     or jobs.pick(["_id"], {"state": RUNNING, "kind": {"$in": kinds}, "lease_until": {"$lte": now}},
                                  limit=1))
 
+    def _run_batch(self, batch: list[Job]) -> tuple[list[Ran], list[Job]]:
+        """Run claimed jobs one after the other: what each did, and the
+        jobs not started (after `BATCH_SECONDS`, or when stopping)."""
+        started = time.monotonic()
+        outcomes: list[Ran] = []
+        for n, job in enumerate(batch):
+            if n and (time.monotonic() - started > BATCH_SECONDS or self._stop.is_set()):
+                return outcomes, batch[n:]
+            try:
+                self.kinds[job.kind].run(job)
+            except GiveUp as exc:
+                outcomes.append(Ran(job, exc, retry=False))
+            except Exception as exc:
+                outcomes.append(Ran(job, exc, retry=True))
+            else:
+                outcomes.append(Ran(job))
+        return outcomes, []
+
     def perform(self, job: Job) -> str:
         """Run a claimed job's handler and record the outcome; answers the
         state recorded (`done`, `pending` for a retry, `failed`), or `lost`
         when the lease was taken over meanwhile and nothing was recorded."""
-        return self._perform(job)[0]
-
-    def _perform(self, job: Job, then: list[str] | None = None) -> tuple[str, Job | None]:
-        """`perform`, and with `then` the next due job of those kinds,
-        claimed in the transaction that records this one's outcome."""
-        try:
-            self.kinds[job.kind].run(job)
-        except GiveUp as exc:
-            return self._fail(job, exc, False, then)
-        except Exception as exc:
-            return self._fail(job, exc, True, then)
-        return self._finish(job, then)
+        outcomes, _ = self._run_batch([job])
+        return self._record(job.store, outcomes, [])[0][0]
 
     def finish(self, job: Job) -> str:
         """Record `job` done, if this claim still holds it."""
-        return self._finish(job)[0]
-
-    def _finish(self, job: Job, then: list[str] | None = None) -> tuple[str, Job | None]:
-        given_up: list[Job] = []
-        claimed: Job | None = None
-        with job.store.transaction(timeout=OUTCOME_WAIT):
-            jobs = _collection(job.store)
-            doc = jobs.get(job.id)
-            if not _held(doc, job):
-                log.warning("jobs: %s %s ran, but its lease was taken over: not recorded", job.kind, job.id)
-                return LOST, None
-            assert doc is not None
-            now = self.clock()
-            doc.update(state=DONE, lease_until=0.0, lease=None, finished=now, updated=now)
-            jobs.replace(doc)
-            for write in job.outcome_writes:
-                write(job.store)
-            if then:
-                claimed, given_up = self._claim_locked(job.store, then)
-        self._finished(job, DONE)
-        for other in given_up:
-            self._finished(other, FAILED)
-        return DONE, claimed
+        return self._record(job.store, [Ran(job)], [])[0][0]
 
     def fail(self, job: Job, exc: BaseException, retry: bool = True) -> str:
         """Record a failed attempt, if this claim still holds the job: a
         retry after a doubling delay while attempts are left, else failed."""
-        return self._fail(job, exc, retry)[0]
+        return self._record(job.store, [Ran(job, exc, retry)], [])[0][0]
 
-    def _fail(self, job: Job, exc: BaseException, retry: bool,
-              then: list[str] | None = None) -> tuple[str, Job | None]:
-        kind = self.kinds[job.kind]
-        error = f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
+    def _record(self, store: Store, outcomes: list[Ran], unstarted: list[Job],
+                then: list[str] | None = None) -> tuple[list[str], list[Job]]:
+        """Record what the jobs of one claim did, in one transaction: each
+        outcome (done, a retry after a doubling delay while attempts are
+        left, failed) with the handler's `with_outcome` writes, if this
+        claim still holds the job; the jobs not started given back as
+        they were. With `then`, the next due jobs of those kinds are
+        claimed in the same transaction. Answers each outcome's state
+        (`lost` when its lease was taken over: nothing recorded) and the
+        jobs claimed."""
+        states: list[str] = []
         given_up: list[Job] = []
-        claimed: Job | None = None
-        with job.store.transaction(timeout=OUTCOME_WAIT):
-            jobs = _collection(job.store)
-            doc = jobs.get(job.id)
-            if not _held(doc, job):
-                log.warning("jobs: %s %s failed (%s), but its lease was taken over", job.kind, job.id, error)
-                return LOST, None
-            assert doc is not None
+        claimed: list[Job] = []
+        with store.transaction(timeout=OUTCOME_WAIT):
+            jobs = _collection(store)
             now = self.clock()
+            for ran in outcomes:
+                states.append(self._record_one(store, jobs, ran, now))
+            for job in unstarted:
+                doc = jobs.get(job.id)
+                if _held(doc, job):
+                    assert doc is not None
+                    doc.update(state=PENDING, attempts=doc["attempts"] - 1, lease_until=0.0, lease=None,
+                               holder=None, updated=now)
+                    jobs.replace(doc)
+            if then:
+                claimed, given_up = self._claim_locked(store, then)
+        for ran, state in zip(outcomes, states, strict=True):
+            if state in (DONE, FAILED):
+                self._finished(ran.job, state)
+        for other in given_up:
+            self._finished(other, FAILED)
+        return states, claimed
+
+    def _record_one(self, store: Store, jobs: Collection, ran: Ran, now: float) -> str:
+        job = ran.job
+        doc = jobs.get(job.id)
+        if not _held(doc, job):
+            what = "ran" if ran.error is None else f"failed ({_error(ran.error)})"
+            log.warning("jobs: %s %s %s, but its lease was taken over: not recorded", job.kind, job.id, what)
+            return LOST
+        assert doc is not None
+        if ran.error is None:
+            doc.update(state=DONE, lease_until=0.0, lease=None, finished=now, updated=now)
+        else:
+            error = _error(ran.error)
             attempts = doc["attempts"]
-            if retry and attempts < kind.max_attempts:
+            kind = self.kinds[job.kind]
+            if ran.retry and attempts < kind.max_attempts:
                 delay = kind.retry_seconds * 2 ** (attempts - 1)
                 doc.update(state=PENDING, run_at=now + delay, lease_until=0.0, lease=None, last_error=error,
                            updated=now)
@@ -497,17 +574,10 @@ class Jobs:
             else:
                 doc.update(state=FAILED, lease_until=0.0, lease=None, last_error=error, finished=now, updated=now)
                 log.error("jobs: %s %s failed after %d attempt(s): %s", job.kind, job.id, attempts, error)
-            jobs.replace(doc)
-            for write in job.outcome_writes:
-                write(job.store)
-            state = str(doc["state"])
-            if then:
-                claimed, given_up = self._claim_locked(job.store, then)
-        if state == FAILED:
-            self._finished(job, FAILED)
-        for other in given_up:
-            self._finished(other, FAILED)
-        return state, claimed
+        jobs.replace(doc)
+        for write in job.outcome_writes:
+            write(store)
+        return str(doc["state"])
 
     def _finished(self, job: Job, state: str) -> None:
         callback = self.kinds[job.kind].finished
@@ -550,6 +620,20 @@ class Jobs:
             gone += jobs.delete_many({"state": FAILED,
                                       "finished": {"$lte": now - self.settings.keep_failed_seconds}})
         return gone
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What running a claimed job came to: no error (done), or the error
+    raised and whether another attempt may follow."""
+
+    job: Job
+    error: BaseException | None = None
+    retry: bool = True
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
 
 
 def _check_kind(kind: str) -> None:
