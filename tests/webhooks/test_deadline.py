@@ -16,17 +16,18 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from quire.cache import Cache
 from quire.config import WebhooksSettings, load_settings
 from quire.jobs import FAILED, JOBS, LEASE_MARGIN, OUTCOME_WAIT, Jobs
 from quire.store import open_store
-from quire.webhooks.bounded import TimedOut, Transport, within
+from quire.webhooks import deliver
+from quire.webhooks.bounded import TimedOut
 from quire.webhooks.deliver import Policy, Sender
 from quire.webhooks.sealing import Sealer, key_text
 from quire.webhooks.service import DELIVERIES, DELIVERY, WebhookService
@@ -198,22 +199,94 @@ def tls_receiver(cert: Path, key: Path, gap: float) -> tuple[socket.socket, int]
     return listener, listener.getsockname()[1]
 
 
-def test_the_deadline_holds_over_tls_too(tls_files: tuple[Path, Path]) -> None:
+def test_the_deadline_holds_over_tls_too(tls_files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     cert, key = tls_files
     trusting = ssl.create_default_context(cafile=str(cert))
+    # hooks.test is the certificate's name: it resolves to the receivers here
+    monkeypatch.setattr(deliver, "lookup", lambda host, port, timeout: [(socket.AF_INET, socket.SOCK_STREAM, 6, "",
+                                                                          ("127.0.0.1", port))])
+    sender = Sender(Policy.of(False, ["hooks.test"]), 1.0, tls=trusting)
     prompt, prompt_port = tls_receiver(cert, key, 0.0)
     slow, slow_port = tls_receiver(cert, key, 0.3)
     try:
-        with httpx2.Client(transport=Transport(trusting), timeout=1.0) as client:
-            with within(time.monotonic() + 1.0):  # as Sender.post sends: the address, with the name for TLS
-                answer = client.post(f"https://127.0.0.1:{prompt_port}/hook", content=b"{}",
-                                     extensions={"sni_hostname": "hooks.test"})
-            assert (answer.status_code, answer.text) == (200, "ok")
-            started = time.monotonic()
-            with pytest.raises(httpx2.ReadTimeout), within(time.monotonic() + 1.0):
-                client.post(f"https://127.0.0.1:{slow_port}/hook", content=b"{}",
-                            extensions={"sni_hostname": "hooks.test"})
-            assert time.monotonic() - started < 6.0  # 40 bytes at 0.3 s would take 12 s
+        answer = sender.post(f"https://hooks.test:{prompt_port}/hook", {}, b"{}")
+        assert (answer.status, answer.body) == (200, "ok")
+        started = time.monotonic()
+        with pytest.raises(TimedOut, match=r"timed out after 1 s \(reading the answer\)"):
+            sender.post(f"https://hooks.test:{slow_port}/hook", {}, b"{}")
+        assert time.monotonic() - started < 6.0  # 40 bytes at 0.3 s would take 12 s
+        # the certificate is checked: another name than the certificate's is refused
+        with pytest.raises(ssl.SSLCertVerificationError):
+            Sender(Policy.of(False, ["other.test"]), 1.0, tls=trusting).post(
+                f"https://other.test:{prompt_port}/hook", {}, b"{}")
     finally:
+        sender.close()
         prompt.close()
         slow.close()
+
+
+class KeepAlive(ThreadingHTTPServer):
+    """A receiver that keeps connections open between requests and counts
+    the connections it was given; `close_after_answer` closes each one
+    right after its answer, without saying so (as a receiver whose idle
+    timeout is shorter than ours does)."""
+
+    daemon_threads = True
+
+    def __init__(self, close_after_answer: bool = False) -> None:
+        self.connections = 0
+        self.requests: list[str] = []
+        receiver = self
+
+        class Answer(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                receiver.connections += 1
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.requests.append(self.headers.get("webhook-id", ""))
+                self.send_response(200)
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+                if close_after_answer:
+                    self.close_connection = True
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Answer)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server_address[1]}/hook"
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def test_deliveries_to_one_receiver_share_a_kept_connection(sender: Sender) -> None:
+    receiver = KeepAlive()
+    try:
+        answers = [sender.post(receiver.url, {"webhook-id": f"msg_{n}"}, b"{}") for n in range(5)]
+    finally:
+        receiver.close()
+    assert [(a.status, a.body) for a in answers] == [(200, "ok")] * 5
+    assert receiver.requests == [f"msg_{n}" for n in range(5)]
+    assert receiver.connections == 1
+
+
+def test_a_kept_connection_the_receiver_closed_is_not_used_again(sender: Sender) -> None:
+    receiver = KeepAlive(close_after_answer=True)
+    try:
+        answers = []
+        for n in range(3):
+            answers.append(sender.post(receiver.url, {"webhook-id": f"msg_{n}"}, b"{}"))
+            time.sleep(0.05)  # the close reaches us before the next delivery
+    finally:
+        receiver.close()
+    assert [a.status for a in answers] == [200] * 3
+    assert receiver.requests == ["msg_0", "msg_1", "msg_2"]  # each sent once
+    assert receiver.connections == 3

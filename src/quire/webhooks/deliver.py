@@ -17,22 +17,24 @@ body (`bounded.py`); past it the attempt fails with `TimedOut`."""
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
+import ssl
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-import httpx2
-
-from quire.webhooks.bounded import TimedOut, Transport, lookup, within
+from quire.webhooks.bounded import Connection, TimedOut, lookup, phase, within
 
 MAX_ANSWER_BYTES = 64 * 1024  # read of an answer's body, kept for the log up to MAX_LOGGED
 MAX_LOGGED = 1000
 USER_AGENT = "Quire-Webhooks/1"
 MAX_CLIENTS = 64  # receivers whose connections are kept
+MAX_KEPT = 8  # idle connections kept per receiver (a lane's threads send at once)
+KEEP_SECONDS = 4.0  # an idle connection older than this is not used again (servers close theirs after ~5 s)
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -109,6 +111,8 @@ def resolve(host: str, port: int, policy: Policy, timeout: float) -> Address:
         return literal
     try:
         infos = lookup(host, port, timeout)
+    except TimedOut:
+        raise
     except (OSError, UnicodeError) as exc:
         raise ConnectionError(f"cannot resolve {host}: {exc}") from None
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
@@ -128,79 +132,107 @@ class Answer:
     body: str  # the first MAX_LOGGED characters
 
 
-class Sender:
-    """Sends webhook requests; one per process, used by the jobs runner."""
+Key = tuple[str, str, str, int]  # scheme, URL host, address, port
 
-    def __init__(self, policy: Policy, timeout: float) -> None:
+
+class Sender:
+    """Sends webhook requests; one per process, used by the jobs runner's
+    threads. Connections to a receiver are kept between deliveries (per
+    URL host and address: a TLS connection is made for one host name, so
+    it is never lent to another name that has the same address)."""
+
+    def __init__(self, policy: Policy, timeout: float, tls: ssl.SSLContext | None = None) -> None:
         self.policy = policy
         self.timeout = timeout
-        # A client per URL host keeps connections to a receiver between
-        # deliveries; requests name the address, so one shared pool could
-        # send a request for one host over a TLS connection made for
-        # another that has the same address.
-        self._clients: OrderedDict[str, httpx2.Client] = OrderedDict()
+        # the system's CAs check certificates (tests give one trusting their own)
+        self.tls = tls or ssl.create_default_context()
+        self._idle: OrderedDict[Key, list[Connection]] = OrderedDict()
         self._lock = threading.Lock()  # several deliveries run at once (`[webhooks] concurrency`)
 
-    def _client(self, host: str) -> httpx2.Client:
+    def _take(self, key: Key) -> Connection | None:
+        """A kept connection for `key` that can carry a request, if any."""
+        while True:
+            with self._lock:
+                kept = self._idle.get(key)
+                if not kept:
+                    return None
+                connection = kept.pop()
+                if not kept:
+                    del self._idle[key]
+            if time.monotonic() - connection.used < KEEP_SECONDS and connection.idle_and_open():
+                return connection
+            connection.close()
+
+    def _keep(self, key: Key, connection: Connection) -> None:
         with self._lock:
-            client = self._clients.pop(host, None)
-            if client is None:
-                client = httpx2.Client(follow_redirects=False, trust_env=False, transport=Transport(),
-                                       timeout=httpx2.Timeout(self.timeout), headers={"user-agent": USER_AGENT})
-                while len(self._clients) >= MAX_CLIENTS:
-                    # a request still using it ends with an error, retried
-                    self._clients.popitem(last=False)[1].close()
-            self._clients[host] = client  # the most recently used last
-            return client
+            kept = self._idle.setdefault(key, [])
+            self._idle.move_to_end(key)  # the most recently used last
+            kept.append(connection)
+            dropped = kept[:-MAX_KEPT]
+            del kept[:-MAX_KEPT]
+            while len(self._idle) > MAX_CLIENTS:
+                dropped += self._idle.popitem(last=False)[1]
+        for connection in dropped:
+            connection.close()
 
     def close(self) -> None:
         with self._lock:
-            while self._clients:
-                self._clients.popitem()[1].close()
+            kept = [c for connections in self._idle.values() for c in connections]
+            self._idle.clear()
+        for connection in kept:
+            connection.close()
 
     def post(self, url: str, headers: dict[str, str], body: bytes) -> Answer:
         """POST `body` to `url` at its checked address, the whole exchange
         within `timeout` seconds. Raises `Refused` for an address that may
         not be called (before connecting), `TimedOut` past the deadline,
-        OSError or httpx errors for other transport failures."""
+        OSError for other transport failures (`BadAnswer` for an answer
+        that is not HTTP)."""
         started = time.monotonic()
         deadline = started + self.timeout
         parts = urlsplit(url)
         host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        tls = parts.scheme == "https"
+        port = parts.port or (443 if tls else 80)
         address = resolve(host, port, self.policy, self.timeout)
-        shown = f"[{address}]" if address.version == 6 else str(address)
-        target = urlunsplit((parts.scheme, f"{shown}:{port}", parts.path or "/", parts.query, ""))
         host_header = host if parts.port is None else f"{host}:{port}"
         if ":" in host and not host_header.startswith("["):
             host_header = f"[{host}]" if parts.port is None else f"[{host}]:{port}"
-        extensions = {"sni_hostname": host} if parts.scheme == "https" and literal_address(host) is None else {}
-        client = self._client(host)
-        request = client.build_request("POST", target, content=body, extensions=extensions,
-                                             headers={**headers, "host": host_header})
-        read = bytearray()
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        sent = {**headers, "host": host_header, "user-agent": USER_AGENT}
+        key = (parts.scheme, host.lower(), str(address), port)
+        connection = self._take(key)
+        kept = connection is not None
         try:
             with within(deadline):
-                response = client.send(request, stream=True)
-                try:
-                    for chunk in response.iter_bytes():
-                        read += chunk
-                        if len(read) >= MAX_ANSWER_BYTES:
-                            break
-                finally:
-                    response.close()
-        except httpx2.TimeoutException as exc:
-            raise TimedOut(f"timed out after {self.timeout:g} s ({_phase(exc)})") from None
+                while True:
+                    if connection is None:
+                        # the certificate is checked for the URL's host (a name,
+                        # sent as SNI, or an address)
+                        connection = Connection(str(address), port, self.tls if tls else None, host.strip("[]"))
+                    try:
+                        status, read, reusable = connection.post(path, sent, body, MAX_ANSWER_BYTES)
+                        break
+                    except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                        connection.close()
+                        connection = None
+                        if not kept:
+                            raise
+                        # a kept connection the receiver closed as the
+                        # request left: once more on a new one (the same
+                        # message id; receivers drop a duplicate)
+                        kept = False
+        except TimeoutError:
+            if connection is not None:
+                connection.close()
+            raise TimedOut(f"timed out after {self.timeout:g} s ({phase()})") from None
+        except BaseException:
+            if connection is not None:
+                connection.close()
+            raise
+        if reusable:
+            self._keep(key, connection)
+        else:
+            connection.close()
         elapsed = round((time.monotonic() - started) * 1000)
-        return Answer(response.status_code, elapsed, bytes(read[:MAX_LOGGED * 4]).decode("utf-8", "replace")[:MAX_LOGGED])
-
-
-def _phase(exc: httpx2.TimeoutException) -> str:
-    """What the attempt was doing when its time ran out, for the log."""
-    if isinstance(exc, httpx2.ConnectTimeout):
-        return "connecting"
-    if isinstance(exc, httpx2.WriteTimeout):
-        return "sending the request"
-    if isinstance(exc, httpx2.PoolTimeout):
-        return "waiting for a connection"
-    return "reading the answer"
+        return Answer(status, elapsed, read[:MAX_LOGGED * 4].decode("utf-8", "replace")[:MAX_LOGGED])
