@@ -10,9 +10,10 @@ dropping the kept answers) is on. For `--seconds`:
 
 - **reads**: wrk (`--connections`, 2 threads) asks the first page of posts,
   `GET /api/content/items/posts?limit=20`, again and again;
-- **writes**: `--writers` clients (threads of this process, one kept
+- **writes**: `--writers` clients (processes of their own, one kept
   connection each) update random items one save after the other (two
-  fields changed), each save timed.
+  fields changed), each save timed. The webhook's receiver is a process
+  of its own too: neither's Python work waits for the other's.
 
 The same is run on the code of `--base` (a commit, by default the last one
 before revisions landed), taken out with `git archive` and served from the
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import random
 import shutil
@@ -39,12 +41,9 @@ import statistics
 import subprocess
 import sys
 import tarfile
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 from PIL import Image
 
@@ -76,34 +75,40 @@ FIELDS = [{"name": "title", "type": "text"}, {"name": "slug", "type": "text"}, {
 ENV = {"QUIRE_WEBHOOKS_ALLOW_HOSTS": "127.0.0.1"}
 
 
-class Receiver(ThreadingHTTPServer):
-    """Answers every delivery 200 at once and counts them."""
+RECEIVER = """
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class Answer(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+server.daemon_threads = True
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
 
-    daemon_threads = True
+
+class Receiver:
+    """Answers every delivery 200 at once, in a process of its own (as a
+    real site's receiver is elsewhere: its work is not the bench's)."""
 
     def __init__(self) -> None:
-        self.count = 0
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                receiver.count += 1
-                self.send_response(200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        receiver = self
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        self.proc = subprocess.Popen([sys.executable, "-c", RECEIVER], stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/hook"
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def shutdown(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
 
 
 @dataclass
@@ -180,11 +185,15 @@ def seed(api: Api, items: int, receiver: Receiver, rng: random.Random, without: 
     return ids
 
 
-def writer(base: str, key: str, ids: list[str], until: float, seed_value: int, out: Outcome, lock: threading.Lock) -> None:
+def writer(base: str, key: str, ids: list[str], seconds: float, seed_value: int) -> None:
+    """One writer (a process of its own, so the writers' own Python work
+    never waits for another's): saves until `seconds` have passed, then
+    prints its save times (ms) and failures as JSON."""
     api = Api(base, key)
     rng = random.Random(seed_value)
     times: list[float] = []
     failed = 0
+    until = time.monotonic() + seconds
     try:
         while time.monotonic() < until:
             started = time.perf_counter()
@@ -197,9 +206,14 @@ def writer(base: str, key: str, ids: list[str], until: float, seed_value: int, o
                 failed += 1
     finally:
         api.close()
-    with lock:
-        out.save_ms.extend(times)
-        out.failed_saves += failed
+    print(json.dumps({"times": times, "failed": failed}))
+
+
+def start_writers(base: str, key: str, ids: list[str], args: argparse.Namespace, work: Path) -> list[subprocess.Popen[str]]:
+    ids_file = work / "ids.json"
+    ids_file.write_text(json.dumps(ids))
+    return [subprocess.Popen([sys.executable, __file__, "--writer", base, key, str(ids_file), str(args.seconds), str(n)],
+                             stdout=subprocess.PIPE, text=True) for n in range(args.writers)]
 
 
 def run_one(name: str, commit: str, pythonpath: str | None, args: argparse.Namespace, work: Path,
@@ -219,18 +233,19 @@ def run_one(name: str, commit: str, pythonpath: str | None, args: argparse.Names
         api = Api(server.base, key)
         ids = seed(api, args.items, receiver, random.Random(round_no), set(args.without.split(",")))
         api.close()
-        until = time.monotonic() + args.seconds
-        lock = threading.Lock()
-        threads = [threading.Thread(target=writer, args=(server.base, key, ids, until, n, outcome, lock))
-                   for n in range(args.writers)]
-        for thread in threads:
-            thread.start()
+        writers = start_writers(server.base, key, ids, args, work)
+        spies = profile_workers(server, args, work / f"{name}-{round_no}") if args.profile else []
         wrk = subprocess.run(["wrk", "-t2", f"-c{args.connections}", f"-d{args.seconds}s", "--latency",
                               "-H", f"api-key: {key}", server.base + READ_PATH],
                              capture_output=True, text=True, timeout=args.seconds + 120, check=True)
         outcome.load = os.getloadavg()[0]
-        for thread in threads:
-            thread.join()
+        for proc in writers:
+            out, _ = proc.communicate(timeout=args.seconds + 60)
+            done = json.loads(out)
+            outcome.save_ms.extend(done["times"])
+            outcome.failed_saves += done["failed"]
+        for spy in spies:
+            spy.wait(timeout=60)
         read = parse_wrk(wrk.stdout + wrk.stderr)
         outcome.reads_rps, outcome.read_p50, outcome.read_p99 = read.rps, read.p50, read.p99
         outcome.read_errors = read.non2xx + sum(read.socket_errors.values())
@@ -246,6 +261,17 @@ def run_one(name: str, commit: str, pythonpath: str | None, args: argparse.Names
         server.stop()
         receiver.shutdown()
     return outcome
+
+
+def profile_workers(server: Server, args: argparse.Namespace, prefix: Path) -> list[subprocess.Popen[bytes]]:
+    """py-spy (on PATH or beside this Python) samples every worker's threads
+    for the run, written as collapsed stacks to `<prefix>-<pid>.txt`."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    return [subprocess.Popen([spy, "record", "--pid", str(pid), "--threads", "--idle", "--format", "raw",
+                              "--duration", str(args.seconds), "--rate", "200", "--nonblocking",
+                              "--output", f"{prefix}-{pid}.txt"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+            for pid in server.worker_pids()]
 
 
 def render(rounds: list[tuple[Outcome, Outcome]], args: argparse.Namespace) -> str:
@@ -276,6 +302,11 @@ def verdict(rounds: list[tuple[Outcome, Outcome]]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--writer"]:
+        base, key, ids_file, seconds, seed_value = argv[1:]
+        writer(base, key, json.loads(Path(ids_file).read_text()), float(seconds), int(seed_value))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default=BASE, help=f"the commit to compare with (default {BASE})")
     for name, value in STANDARD.items():
@@ -285,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a setting for both servers (repeatable)")
     parser.add_argument("--only", default="", help="run only this code: now or base")
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / ".work" / "mixed")
+    parser.add_argument("--profile", action="store_true",
+                        help="sample the workers with py-spy (collapsed stacks in --work, threads and idle included)")
     parser.add_argument("--no-docs", action="store_true", help="print only; leave docs/benchmarks.md")
     args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
@@ -304,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = verdict(rounds)
     print(table)
     print("\n".join(lines))
-    standard = all(getattr(args, k) == v for k, v in STANDARD.items()) and not args.without and not args.only and not args.set
+    standard = all(getattr(args, k) == v for k, v in STANDARD.items()) and not args.without and not args.only and not args.set and not args.profile
     if standard and not args.no_docs:
         section = (f"## {SECTION_TITLE}\n\n"
                    f"`bench/mixed.py`: a 2-worker server (SQLite) with `posts` ({args.items:,} items, an asset "
