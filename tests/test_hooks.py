@@ -68,6 +68,8 @@ def emitted_events(root: Path = SRC) -> tuple[dict[str, set[str]], list[str]]:
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("emit", "emit_after", "notify")):
                 continue
+            if not node.args and not node.keywords:
+                continue  # a threading.Condition's notify(): an event always has a name
             first = node.args[0] if node.args else None
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 name = first.value
