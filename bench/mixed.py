@@ -343,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
                    f"`bench/mixed.py`: a 2-worker server (SQLite) with `posts` ({args.items:,} items, an asset "
                    "field), a search index over it and a webhook following `content.*` to a local receiver; "
                    f"for {args.seconds} s wrk reads `{READ_PATH}` ({args.connections} connections) while "
-                   f"{args.writers} clients update random items one save after the other. The same on the code of "
+                   f"{args.writers} clients (processes of their own, as is the receiver) update random items one save "
+                   "after the other. The same on the code of "
                    f"`{args.base}` (the last commit before revisions), alternated over {args.rounds} rounds; "
                    "load is the 1-minute load average at the end of each run.\n\n"
                    f"{table}\n\n" + "\n".join(lines) + "\n")
