@@ -28,7 +28,7 @@ from quire.content.models import parse_model
 from quire.jobs import DONE, JOBS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from profile_save import FIELDS  # noqa: E402  (a sibling script, not a package)
+from profile_save import FIELDS, create_items  # noqa: E402  (a sibling script, not a package)
 
 RECEIVER = """
 import sys
@@ -50,12 +50,7 @@ async def run(quire: Quire, count: int, hook: bool, port: int) -> float:
     identity = quire.auth.identify(str(quire.auth.create_key("bench", "admin")["key"]))
     if hook:
         await quire.webhooks.create({"name": "bench", "url": f"http://127.0.0.1:{port}/hook", "events": ["content.*"]})
-    ids = []
-    for n in range(200):
-        item = await quire.content.save("posts", {"title": f"t{n}", "slug": f"s{n}", "summary": "x" * 200,
-                                                  "body": "y" * 2000, "rating": n, "tags": ["a", "b"],
-                                                  "category": "news"}, identity)
-        ids.append(item["_id"])
+    ids = await create_items(quire, identity)
     jobs = quire.store.collection(JOBS)
     expected = 200 + count if hook else 0
     while hook and jobs.count({"state": DONE}) < 200:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from quire.app import Quire
+from quire.auth.service import Identity
 from quire.config import load_settings
 from quire.content.models import parse_model
 
@@ -29,15 +30,21 @@ FIELDS = [{"name": "title", "type": "text"}, {"name": "slug", "type": "text"}, {
           {"name": "published", "type": "date"}, {"name": "meta", "type": "object"}]
 
 
-async def saves(quire: Quire, count: int) -> float:
-    """Milliseconds of CPU per update."""
-    identity = quire.auth.identify(str(quire.auth.create_key("bench", "admin")["key"]))
+async def create_items(quire: Quire, identity: Identity, count: int = 200) -> list[str]:
+    """`count` items of model `posts` (its ten fields filled); their ids."""
     ids = []
-    for n in range(200):
+    for n in range(count):
         item = await quire.content.save("posts", {"title": f"t{n}", "slug": f"s{n}", "summary": "x" * 200,
                                                   "body": "y" * 2000, "rating": n, "tags": ["a", "b"],
                                                   "category": "news"}, identity)
         ids.append(item["_id"])
+    return ids
+
+
+async def saves(quire: Quire, count: int) -> float:
+    """Milliseconds of CPU per update."""
+    identity = quire.auth.identify(str(quire.auth.create_key("bench", "admin")["key"]))
+    ids = await create_items(quire, identity)
     started = time.process_time()
     for n in range(count):
         await quire.content.save("posts", {"_id": random.choice(ids), "title": f"u{n}", "rating": n}, identity)
