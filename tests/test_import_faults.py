@@ -70,8 +70,15 @@ def _bundle(path: Path, count: int) -> list[str]:
     return [item["_id"] for item in items]
 
 
+# `python -m quire ...` with Ctrl-C working as in a terminal: a suite started
+# in the background (`make test &`, nohup) passes SIGINT on ignored, and
+# Python then leaves it ignored in every process it starts.
+INTERRUPTIBLE = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                 "sys.argv[0] = 'quire'; runpy.run_module('quire', run_name='__main__')")
+
+
 def _import(data: Path, bundle: Path, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "quire", "import", "--data", str(data), str(bundle)],
+    return subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE, "import", "--data", str(data), str(bundle)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
 
 
