@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -695,3 +696,26 @@ def test_a_batch_gives_back_the_jobs_it_did_not_start_in_time(stores: list[Store
     # given back as they were: pending, the attempt not counted, no lease
     assert [(d["state"], d["attempts"], d["lease"]) for d in after[1:]] == [(PENDING, 0, None)] * 3
     assert jobs.run_due(stores[0]) == 3 and ran == list("abcd")
+
+
+def test_a_server_starts_while_another_writer_holds_the_lock_and_schedules_the_daily_prunes_after(
+        data_dir: Path) -> None:
+    # The daily prunes were enqueued on the event loop at start, which waits
+    # for the write lock 50 ms at most: a server starting beside a busy
+    # writer (an import, another instance) failed to start with StoreBusy.
+    app = build_app(load_settings(data_dir, env={"QUIRE_SERVER_QUIET": "true"}))
+    quire = app.state.quire
+    holder = sqlite3.connect(data_dir / "quire.db", timeout=30, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        with TestClient(app) as client:  # the start: no write waits for the lock on the event loop
+            assert client.get("/api/system/healthcheck").status_code == 200
+            time.sleep(0.3)  # the runner waits for the lock meanwhile
+            holder.rollback()
+            day = int(time.time() // 86_400)
+            expected = {f"{kind}:{day}" for kind in ("audit.prune", "revisions.prune", "webhooks.prune")}
+            jobs = quire.store.collection(JOBS)
+            wait_for(lambda: expected <= {d["_id"] for d in jobs.find()}, timeout=30)
+    finally:
+        holder.close()
+        quire.close()

@@ -680,8 +680,11 @@ def drop_older(store: Store, name: str, hints: Any, days: int, now: float) -> in
 class Daily:
     """Work a module does once a day per cluster (dropping what it keeps
     too long): a job of `kind` keyed by the day, so however many
-    instances enqueue a day's job there is one; `schedule` (at start)
-    enqueues today's, and each run enqueues the next day's.
+    instances enqueue a day's job there is one; `schedule` enqueues
+    today's, once per process when its runner starts (the kind's
+    `prepare`, in a runner thread: at a server's start, on its event loop,
+    a write lock held elsewhere for 50 ms failed the start), and each run
+    enqueues the next day's.
 
     `work(store)` runs in the runner's thread with its store object and
     answers how many documents it dropped (logged as `what`). `clock` is
@@ -695,12 +698,16 @@ class Daily:
         self.work = work
         self.what = what
         self.clock = clock
-        jobs.handle(kind, self.run, max_attempts=3, retry_seconds=600, lease_seconds=3600, lane=MAINTENANCE)
+        jobs.handle(kind, self.run, max_attempts=3, retry_seconds=600, lease_seconds=3600, lane=MAINTENANCE,
+                    prepare=self.schedule)
 
-    def schedule(self) -> None:
+    def schedule(self, store: Store | None = None) -> None:
+        """Enqueue today's job (none if it is there), with `store` (the
+        runner thread's) or the jobs table's own."""
+        store = store or self.jobs.store
         day = int(self.clock() // DAY)
-        with self.jobs.store.transaction():
-            self.jobs.enqueue(self.kind, {"day": day}, key=str(day))
+        with store.transaction():
+            self.jobs.enqueue(self.kind, {"day": day}, key=str(day), store=store)
         self.jobs.wake(self.kind)
 
     def run(self, job: Job) -> None:

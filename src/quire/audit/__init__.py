@@ -22,9 +22,8 @@ UNTOLD = frozenset({"_modified", "_rev", "_mby", "_cby", "_created"})
 
 
 def build(services: Services) -> None:
-    audit = services.add("audit", AuditService(services.store, services.settings.audit, services.jobs,
-                                               services.settings.server.proxy_hops))
-    services.on_start(audit.schedule)
+    services.add("audit", AuditService(services.store, services.settings.audit, services.jobs,
+                                        services.settings.server.proxy_hops))
 
 
 def changed(previous: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:

@@ -15,10 +15,9 @@ from quire.revisions.service import PAGES, SETTINGS, RevisionService
 
 
 def build(services: Services) -> None:
-    revisions = services.add("revisions", RevisionService(
+    services.add("revisions", RevisionService(
         services.store, services.settings.revisions, services.jobs, services.get(ContentService),
         services.get(PagesService), services.get(MenuService)))
-    services.on_start(revisions.schedule)
 
 
 def subscribe(services: Services) -> None:

@@ -204,7 +204,8 @@ class RevisionService:
                           self.clock() if now is None else now)
 
     def schedule(self) -> None:
-        """Enqueue today's prune (once per cluster: the job's key is the day)."""
+        """Enqueue today's prune (once per cluster: the job's key is the day); a
+        runner does it when it starts (`jobs.Daily`)."""
         self.daily.schedule()
 
     def _prune_job(self, job: Job) -> None:

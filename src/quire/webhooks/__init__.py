@@ -26,7 +26,6 @@ def build(services: Services) -> None:
     sealer = Sealer(key_text(settings.key, services.settings.data_dir))
     webhooks = services.add("webhooks", WebhookService(services.store, services.cache, settings, services.jobs, sealer,
                                                           events=services.events))
-    services.on_start(webhooks.schedule)
     services.on_close(webhooks.close)
 
 

@@ -326,7 +326,8 @@ class WebhookService:
     # -- retention ------------------------------------------------------------
 
     def schedule(self) -> None:
-        """Enqueue today's prune of the delivery log (one per cluster)."""
+        """Enqueue today's prune of the delivery log (one per cluster); a runner
+        does it when it starts (`jobs.Daily`)."""
         self.daily.schedule()
 
     def prune(self, store: Store | None = None) -> int:
