@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 from tests.commands import run_quire
 from tests.serving import quire_server
@@ -122,6 +123,19 @@ def test_a_worker_killed_while_streaming_long_lists_leaves_the_server_serving(tm
         os.kill(main, 0)
 
 
+def _settled(sample: Any, steady: float = 2.0, timeout: float = 30.0) -> Any:
+    """`sample()` once it answered the same for `steady` seconds (sampled
+    every quarter second), or after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    value, since = sample(), time.monotonic()
+    while time.monotonic() - since < steady and time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = sample()
+        if now != value:
+            value, since = now, time.monotonic()
+    return value
+
+
 def _database_files(pid: int, data: Path) -> int:
     """Open connections of process `pid` to the database: each has the WAL
     file open (SQLite may keep the database file's own handle of a closed
@@ -144,7 +158,10 @@ def test_lists_whose_clients_go_away_half_way_leave_no_connection_open(tmp_path:
     with quire_server(data, env={"QUIRE_SERVER_QUIET": "1"}) as (base, key, _log):
         workers = _workers(_server_pid(data))
         assert _call(base, key, "GET", "/api/content/items/item?limit=1").status == 200
-        baseline = {pid: _database_files(pid, data) for pid in workers}
+        # A worker's threads (the job lanes', search's) open their store
+        # objects as they start, later on a busy machine: the baseline is
+        # what the workers hold once that has settled.
+        baseline = _settled(lambda: {pid: _database_files(pid, data) for pid in workers})
         port = int(urllib.parse.urlsplit(base).port or 0)
         for _ in range(6):
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
