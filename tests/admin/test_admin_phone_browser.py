@@ -21,6 +21,7 @@ from tests.studio.browsing import (
     new_context,
     open_page,
     screenshot,
+    wait_until,
 )
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def test_tab_first_reaches_the_skip_link_and_enter_moves_to_main(site: Studio,
         shown = skip.bounding_box()
         assert shown is not None and shown["y"] >= 0 and shown["width"] > 20, "the focused skip link is not visible"
         page.keyboard.press("Enter")
-        page.wait_for_function("document.activeElement.id === 'main'")
+        wait_until(page, "document.activeElement.id === 'main'")
         assert page.evaluate("document.activeElement.tagName") == "MAIN"
         page.keyboard.press("Tab")  # and on from the page's content, not the bar
         assert page.evaluate("document.activeElement.closest('header')") is None, path

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -119,6 +120,17 @@ def scripts_ran(page: Page) -> None:
     them up. Call it once something proves the new page is shown (an
     `expect` on it), else it may see the old page's `load`."""
     page.wait_for_load_state("load")
+
+
+def wait_until(page: Page, expression: str, timeout: float = 10.0) -> None:
+    """Wait until the JavaScript `expression` is true on the page.
+    Playwright's own `wait_for_function` polls through `eval`, which the
+    studio's Content-Security-Policy refuses: it failed whenever the first
+    look was false (a busy machine), so this looks with `evaluate`."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"not true within {timeout:g} s: {expression}"
+        time.sleep(0.05)
 
 
 def next_frames(page: Page) -> None:

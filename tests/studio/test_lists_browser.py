@@ -24,6 +24,7 @@ from tests.studio.browsing import (
     next_frames,
     open_page,
     screenshot,
+    wait_until,
 )
 
 __all__ = ["browser", "new_context"]
@@ -154,8 +155,8 @@ def test_reorder_a_tree_by_keyboard_and_by_drag_and_drop(studio: Studio, new_con
     page.get_by_role("button", name="Move Blog up").focus()
     page.keyboard.press("Enter")
     expect(page.locator("#tree > ul > li").nth(1)).to_contain_text("Blog")
-    page.wait_for_function("document.activeElement && document.activeElement.isConnected"
-                           " && document.activeElement.textContent.includes('Move Blog up')")
+    wait_until(page, "document.activeElement && document.activeElement.isConnected"
+                     " && document.activeElement.textContent.includes('Move Blog up')")
     page.keyboard.press("Enter")
     expect(page.locator("#tree > ul > li").first).to_contain_text("Blog")
     assert _nav(studio) == ["Blog", "Home", "About"]

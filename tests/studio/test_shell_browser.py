@@ -14,6 +14,7 @@ from tests.studio.browsing import (
     login,
     new_context,
     open_page,
+    scripts_ran,
     studio,
 )
 
@@ -31,7 +32,7 @@ def test_content_is_reached_from_the_dashboard(studio: Studio, new_context: Call
     expect(page.get_by_role("heading", level=1)).to_have_text("Content")
     expect(page.get_by_role("link", name="notes")).to_be_visible()
     # the scripts come last in the page: its text shows before they have run
-    page.wait_for_function("typeof htmx === 'object'")
+    scripts_ran(page)
     assert_clean(page)
 
 

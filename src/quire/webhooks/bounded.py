@@ -11,8 +11,9 @@ deliveries read the deadline of the request using them now.
 HTTP itself is the standard library's `http.client` (request framing,
 status line, headers, chunked bodies), over a socket of ours that bounds
 its waits (`_Bounded`). It replaced httpx for deliveries: the same
-exchange cost a third of the CPU (about 150 against 400 µs a delivery in
-process), and a server's workers send one per save of a followed model.
+exchange costs about 60% of the CPU (230–290 against 380–490 µs a
+delivery, measured alone), and a server's workers send one per save of a
+followed model.
 
 `lookup` bounds name resolution the same way: `socket.getaddrinfo` has no
 timeout of its own, so it runs in a thread of its own that is waited for
