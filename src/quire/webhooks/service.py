@@ -51,6 +51,11 @@ DELIVERY = "webhook.delivery"
 # `Jobs.handle`): a save beside its delivery then costs the store a little
 # more than one write transaction, not two or three.
 DELIVERY_BATCH = 16
+# A webhook's `last_delivery` is written again when its outcome changes,
+# else at most this often: a busy webhook is not rewritten per delivery
+# (the delivery log has every attempt, to the millisecond).
+LAST_DELIVERY_SECONDS = 1.0
+MAX_OPENED = 256  # unsealed secrets kept in memory (`WebhookService._open`)
 PRUNE = "webhooks.prune"
 MANAGE = "webhooks/manage"
 ROTATION_OVERLAP = DAY  # the old secret keeps signing this long after a rotation
@@ -91,6 +96,7 @@ class WebhookService:
         self.jobs = jobs
         self.sealer = sealer
         self.clock = clock
+        self._opened: dict[str, str] = {}  # sealed secret -> secret (`_open`)
         self.policy = Policy.of(settings.allow_private, settings.allow_hosts)
         self.sender = Sender(self.policy, float(settings.timeout_seconds))
         self.webhooks = store.collection(WEBHOOKS)
@@ -266,9 +272,9 @@ class WebhookService:
         now = self.clock()
         timestamp = int(now)
         try:
-            secrets_now = [self.sealer.open(hook["secret"])]
+            secrets_now = [self._open(hook["secret"])]
             if hook.get("previous_secret") and (hook.get("previous_until") or 0) > now:
-                secrets_now.append(self.sealer.open(hook["previous_secret"]))
+                secrets_now.append(self._open(hook["previous_secret"]))
         except ValueError as exc:  # another key than the one that sealed it: shown in the log, retried
             self._record(job, None, 0, f"not sent: {exc}")
             raise DeliveryFailed(str(exc)) from None
@@ -293,6 +299,19 @@ class WebhookService:
         self._record(job, answer.status, answer.milliseconds, error[:MAX_LOGGED])
         raise DeliveryFailed(f"HTTP {answer.status}")
 
+    def _open(self, sealed: str) -> str:
+        """A webhook's secret, unsealed once per process and sealed value
+        (unsealing is a quarter of a delivery's own CPU otherwise). A
+        rotation seals a new value, so a rotated secret is never served
+        from here; the dict holds the few webhooks a site has."""
+        opened = self._opened.get(sealed)
+        if opened is None:
+            opened = self.sealer.open(sealed)
+            if len(self._opened) >= MAX_OPENED:
+                self._opened.clear()
+            self._opened[sealed] = opened
+        return opened
+
     def _record(self, job: Job, status: int | None, ms: int, error: str | None, counts: bool = True) -> None:
         """Log one attempt, and count it toward (or reset) the webhook's run
         of failures, in the transaction that records the job's outcome and
@@ -310,8 +329,13 @@ class WebhookService:
             hooks = store.collection(WEBHOOKS)
             hook = hooks.get(payload["hook"])
             if hook is not None and counts:
+                failures = 0 if ok else int(hook.get("failures") or 0) + 1
+                last = hook.get("last_delivery") or {}
+                if (failures == hook.get("failures") and last.get("status") == status and last.get("ok") == ok
+                        and now - (last.get("at") or 0) < LAST_DELIVERY_SECONDS):
+                    return  # the webhook reads the same: no write of it per delivery
                 hook["last_delivery"] = {"at": now, "status": status, "ok": ok}
-                hook["failures"] = 0 if ok else int(hook.get("failures") or 0) + 1
+                hook["failures"] = failures
                 limit = self.settings.disable_after
                 if limit and hook["failures"] >= limit and hook["enabled"]:
                     hook.update(enabled=False, disabled_at=now,
