@@ -20,8 +20,11 @@ $(BIN)/quire: pyproject.toml
 	$(BIN)/pip install -qq -e .
 	touch $(BIN)/quire
 
-$(VENV)/.dev: $(BIN)/quire
+# the example module package (examples/redirects) too: its tests install it
+# as a site would, and Quire finds it through its entry point
+$(VENV)/.dev: $(BIN)/quire examples/redirects/pyproject.toml
 	$(BIN)/pip install -qq -e '.[dev]'
+	$(BIN)/pip install -qq --no-deps -e examples/redirects
 	touch $(VENV)/.dev
 
 install: $(BIN)/quire
@@ -43,7 +46,7 @@ tests/oidc/node_modules/.installed: tests/oidc/package-lock.json
 ## and form suites on S3 (a local S3 server the tests start). `--dist
 ## loadgroup`: a module's servers and browser start on one worker, not on both.
 test: $(VENV)/.dev tests/oidc/node_modules/.installed
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -n 2 --dist loadgroup
@@ -54,7 +57,7 @@ test-backends: $(VENV)/.dev tests/oidc/node_modules/.installed
 	QUIRE_TEST_STORAGE=s3 $(BIN)/pytest -n 2 --dist loadgroup --backend postgresql
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -86,7 +89,7 @@ bench: $(VENV)/.dev
 
 ## make vendor: rebuild the studio's third-party browser code (htmx, Sortable,
 ## the TipTap/CodeMirror bundle) from vendor/package-lock.json into
-## src/quire/admin/static/vendor/; the result is committed, so only changing
+## src/quire/ui/static/vendor/; the result is committed, so only changing
 ## a version needs node
 vendor:
 	npm ci --prefix vendor --no-audit --no-fund

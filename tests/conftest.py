@@ -24,6 +24,11 @@ from tests.storage import ON_S3, S3_SUITES
 
 logging.getLogger("absl").setLevel(logging.ERROR)
 
+# The suite tests Quire's own modules: the example module package that `make
+# dev` installs (examples/redirects) is left out of every app and server the
+# tests start, but those of tests/examples/, which turn it on.
+os.environ["QUIRE_MODULES_PACKAGES"] = "false"
+
 # Passwords the tests set are hashed with argon2's cheapest parameters: the
 # product's (64 MiB, three passes: about 0.1 s a hash, more on a busy
 # machine) would be paid by every test that makes a user and logs in. A
@@ -96,7 +101,7 @@ def app_env(request: pytest.FixtureRequest) -> dict[str, str]:
     postgresql`, a schema of its own on the test process's server; with
     QUIRE_TEST_STORAGE=s3, the files of an asset or form test in a bucket
     of its own (tests/storage.py)."""
-    env = {"QUIRE_SERVER_QUIET": "true"}
+    env = {"QUIRE_SERVER_QUIET": "true", "QUIRE_MODULES_PACKAGES": "false"}
     if backend(request.config) == "postgresql":
         env["QUIRE_STORE_URL"] = request.getfixturevalue("pg_url")
     if ON_S3 and request.node.nodeid.startswith(S3_SUITES):

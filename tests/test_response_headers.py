@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from quire.admin.web import SECURITY_HEADERS
 from quire.app import build_app
 from quire.asgi import Route
 from quire.config import CORS_HEADERS, load_settings
 from quire.errors import ConfigError
 from quire.events import Events
+from quire.ui.web import SECURITY_HEADERS
 from tests.admin.conftest import PASSWORD, logged_in, login, make_user, new_browser
 from tests.client import TestClient
 from tests.conftest import Api, create_item, put_model

@@ -1,5 +1,5 @@
 // Builds the studio's third-party browser code into
-// src/quire/admin/static/vendor/ (run through `make vendor`, after
+// src/quire/ui/static/vendor/ (run through `make vendor`, after
 // `npm ci`). It writes nothing else. The output depends only on the
 // lockfile and the sources here: no dates, and every list sorted, so two
 // runs (or a fresh clone) give byte-identical files.
@@ -10,7 +10,7 @@ import * as esbuild from 'esbuild';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const modules = join(here, 'node_modules');
-const out = join(here, '..', 'src', 'quire', 'admin', 'static', 'vendor');
+const out = join(here, '..', 'src', 'quire', 'ui', 'static', 'vendor');
 
 const files = new Map(); // output name -> contents (string or Buffer)
 

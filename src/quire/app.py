@@ -8,7 +8,7 @@ import logging
 import os
 
 from quire import (
-    admin,
+    accounts,
     assets,
     audit,
     auth,
@@ -28,11 +28,15 @@ from quire import (
 from quire.asgi import App
 from quire.cache import Cache
 from quire.config import Settings, load_settings
+from quire.content import types as field_types
 from quire.events import Events
 from quire.hooks import load_hooks
 from quire.jobs import Jobs
 from quire.modules import Module, Services
+from quire.packages import chosen
 from quire.store import SqliteStore, open_store
+from quire.system.custom import routes_of as custom_routes
+from quire.ui.web import use_module_files
 
 log = logging.getLogger("quire")
 
@@ -40,7 +44,7 @@ log = logging.getLogger("quire")
 # (what they built, and their code: tests/test_import_shape.py holds it).
 MODULES: list[Module] = [
     auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
-    searchmod.module, health.module, system.module, admin.module, revisions.module, audit.module, webhooks.module,
+    searchmod.module, health.module, system.module, accounts.module, revisions.module, audit.module, webhooks.module,
     sso.module,
     studio.module,
 ]
@@ -64,10 +68,16 @@ class Quire(Services):
         jobs = self.add("jobs", Jobs(store, settings.jobs))
         self.on_start(jobs.start)
         self.on_close(jobs.close)
-        self.modules = MODULES if modules is None else modules
+        if modules is None:  # Quire's own, then those of installed packages (packages.py)
+            modules = MODULES + chosen(settings.modules.packages, settings.modules.skip, MODULES)
+        self.modules = modules
         for module in self.modules:
             self.permissions.update(module.permissions)
         self.nav = sorted((e for m in self.modules for e in m.nav), key=lambda e: e.order)
+        use_module_files(self.modules)  # their screens' templates and files
+        for module in self.modules:
+            for kind in module.field_types:
+                field_types.register(kind, module.name)
         try:
             for module in self.modules:
                 if module.build is not None:
@@ -84,7 +94,7 @@ class Quire(Services):
 def build_app(settings: Settings, events: Events | None = None) -> App:
     quire = Quire(settings, events)
     app = App(
-        [r for module in quire.modules for r in module.routes],
+        [*(r for module in quire.modules for r in module.routes), *custom_routes(quire)],
         cors_origins=list(settings.api.cors_origins),
         cors_headers=list(settings.api.cors_headers),
         cors_methods=list(settings.api.cors_methods),

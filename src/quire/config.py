@@ -19,6 +19,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parseaddr
+from importlib.metadata import entry_points
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, TypeVar
@@ -294,6 +295,15 @@ class HooksSettings(Section):
 
 
 @dataclass(frozen=True)
+class ModulesSettings(Section):
+    """Modules of installed packages (entry points `quire.modules`)."""
+
+    NAME: ClassVar[str] = "modules"
+    packages: bool = True
+    skip: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AdminSettings(Section):
     NAME: ClassVar[str] = "admin"
     session_idle_seconds: int = setting(2 * 3600, between=(60, 30 * 86_400))
@@ -400,7 +410,8 @@ S = TypeVar("S", bound=Section)
 # section name -> its class; load_settings reads exactly these sections.
 SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     ServerSettings, ApiSettings, StoreSettings, ContentSettings, AssetSettings, PagesSettings,
-    InboxSettings, SmtpSettings, JobsSettings, RevisionsSettings, HooksSettings, AdminSettings, SsoSettings,
+    InboxSettings, SmtpSettings, JobsSettings, RevisionsSettings, HooksSettings, ModulesSettings, AdminSettings,
+    SsoSettings,
     WebhooksSettings,
     AuditSettings,
 )}
@@ -426,6 +437,19 @@ def register_section(cls: type[S]) -> type[S]:
     cls.specs()  # a declaration the loader cannot read fails here, not at the first start
     SECTIONS[cls.NAME] = cls
     return cls
+
+
+@functools.cache
+def _import_module_packages() -> None:
+    """Import the installed module packages (entry points `quire.modules`,
+    see packages.py) once a process, before any settings are read: a
+    package registers its settings section when it is imported."""
+    for point in entry_points(group="quire.modules"):
+        try:
+            point.load()
+        except Exception as exc:  # any error of a package's import: named, not a traceback
+            raise ConfigError(f"module package {point.value!r} (quire.modules entry point {point.name!r}) "
+                              f"cannot be loaded: {type(exc).__name__}: {exc}") from exc
 
 
 def defaults() -> dict[str, dict[str, Any]]:
@@ -474,6 +498,7 @@ class Settings:
     webhooks = _SectionOf(WebhooksSettings)
     audit = _SectionOf(AuditSettings)
     hooks = _SectionOf(HooksSettings)
+    modules = _SectionOf(ModulesSettings)
     admin = _SectionOf(AdminSettings)
     sso = _SectionOf(SsoSettings)
 
@@ -510,6 +535,7 @@ def load_settings(
     overrides: dict[str, dict[str, Any]] | None = None,
 ) -> Settings:
     """Merge defaults, the TOML file and the environment; validate."""
+    _import_module_packages()  # they add their sections as they are imported
     data = Path(data_dir)
     sections = dict(SECTIONS)
     index = {name: {spec.key: spec for spec in cls.specs()} for name, cls in sections.items()}

@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl
 import json5
 import orjson
 from starlette.requests import ClientDisconnect, Request
+from starlette.types import Message, Receive
 
 from quire import forwarded
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed
@@ -212,3 +213,19 @@ async def read_form_pairs(request: Request, max_bytes: int, max_fields: int) -> 
                          strict_parsing=False)
     except (UnicodeDecodeError, ValueError):
         raise BadRequest(f"The form must be UTF-8 with at most {max_fields} fields") from None
+
+
+def limited_receive(receive: Receive, limit: int) -> Receive:
+    """`receive` that fails with a 413 once the body passed `limit` bytes
+    (an upload that says nothing of its length, or lies about it)."""
+    seen = [0]
+
+    async def wrapped() -> Message:
+        message = await receive()
+        if message["type"] == "http.request":
+            seen[0] += len(message.get("body", b""))
+            if seen[0] > limit:
+                raise PayloadTooLarge(f"Upload is larger than {limit} bytes")
+        return message
+
+    return wrapped

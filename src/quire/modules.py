@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from quire.endpoints import Endpoint, endpoint
+from quire.errors import ConfigError
 
 if TYPE_CHECKING:
     from quire.asgi import Route
@@ -22,6 +26,17 @@ if TYPE_CHECKING:
     from quire.store import Store
 
 T = TypeVar("T")
+
+
+class ItemSearch(Protocol):
+    """Full-text search of content items, as the studio's lists use it."""
+
+    def covers(self, model: str) -> bool:
+        """Whether an index covers the items of `model`."""
+
+    def matching(self, model: str, words: str, limit: int) -> tuple[list[str], int]:
+        """The ids of at most `limit` items the words find, best first, and
+        how many matched in all."""
 
 
 class Services:
@@ -46,6 +61,11 @@ class Services:
         # its search box sends the words typed (set by the module answering them)
         self.nav: list[NavEntry] = []
         self.find_path: str | None = None
+        # full-text search of a model's items, for the content lists' search
+        # box (set by the search module when it is in the app)
+        self.item_search: ItemSearch | None = None
+        # API endpoints the site's hooks add (endpoints.py), served by the system module
+        self.endpoints: list[Endpoint] = []
         self._by_type: dict[type, object] = {}
         self._by_name: dict[str, object] = {}
         self._on_start: list[Callable[[], None]] = []
@@ -81,6 +101,44 @@ class Services:
         """Run `fn` when the instance closes; the last registered runs first."""
         self._on_close.append(fn)
 
+    def add_endpoint(self, method: str, path: str, handler: Callable[[Any], Any], *, permission: str | None = None,
+                     public: bool = False, summary: str = "") -> None:
+        """Serve `handler` at `method path` (under /api/custom/) to callers
+        holding `permission` (which roles can then grant), or to anyone when
+        `public`; for hooks (docs/hooks.md)."""
+        made = endpoint(method, path, handler, permission, public, summary)
+        if any(e.method == made.method and e.path == made.path for e in self.endpoints):
+            raise ConfigError(f"endpoint {made.method} {made.path} is added twice")
+        self.endpoints.append(made)
+        if made.permission is not None:
+            self.permissions.add(made.permission)
+
+    def notices(self, identity: Any) -> list[Notice]:
+        """What the modules ask the studio to tell this user first."""
+        return [n for m in self.modules if m.notices is not None for n in m.notices(self, identity)]
+
+    def panels(self, identity: Any) -> list[Panel]:
+        """The dashboard's parts this user sees, of every module, by order."""
+        found = [p for m in self.modules if m.panels is not None for p in m.panels(self, identity)]
+        return sorted(found, key=lambda p: p.order)
+
+    def find(self, identity: Any, words: str) -> list[FindSection]:
+        """What the studio's search box finds for `words`, of every module."""
+        found = [f for m in self.modules if m.find is not None for f in m.find(self, identity, words)]
+        return sorted(found, key=lambda f: f.order)
+
+    def usage(self, identity: Any, kind: str, thing: str, limit: int) -> Usage:
+        """Where the modules use the `kind` thing `thing` (at most `limit` listed)."""
+        found: list[Found] = []
+        total = hidden = 0
+        for m in self.modules:
+            used = m.usage(self, identity, kind, thing, limit) if m.usage is not None else None
+            if used is not None:
+                found += used.found
+                total += used.total
+                hidden += used.hidden
+        return Usage(found, total, hidden)
+
     def start(self) -> None:
         for fn in self._on_start:
             fn()
@@ -105,6 +163,59 @@ class NavEntry:
     order: int = 100
 
 
+@dataclass(frozen=True)
+class Notice:
+    """A line at the top of the studio's content home: `title` in bold, then
+    `detail`, then a link (a disabled webhook, from the webhooks module)."""
+
+    title: str
+    detail: str
+    href: str
+    link_text: str
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A part of the dashboard: the module's template (which reads `panel`,
+    this object) and what it shows (`data`)."""
+
+    template: str
+    data: Any
+    order: int = 100
+
+
+@dataclass(frozen=True)
+class Found:
+    """One thing the search box found: its title and studio page, a code
+    beside it (a name, a route), a note after it, a thumbnail."""
+
+    title: str
+    href: str
+    code: str | None = None
+    note: str = ""
+    thumb: str | None = None
+
+
+@dataclass(frozen=True)
+class FindSection:
+    """What a module found for the search box, under a heading."""
+
+    heading: str
+    found: Sequence[Found]
+    order: int = 100
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Where a thing is used: the uses the user may open (`found`), how many
+    uses there are in all, and how many of those looked at the user may not
+    open (`hidden`)."""
+
+    found: Sequence[Found]
+    total: int
+    hidden: int = 0
+
+
 # eq=False: a module is one object, compared and hashed by identity
 @dataclass(frozen=True, eq=False)
 class Module:
@@ -119,6 +230,21 @@ class Module:
     - `bundle(services)`: its parts of export/import bundles (bundleparts.py),
       in the order they load; bundle.py takes them in module order.
     - `nav`: its links in the admin's sidebar.
+    - `templates`: the folder of its screens' templates, which holds them
+      in a folder named after the module (`templates/pages/tree.html` is
+      the template "pages/tree.html").
+    - `static`: the folder of its screens' scripts and styles, served at
+      `/studio/static/<name>` (names are shared with every module's: a
+      module's files carry its name, as `pages.js`).
+    - `notices(services, identity)`: lines for the top of the content home.
+    - `panels(services, identity)`: its parts of the dashboard.
+    - `find(services, identity, words)`: what the studio's search box
+      finds among its things, as the user may see them.
+    - `usage(services, identity, kind, id, limit)`: where its things use
+      another module's thing (`kind` "asset": the items holding an asset),
+      at most `limit` listed; None when they cannot use that kind.
+    - `field_types`: field types it adds to content models
+      (`quire.content.types.FieldType`, one record each).
     """
 
     name: str
@@ -129,3 +255,10 @@ class Module:
     subscribe: Callable[[Services], None] | None = None
     bundle: Callable[[Services], Sequence[BundlePart | BatchedPart]] | None = None
     nav: Sequence[NavEntry] = ()
+    templates: Path | None = None
+    static: Path | None = None
+    notices: Callable[[Services, Any], Sequence[Notice]] | None = None
+    panels: Callable[[Services, Any], Sequence[Panel]] | None = None
+    find: Callable[[Services, Any, str], Sequence[FindSection]] | None = None
+    usage: Callable[[Services, Any, str, str, int], Usage | None] | None = None
+    field_types: Sequence[Any] = ()  # quire.content.types.FieldType records

@@ -17,9 +17,9 @@ import httpx2
 import orjson
 import pytest
 
-from quire.admin import routes as admin_routes
 from quire.app import Quire, build_app
 from quire.config import load_settings
+from quire.studio import shell as admin_routes
 from tests.admin.conftest import SESSION_COOKIE, Browser, logged_in, make_user, new_browser
 from tests.serving import quire_server
 

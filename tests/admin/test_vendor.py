@@ -1,4 +1,4 @@
-"""The vendored browser code (src/quire/admin/static/vendor, built by
+"""The vendored browser code (src/quire/ui/static/vendor, built by
 `make vendor`): the committed files and their licences are there, the
 bundle holds nothing the admin's CSP forbids, and in Debian's chromium,
 under that CSP, the editors of window.QuireEditors work and htmx and
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
 ROOT = Path(__file__).resolve().parents[2]
-VENDORED = ROOT / "src" / "quire" / "admin" / "static" / "vendor"
+VENDORED = ROOT / "src" / "quire" / "ui" / "static" / "vendor"
 PROJECT = ROOT / "vendor"
 # The admin's policy for scripts and styles (scripts only from files).
 CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:"

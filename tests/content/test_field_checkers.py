@@ -1,14 +1,42 @@
-"""Each field type has its own small checker, found in one table."""
+"""Each field type is one record (`quire.content.types.FieldType`) with its
+own small checker; every list of types is read from the registry."""
 
 from __future__ import annotations
 
 import pytest
 
-from quire.content.fields import CHECKERS, FIELD_TYPES, FieldError, check_value
+from quire.content import types
+from quire.content.fields import BUILT_IN, FieldError, check_value
+from quire.content.types import FieldType
 
 
-def test_every_field_type_has_a_checker() -> None:
-    assert set(CHECKERS) == FIELD_TYPES
+def test_every_built_in_type_is_registered_once_in_menu_order() -> None:
+    names = [t.name for t in types.all_types()]
+    assert names[:len(BUILT_IN)] == [t.name for t in BUILT_IN]
+    assert len(names) == len(set(names))
+    assert {"text", "color", "contentItemLink", "variants"} <= types.names()
+
+
+def test_the_lists_of_types_are_read_from_the_records() -> None:
+    # of Quire's own types (a module's, registered by an app built earlier in
+    # this process, may be known too)
+    own = {t.name for t in BUILT_IN}
+    assert types.plain_types() & own == {"text", "longtext", "wysiwyg", "markdown", "code", "color", "select",
+                                         "date", "datetime", "time"}
+    assert types.hint_of("number") == "number" and types.hint_of("boolean") == "bool"
+    assert types.hint_of("color") == "text" and types.hint_of("tags") is None
+    assert "color" in types.sortable_types() and "object" not in types.sortable_types()
+    assert types.rich_types() & own == {"wysiwyg", "markdown", "object", "set", "table"}
+    assert types.wide_types() & own == {"longtext", "wysiwyg", "markdown", "code", "object", "set", "table",
+                                        "variants"}
+
+
+def test_a_second_type_of_a_taken_name_is_refused_naming_both() -> None:
+    types.register(types.get("color"))  # the same record again (a second app instance): nothing
+    other = FieldType("color", lambda field, value, depth: value)
+    with pytest.raises(ValueError, match="field type 'color' of redirects is taken by quire"):
+        types.register(other, owner="redirects")
+    assert types.get("color") is not other
 
 
 def test_a_type_without_a_checker_is_named() -> None:

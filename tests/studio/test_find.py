@@ -80,7 +80,7 @@ def test_the_sidebar_shows_what_a_role_may_use_and_marks_the_current_section(app
 def test_the_sidebar_is_worked_out_for_whole_pages_only(app: Any, admin: Api, monkeypatch: Any) -> None:
     """An htmx fragment (a search index's progress bar, polled every second)
     has no sidebar, so its badges are not counted for it."""
-    import quire.admin.web as web
+    import quire.ui.web as web
 
     _blog(admin)
     admin.put("/api/searchmod/indexes/posts", json={"model": "posts", "fields": ["title"]})

@@ -10,8 +10,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from quire.studio.model_form import MAX_ROWS, parse_form
-from quire.studio.web import Form
+from quire.content.screens.model_form import MAX_ROWS, parse_form
+from quire.ui.screens import Form
 from tests.conftest import Api, create_item, put_model
 from tests.studio.conftest import logged_in, page_csrf
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from quire.studio.settings_search import parse
-from quire.studio.web import Form
+from quire.searchmod.screens import parse
+from quire.ui.screens import Form
 from tests.assets.helpers import solid, upload_one
 from tests.conftest import Api, put_model
 from tests.studio.conftest import logged_in, page_csrf, post_form

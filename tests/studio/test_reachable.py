@@ -11,12 +11,15 @@ from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from quire.app import MODULES
 from quire.asgi import Route
-from quire.studio import module as studio_module
 from tests.assets.helpers import solid, upload_one
 from tests.conftest import Api, create_item, put_model
 from tests.inbox.conftest import PDF, multipart
 from tests.studio.conftest import logged_in
+
+# every screen of the studio, whichever module declares it
+STUDIO_ROUTES = [r for m in MODULES for r in m.routes if r.path.startswith("/studio")]
 
 # Parts of pages (htmx fragments, files) rather than screens a user opens.
 NOT_SCREENS = re.compile(r"^/studio/((static|pick|fragments)/|.*/(job|progress)$)"
@@ -59,7 +62,7 @@ def _crawl(browser: Any, limit: int = 400) -> dict[str, int]:
 
 
 def _screens() -> list[Route]:
-    return [r for r in studio_module.routes
+    return [r for r in STUDIO_ROUTES
             if "GET" in r.methods and not NOT_SCREENS.match(r.path)]
 
 

@@ -11,17 +11,20 @@ from typing import Any
 
 import pytest
 
+from quire.app import MODULES
 from quire.asgi import Route
-from quire.studio import module as studio_module
 from tests.admin.conftest import new_browser
 from tests.conftest import Api, create_item, put_model
 from tests.studio.conftest import logged_in, page_csrf
+
+# every screen of the studio, whichever module declares it
+STUDIO_ROUTES = [r for m in MODULES for r in m.routes if r.path.startswith("/studio")]
 
 PARAM = re.compile(r"{([a-z_]+)(:path)?}")
 
 
 def _routes(method: str) -> list[Route]:
-    return [r for r in studio_module.routes if method in r.methods and not r.path.startswith("/studio/static/")]
+    return [r for r in STUDIO_ROUTES if method in r.methods and not r.path.startswith("/studio/static/")]
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 from urllib.parse import urlencode
 
-from quire.studio.settings_search import marked
+from quire.searchmod.screens import marked
 from tests.admin.conftest import new_browser
 from tests.conftest import Api, create_item, put_model
 from tests.studio.conftest import logged_in, post_form

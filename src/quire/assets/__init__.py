@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from quire import config
-from quire.assets import openapi, presets, routes
+from quire.assets import openapi, presets, routes, screens
 from quire.assets.service import AssetService
 from quire.files import open_files
-from quire.modules import Module, Services
+from quire.modules import Module, NavEntry, Services
 
 
 def check_settings(settings: config.Settings) -> None:
@@ -26,5 +28,10 @@ def build(services: Services) -> None:
     assets.ensure_indexes()
 
 
-module = Module("assets", build=build, routes=routes.routes, openapi=openapi.paths,
+HERE = Path(__file__).parent
+
+module = Module("assets", build=build, openapi=openapi.paths, find=screens.find,
+                routes=[*routes.routes, *screens.routes], templates=HERE / "templates", static=HERE / "static",
+                nav=[NavEntry("Assets", "/studio/assets", "Content", lambda identity: identity.can("assets/read"),
+                              order=20)],
                 permissions=("assets/read", "assets/upload", "assets/edit", "assets/delete"))

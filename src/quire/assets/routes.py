@@ -21,7 +21,6 @@ from starlette.responses import (
     Response,
     StreamingResponse,
 )
-from starlette.types import Message, Receive
 
 from quire.asgi import route
 from quire.assets import presets
@@ -35,6 +34,7 @@ from quire.http import (
     int_param,
     json_param,
     json_response,
+    limited_receive,
     parse_json_text,
     quire_of,
     read_data,
@@ -55,20 +55,6 @@ _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 def absolute(request: Request, path: str) -> str:
     base = quire_of(request).public_url or f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
     return base.rstrip("/") + path
-
-
-def limited_receive(receive: Receive, limit: int) -> Receive:
-    seen = [0]
-
-    async def wrapped() -> Message:
-        message = await receive()
-        if message["type"] == "http.request":
-            seen[0] += len(message.get("body", b""))
-            if seen[0] > limit:
-                raise PayloadTooLarge(f"Upload is larger than {limit} bytes")
-        return message
-
-    return wrapped
 
 
 async def upload(request: Request) -> Response:

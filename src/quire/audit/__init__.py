@@ -8,14 +8,15 @@ content models `content.model.*`, export and import `bundle.*`."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from quire.audit import openapi, routes
+from quire.audit import openapi, routes, screens
 from quire.audit.routes import READ
 from quire.audit.service import MAX_DETAIL_ITEMS, AuditService, names, text
 from quire.auth.service import Identity
 from quire.auth.users import UserService
-from quire.modules import Module, Services
+from quire.modules import Module, NavEntry, Services
 
 # System fields a write always moves: not "what changed"
 UNTOLD = frozenset({"_modified", "_rev", "_mby", "_cby", "_created"})
@@ -258,5 +259,10 @@ def subscribe(services: Services) -> None:
         on(event, handler)
 
 
-module = Module("audit", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths,
+HERE = Path(__file__).parent
+
+module = Module("audit", build=build, subscribe=subscribe, openapi=openapi.paths,
+                routes=[*routes.routes, *screens.routes], templates=HERE / "templates",
+                nav=[NavEntry("Audit log", "/studio/settings/audit", "Settings",
+                              lambda identity: identity.can("audit/read"), order=92)],
                 permissions=(READ,))

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from quire.bundleparts import BatchedPart, BundlePart
 from quire.content import openapi, routes
 from quire.content.asset_refs import AssetRefs
 from quire.content.bundle import items_part
 from quire.content.locales import LocaleService, content_rename_part
 from quire.content.models import ModelService
+from quire.content.screens import editor, home, lists, locales, models, pickers, previews
 from quire.content.service import AssetLookup, ContentService
-from quire.modules import Module, Services
+from quire.modules import Module, NavEntry, Services
 from quire.store.budget import Limits
 
 
@@ -47,4 +51,21 @@ def bundle(services: Services) -> list[BundlePart | BatchedPart]:
 
 
 # Per model: content/<model>/read|create|update|delete|publish (auth/permissions.py).
-module = Module("content", build=build, subscribe=subscribe, bundle=bundle, routes=routes.routes, openapi=openapi.paths)
+HERE = Path(__file__).parent
+
+
+def _manager(identity: Any) -> bool:
+    return bool(identity.can("system/manage"))
+
+
+module = Module("content", build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
+                routes=[*routes.routes, *home.routes, *models.routes, *lists.routes, *editor.routes,
+                        *locales.routes, *previews.routes],
+                templates=HERE / "templates", static=HERE / "static",
+                panels=home.panels, find=home.find, usage=pickers.asset_usage,
+                nav=[
+                    NavEntry("Content", "/studio/content", "Content", lambda identity: True, order=10),
+                    NavEntry("Models", "/studio/models", "Settings", _manager, order=80),
+                    NavEntry("Locales", "/studio/settings/locales", "Settings", _manager, order=82),
+                    NavEntry("Preview links", "/studio/settings/previews", "Settings", _manager, order=89),
+                ])

@@ -1,28 +1,21 @@
-"""Field types of content models and the validation of their values."""
+"""Field types of content models and the validation of their values:
+Quire's own types (registered here with `quire.content.types`, in the
+order the model builder's menu offers them) and the checks of a model's
+field definitions and of values."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Mapping
 from datetime import date, datetime, time
 from typing import Any
 
-from quire.content import richtext
+from quire.content import richtext, types
+from quire.content.types import FieldError, FieldType
+from quire.content.types.color import COLOR_TYPE
 from quire.ids import is_id
 
-TEXT_TYPES = {"text", "longtext", "wysiwyg", "markdown", "code", "color", "select"}
-FIELD_TYPES = TEXT_TYPES | {
-    "number", "boolean", "date", "datetime", "time", "tags", "object", "set", "table",
-    "asset", "contentItemLink", "variants",
-}
-# Store hints: the one JSON type every value of a single-valued field has.
-HINTS = {**{t: "text" for t in TEXT_TYPES | {"date", "datetime", "time"}}, "number": "number", "boolean": "bool"}
 FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_COLOR = re.compile(r"^#(?:[0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$")
-
-
-class FieldError(Exception):
-    """A value that does not fit its field; the message says why."""
 
 
 def check_value(field: dict[str, Any], value: Any, depth: int = 0) -> Any:
@@ -32,15 +25,10 @@ def check_value(field: dict[str, Any], value: Any, depth: int = 0) -> Any:
             raise FieldError("must be a list")
         single = {**field, "multiple": False}
         return [check_value(single, v, depth) for v in value]
-    checker = CHECKERS.get(field["type"])
-    if checker is None:
+    kind = types.get(field["type"])
+    if kind is None:
         raise FieldError(f"has unknown type {field['type']}")
-    return checker(field, value, depth)
-
-
-# A checker gets the field, one non-null value and the nesting depth (sets
-# hold fields); it answers the value to store or raises FieldError.
-Checker = Callable[[dict[str, Any], Any, int], Any]
+    return kind.check(field, value, depth)
 
 
 def _check_text(field: dict[str, Any], value: Any, depth: int) -> str:
@@ -52,12 +40,6 @@ def _check_text(field: dict[str, Any], value: Any, depth: int) -> str:
 def _check_wysiwyg(field: dict[str, Any], value: Any, depth: int) -> str:
     """HTML, cleaned by the field's allow-list (content/richtext.py)."""
     return richtext.clean(_check_text(field, value, depth), (field.get("opts") or {}).get("html"))
-
-
-def _check_color(field: dict[str, Any], value: Any, depth: int) -> str:
-    if _check_text(field, value, depth) and not _COLOR.match(value):
-        raise FieldError("must be a colour like #aabbcc")
-    return value
 
 
 def _check_select(field: dict[str, Any], value: Any, depth: int) -> str:
@@ -169,24 +151,49 @@ def _check_set(field: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
     return out
 
 
-CHECKERS: dict[str, Checker] = {
-    **{kind: _check_text for kind in TEXT_TYPES},
-    "wysiwyg": _check_wysiwyg,
-    "color": _check_color,
-    "select": _check_select,
-    "number": _check_number,
-    "boolean": _check_boolean,
-    "date": _check_time,
-    "datetime": _check_time,
-    "time": _check_time,
-    "tags": _check_tags,
-    "object": _check_object,
-    "set": _check_set,
-    "table": _check_table,
-    "variants": _check_variants,
-    "asset": _check_asset,
-    "contentItemLink": _check_link,
-}
+def _link_options(opts: Mapping[str, Any]) -> str | None:
+    link = opts.get("link")
+    if not isinstance(link, str) or not FIELD_NAME.match(link):
+        return "contentItemLink needs opts.link, the target model"
+    return None
+
+
+def _wysiwyg_options(opts: Mapping[str, Any]) -> str | None:
+    return richtext.check_options(opts["html"]) if "html" in opts else None
+
+
+_STRING = {"type": "string"}
+_REF = {"type": "object", "properties": {"_id": {"type": "string"}}}
+# Quire's own types, in the order the model builder's menu offers them (the
+# common ones first; `color` is a file of its own, types/color.py).
+BUILT_IN = [
+    FieldType("text", _check_text, hint="text", plain=True, sortable=True, schema=_STRING),
+    FieldType("longtext", _check_text, label="long text", hint="text", plain=True, sortable=True, wide=True,
+              schema=_STRING),
+    FieldType("wysiwyg", _check_wysiwyg, label="rich text (wysiwyg)", hint="text", plain=True, wide=True, rich=True,
+              check_options=_wysiwyg_options, schema=_STRING),
+    FieldType("markdown", _check_text, hint="text", plain=True, sortable=True, wide=True, rich=True, schema=_STRING),
+    FieldType("code", _check_text, hint="text", plain=True, sortable=True, wide=True, schema=_STRING),
+    FieldType("number", _check_number, hint="number", sortable=True, example="42", schema={"type": "number"}),
+    FieldType("boolean", _check_boolean, hint="bool", sortable=True, example="true", schema={"type": "boolean"}),
+    FieldType("date", _check_time, hint="text", plain=True, sortable=True, schema={"type": "string", "format": "date"}),
+    FieldType("datetime", _check_time, label="date and time", hint="text", plain=True, sortable=True,
+              schema={"type": "string", "format": "date-time"}),
+    FieldType("time", _check_time, hint="text", plain=True, sortable=True, schema={"type": "string", "format": "time"}),
+    FieldType("select", _check_select, hint="text", plain=True, sortable=True, schema=_STRING),
+    FieldType("tags", _check_tags, example="[\"a\", \"b\"]", schema={"type": "array", "items": _STRING}),
+    COLOR_TYPE,
+    FieldType("object", _check_object, wide=True, rich=True, schema={"type": "object"}),
+    FieldType("set", _check_set, label="set (sub-fields)", wide=True, rich=True, schema={"type": "object"}),
+    FieldType("table", _check_table, wide=True, rich=True, example='[{"a": 1}]',
+              schema={"type": "array", "items": {"type": "object"}}),
+    FieldType("asset", _check_asset, example='"<asset id>"', schema=_REF),
+    FieldType("contentItemLink", _check_link, label="content link", example='"<item id>"',
+              check_options=_link_options, schema=_REF),
+    FieldType("variants", _check_variants, label="variants (persona)", wide=True, schema={}),
+]
+for _kind in BUILT_IN:
+    types.register(_kind)
 
 
 def is_empty(value: Any) -> bool:
@@ -202,19 +209,15 @@ def validate_definition_field(raw: Any, index: int) -> dict[str, Any]:
     if not isinstance(name, str) or not FIELD_NAME.match(name):
         raise FieldError(f"{where}.name must match ^[A-Za-z][A-Za-z0-9_]*$")
     kind = raw.get("type", "text")
-    if not isinstance(kind, str) or kind not in FIELD_TYPES:  # a list or object is unhashable
-        raise FieldError(f"{where} ({name}): unknown type {kind!r}; use one of {', '.join(sorted(FIELD_TYPES))}")
+    field_type = types.get(kind)  # a list or object is no type
+    if field_type is None:
+        raise FieldError(f"{where} ({name}): unknown type {kind!r}; use one of {', '.join(sorted(types.names()))}")
     opts = raw.get("opts") or {}
     if not isinstance(opts, dict):
         raise FieldError(f"{where} ({name}): opts must be an object")
-    if kind == "contentItemLink":
-        link = opts.get("link")
-        if not isinstance(link, str) or not FIELD_NAME.match(link):
-            raise FieldError(f"{where} ({name}): contentItemLink needs opts.link, the target model")
-    if kind == "wysiwyg" and "html" in opts:
-        problem = richtext.check_options(opts["html"])
-        if problem:
-            raise FieldError(f"{where} ({name}): {problem}")
+    problem = field_type.check_options(opts) if field_type.check_options is not None else None
+    if problem:
+        raise FieldError(f"{where} ({name}): {problem}")
     for flag in ("i18n", "required", "multiple"):
         if flag in raw and not isinstance(raw[flag], bool):
             raise FieldError(f"{where} ({name}): {flag} must be true or false")

@@ -309,10 +309,16 @@ class LocaleRenamer:
                 "percent": int(100 * finished / total), "error": job.get("error"), "stalled": self.stalled(job)}
 
     def forget(self) -> None:
-        """Drop the record of a finished job."""
+        """Drop the record of a finished job (in the caller's transaction)."""
         job = self.job()
         if job is not None and job["state"] == "done":
             self.config.delete(RENAME)
+
+    async def aforget(self) -> None:
+        """`forget` in a write transaction of its own, waited for off the
+        event loop (a screen's dismiss)."""
+        async with self.store.atomic():
+            self.forget()
 
 
 class RenameTaken(Exception):

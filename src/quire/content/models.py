@@ -11,9 +11,9 @@ from typing import Any
 from quire.auth.service import SYSTEM, Identity
 from quire.bundleparts import BundlePart, Checked
 from quire.cache import Cache, SystemValue
+from quire.content import types
 from quire.content.fields import (
     FIELD_NAME,
-    HINTS,
     FieldError,
     check_value,
     validate_definition_field,
@@ -151,7 +151,7 @@ class Model:
     def hints(self, locales: list[str]) -> Hints:
         hints = dict(SYSTEM_HINTS)
         for f in self.fields:
-            hint = HINTS.get(f["type"])
+            hint = types.hint_of(f["type"])
             if hint and not f["multiple"]:
                 hints[f["name"]] = hint
                 if f["i18n"]:

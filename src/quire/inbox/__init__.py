@@ -3,16 +3,18 @@ spam defences, events and notification e-mail."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from quire.assets.service import AssetService
 from quire.bundleparts import BundlePart
-from quire.inbox import openapi, routes
+from quire.inbox import openapi, routes, screens
 from quire.inbox.forms import FormService
 from quire.inbox.mailer import Mailer
 from quire.inbox.reads import ReadState
 from quire.inbox.service import SubmitService
 from quire.inbox.submissions import SubmissionService
 from quire.jobs import Jobs
-from quire.modules import Module, Services
+from quire.modules import Module, NavEntry, Services
 from quire.ratelimit import RateLimiter
 
 
@@ -33,5 +35,10 @@ def bundle(services: Services) -> list[BundlePart]:
     return [services.get(FormService).bundle_part()]
 
 
-module = Module("inbox", build=build, bundle=bundle, routes=routes.routes, openapi=openapi.paths,
+HERE = Path(__file__).parent
+
+module = Module("inbox", build=build, bundle=bundle, openapi=openapi.paths,
+                routes=[*routes.routes, *screens.routes], templates=HERE / "templates", static=HERE / "static",
+                nav=[NavEntry("Forms", "/studio/forms", "Content", screens.may_read, badge=screens.unread_badge,
+                              order=40)],
                 permissions=("inbox/manage", "inbox/submissions"))

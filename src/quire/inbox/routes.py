@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from quire.asgi import route
-from quire.assets.routes import FILE_HEADERS, SANDBOX_POLICY, limited_receive, send_stored
+from quire.assets.routes import FILE_HEADERS, SANDBOX_POLICY, send_stored
 from quire.auth.request import identify
 from quire.config import InboxSettings
 from quire.errors import BadRequest, PayloadTooLarge, PreconditionFailed, TooManyRequests
@@ -24,6 +24,7 @@ from quire.http import (
     int_param,
     json_param,
     json_response,
+    limited_receive,
     quire_of,
     read_data,
     read_json,

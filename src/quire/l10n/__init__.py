@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from quire.bundleparts import BundlePart
-from quire.l10n import locales, openapi, routes
+from quire.l10n import locales, openapi, routes, screens
 from quire.l10n.service import L10nService
-from quire.modules import Module, Services
+from quire.modules import Module, NavEntry, Services
 
 
 def build(services: Services) -> None:
@@ -21,5 +23,13 @@ def bundle(services: Services) -> list[BundlePart]:
     return [services.get(L10nService).bundle_part()]
 
 
-module = Module("l10n", build=build, subscribe=subscribe, bundle=bundle, routes=routes.routes, openapi=openapi.paths,
+HERE = Path(__file__).parent
+
+
+module = Module("l10n", build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
+                routes=[*routes.routes, *screens.routes],
+                templates=HERE / "templates", static=HERE / "static",
+                nav=[
+                    NavEntry("Translations", "/studio/l10n", "Content", screens.allowed, order=30),
+                ],
                 permissions=("l10n/read", "l10n/manage"))

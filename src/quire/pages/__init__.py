@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from quire.bundleparts import BundlePart
 from quire.content.service import ContentService
-from quire.modules import Module, Services
+from quire.modules import Module, NavEntry, Services
 from quire.pages import locales, openapi, routes
 from quire.pages.menus import MenuService
+from quire.pages.screens import menus
+from quire.pages.screens import pages as page_screens
 from quire.pages.service import PagesService
 
 
@@ -29,5 +34,23 @@ def bundle(services: Services) -> list[BundlePart]:
     return [services.get(PagesService).bundle_part(), *services.get(MenuService).bundle_parts()]
 
 
-module = Module("pages", build=build, subscribe=subscribe, bundle=bundle, routes=routes.routes, openapi=openapi.paths,
+HERE = Path(__file__).parent
+
+
+def _reader(identity: Any) -> bool:
+    return bool(identity.can("pages/read") or identity.can("pages/manage"))
+
+
+def _manager(identity: Any) -> bool:
+    return bool(identity.can("pages/manage"))
+
+
+module = Module("pages", build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
+                routes=[*routes.routes, *page_screens.routes, *menus.routes], find=page_screens.find, usage=page_screens.locale_usage,
+                templates=HERE / "templates", static=HERE / "static",
+                nav=[
+                    NavEntry("Pages", "/studio/pages", "Site", _reader, order=50),
+                    NavEntry("Menus", "/studio/menus", "Site", _manager, order=55),
+                    NavEntry("Page settings", "/studio/pages/settings", "Site", _manager, order=58),
+                ],
                 permissions=("pages/read", "pages/manage"))

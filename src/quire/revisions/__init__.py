@@ -3,6 +3,7 @@ restoring a version."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from quire.auth.service import Identity
@@ -10,7 +11,7 @@ from quire.content.service import ContentService
 from quire.modules import Module, Services
 from quire.pages.menus import MenuService
 from quire.pages.service import PagesService
-from quire.revisions import openapi, routes
+from quire.revisions import openapi, routes, screens
 from quire.revisions.service import PAGES, SETTINGS, RevisionService
 
 
@@ -56,4 +57,7 @@ def subscribe(services: Services) -> None:
     services.events.on("pages.settings.saved", settings_saved)
 
 
-module = Module("revisions", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths)
+HERE = Path(__file__).parent
+
+module = Module("revisions", build=build, subscribe=subscribe, openapi=openapi.paths,
+                routes=[*routes.routes, *screens.routes], templates=HERE / "templates", static=HERE / "static")

@@ -3,10 +3,13 @@ queries."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from quire.content.models import ModelService
 from quire.content.service import ContentService
-from quire.modules import Module, Services
-from quire.searchmod import locales, openapi, routes
+from quire.modules import Module, NavEntry, Services
+from quire.searchmod import locales, openapi, routes, screens
 from quire.searchmod.service import SearchService
 
 
@@ -15,6 +18,7 @@ def build(services: Services) -> None:
     search = SearchService(services.store, content, models, services.events, services.cache,
                            services.settings.data_dir / "search")
     services.add("search", search)
+    services.item_search = search  # the studio's content lists search with it
     services.on_start(search.start)
     services.on_close(search.close)
 
@@ -29,5 +33,14 @@ def subscribe(services: Services) -> None:
     services.locales.renamer.add_part(locales.rename_part(search))
 
 
-module = Module("searchmod", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths,
+HERE = Path(__file__).parent
+
+
+def _searcher(identity: Any) -> bool:
+    return bool(identity.can("searchmod/read") or identity.can("searchmod/manage"))
+
+
+module = Module("searchmod", build=build, subscribe=subscribe, openapi=openapi.paths,
+                routes=[*routes.routes, *screens.routes], templates=HERE / "templates",
+                nav=[NavEntry("Search", "/studio/search", "Site", _searcher, order=60)],
                 permissions=("searchmod/read", "searchmod/manage"))

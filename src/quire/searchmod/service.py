@@ -30,6 +30,7 @@ import orjson
 
 from quire.auth.service import Identity
 from quire.cache import Cache
+from quire.content import types
 from quire.content.fields import is_empty
 from quire.content.models import Model, ModelService
 from quire.content.service import PUBLISHED, ContentService
@@ -62,8 +63,6 @@ MAX_OFFSET = 1_000_000
 # what `Engine.search` takes before the page: index, generation, query, locale, weights
 Searched = tuple[str, int, Query, str | None, list[float]]
 KEYS = ("label", "model", "fields", "filter", "locales", "weights")
-# values of these field types are HTML (or may hold it): searched without markup
-RICH_TEXT = {"wysiwyg", "markdown", "object", "set", "table"}
 
 
 class SearchService:
@@ -348,7 +347,7 @@ class SearchService:
 
     def _item_docs(self, index: dict[str, Any], model: Model, item: dict[str, Any]) -> list[Doc]:
         fields = index["fields"]
-        rich = {f for f in fields if model.by_name.get(f, {}).get("type") in RICH_TEXT}
+        rich = {f for f in fields if model.by_name.get(f, {}).get("type") in types.rich_types()}
         docs = []
         for locale in [DEFAULT, *index["locales"]]:
             texts = [searchable(_localized(item, f, locale, model), html=f in rich) if f in item else ""
@@ -436,6 +435,15 @@ class SearchService:
         published item; None when no index follows the model."""
         indexes = sorted(self._following(model), key=lambda d: (bool(d.get("filter")), d["name"]))
         return indexes[0]["name"] if indexes else None
+
+    def covers(self, model: str) -> bool:
+        """Whether an index covers a model's items (`modules.ItemSearch`)."""
+        return self.index_for(model) is not None
+
+    def matching(self, model: str, words: str, limit: int) -> tuple[list[str], int]:
+        """The items of `model` its index finds (`modules.ItemSearch`)."""
+        index = self.index_for(model)
+        return self.matching_ids(index, words, limit) if index is not None else ([], 0)
 
     def matching_ids(self, name: str, text: str, limit: int = MAX_LIMIT) -> tuple[list[str], int]:
         """Ids of the items an index finds for `text`, best first, at most
@@ -547,7 +555,7 @@ class SearchService:
         variants = {v for w in query.words
                     for v in self.engine.variants(index["name"], live["generation"], len(live["fields"]), w)}
         marker = Marker(query, variants)
-        rich = {f for f in shown if model is not None and model.by_name.get(f, {}).get("type") in RICH_TEXT}
+        rich = {f for f in shown if model is not None and model.by_name.get(f, {}).get("type") in types.rich_types()}
         for (_, stored), answer in zip(found, answers, strict=True):
             values = _decoded(stored)
             answer["_formatted"] = {f: marker.format(searchable(values.get(f), html=f in rich)) for f in shown}

@@ -8,7 +8,14 @@ import logging
 from starlette.requests import Request
 from starlette.responses import Response
 
-from quire.admin.web import (
+from quire.asgi import route
+from quire.auth.sessions import SessionService
+from quire.errors import ApiError, NotFound
+from quire.http import client_address, json_response, quire_of, read_small_form, service
+from quire.sso.provider import ProviderError
+from quire.sso.service import LoginFailed, SsoService
+from quire.sso.tokens import TokenError
+from quire.ui.web import (
     SESSION_COOKIE,
     clear_session_cookie,
     redirect,
@@ -17,13 +24,6 @@ from quire.admin.web import (
     secure_cookies,
     set_session_cookie,
 )
-from quire.asgi import route
-from quire.auth.sessions import SessionService
-from quire.errors import ApiError, NotFound
-from quire.http import client_address, json_response, quire_of, read_small_form, service
-from quire.sso.provider import ProviderError
-from quire.sso.service import LoginFailed, SsoService
-from quire.sso.tokens import TokenError
 
 log = logging.getLogger("quire.sso")
 BINDING_COOKIE = "quire_sso"

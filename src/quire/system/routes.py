@@ -14,6 +14,7 @@ from quire.auth.service import AuthService
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService, parse_change
 from quire.http import json_response, quire_of, raw_json_response, read_json, service
+from quire.system import custom
 
 
 async def _body(request: Request) -> object:
@@ -116,7 +117,9 @@ async def openapi_json(request: Request) -> Response:
     kept = quire.cache.memo("openapi", 1)
     body = kept.get("document")
     if body is None:
-        body = orjson.dumps(openapi.document(quire.modules))
+        document = openapi.document(quire.modules)
+        document["paths"].update(custom.paths_of(quire))  # the site's hooks' endpoints
+        body = orjson.dumps(document)
         kept.put("document", body)
     return raw_json_response(body)
 

@@ -3,22 +3,14 @@ assets, pages, forms) to URLs managed in the API and the studio."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from quire.auth.service import Identity
-from quire.modules import Module, Services
-from quire.webhooks import openapi, routes
+from quire.modules import Module, NavEntry, Services
+from quire.webhooks import openapi, routes, screens
 from quire.webhooks.sealing import Sealer, key_text
-from quire.webhooks.service import MANAGE, WebhookService, who
-
-# Events sent inside their write's transaction: the delivery commits with
-# the write. (`inbox.submit.after` comes after its commit: see subscribe.)
-IN_TRANSACTION = ("content.item.saved", "content.item.remove", "content.item.publish", "content.item.unpublish",
-                  "content.draft.saved", "content.draft.remove",
-                  "assets.asset.save", "assets.asset.remove", "pages.page.saved", "pages.page.remove",
-                  "pages.settings.saved", "pages.menu.save", "pages.menu.remove", "inbox.submission.save",
-                  "inbox.submission.remove", "inbox.form.save", "inbox.form.remove")
-EVENTS = (*IN_TRANSACTION, "inbox.submit.after")
+from quire.webhooks.service import EVENTS, MANAGE, WebhookService, who
 
 
 def build(services: Services) -> None:
@@ -71,5 +63,10 @@ def subscribe(services: Services) -> None:
         services.events.on(event, follower(event))
 
 
-module = Module("webhooks", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths,
+HERE = Path(__file__).parent
+
+module = Module("webhooks", build=build, subscribe=subscribe, openapi=openapi.paths, notices=screens.notices,
+                routes=[*routes.routes, *screens.routes], templates=HERE / "templates",
+                nav=[NavEntry("Webhooks", "/studio/settings/webhooks", "Settings",
+                              lambda identity: identity.can("webhooks/manage"), order=85)],
                 permissions=(MANAGE,))

@@ -50,6 +50,15 @@ DELIVERY = "webhook.delivery"
 # Deliveries a runner claims and records in one transaction each (see
 # `Jobs.handle`): a save beside its delivery then costs the store a little
 # more than one write transaction, not two or three.
+# Events sent inside their write's transaction: the delivery commits with
+# the write. (`inbox.submit.after` comes after its commit: see subscribe.)
+IN_TRANSACTION = ("content.item.saved", "content.item.remove", "content.item.publish", "content.item.unpublish",
+                  "content.draft.saved", "content.draft.remove",
+                  "assets.asset.save", "assets.asset.remove", "pages.page.saved", "pages.page.remove",
+                  "pages.settings.saved", "pages.menu.save", "pages.menu.remove", "inbox.submission.save",
+                  "inbox.submission.remove", "inbox.form.save", "inbox.form.remove")
+EVENTS = (*IN_TRANSACTION, "inbox.submit.after")
+
 DELIVERY_BATCH = 16
 # A webhook's `last_delivery` is written again when its outcome changes,
 # else at most this often: a busy webhook is not rewritten per delivery

@@ -1,0 +1,1 @@
+"""The pages screens: the page tree, the page editor, menus and settings."""
