@@ -27,6 +27,7 @@ from quire import (
 )
 from quire.asgi import App
 from quire.cache import Cache
+from quire.catalogue import catalogue
 from quire.config import Settings, load_settings
 from quire.content import types as field_types
 from quire.events import Events
@@ -75,6 +76,7 @@ class Quire(Services):
             self.permissions.update(module.permissions)
         self.nav = sorted((e for m in self.modules for e in m.nav), key=lambda e: e.order)
         use_module_files(self.modules)  # their screens' templates and files
+        self.catalogue = catalogue(e for m in self.modules for e in m.events)
         for module in self.modules:
             for kind in module.field_types:
                 field_types.register(kind, module.name)

@@ -13,18 +13,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from quire.catalogue import SYNCHRONOUS
 from quire.errors import PreconditionFailed
 
 log = logging.getLogger("quire.events")
 
 Handler = Callable[..., Any]
-# Events of synchronous writes, sent with `notify` inside their transaction:
-# their handlers must be plain functions (refused when subscribed).
-SYNCHRONOUS = frozenset({
-    "content.model.save", "content.model.remove", "content.model.rename", "content.locales.save",
-    "auth.key.save", "auth.key.remove", "auth.role.save", "auth.role.remove", "auth.user.save",
-    "auth.user.remove", "auth.login", "auth.login.failed", "auth.logout", "bundle.export", "bundle.import",
-})
 
 
 class Reject(Exception):
@@ -51,6 +45,8 @@ class Events:
         self.emitted: set[str] = set()
 
     def on(self, name: str, handler: Handler) -> Handler:
+        # events of synchronous writes (declared `sync` in the catalogue) are
+        # sent with `notify` inside their transaction: plain functions only
         if name in SYNCHRONOUS and inspect.iscoroutinefunction(handler):
             raise TypeError(f"a handler of {name} must be a plain function, not a coroutine: "
                             "the write that sends it is synchronous")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from quire.catalogue import EventSpec
 from quire.endpoints import Endpoint, endpoint
 from quire.errors import ConfigError
 
@@ -64,6 +65,8 @@ class Services:
         # full-text search of a model's items, for the content lists' search
         # box (set by the search module when it is in the app)
         self.item_search: ItemSearch | None = None
+        # every module's events, by name (catalogue.py; set by the app)
+        self.catalogue: dict[str, EventSpec] = {}
         # API endpoints the site's hooks add (endpoints.py), served by the system module
         self.endpoints: list[Endpoint] = []
         self._by_type: dict[type, object] = {}
@@ -245,6 +248,7 @@ class Module:
       at most `limit` listed; None when they cannot use that kind.
     - `field_types`: field types it adds to content models
       (`quire.content.types.FieldType`, one record each).
+    - `events`: the events it sends (`quire.catalogue.EventSpec`).
     """
 
     name: str
@@ -262,3 +266,4 @@ class Module:
     find: Callable[[Services, Any, str], Sequence[FindSection]] | None = None
     usage: Callable[[Services, Any, str, str, int], Usage | None] | None = None
     field_types: Sequence[Any] = ()  # quire.content.types.FieldType records
+    events: Sequence[EventSpec] = ()

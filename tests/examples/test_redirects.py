@@ -31,6 +31,7 @@ def test_the_package_module_is_found_through_its_entry_point_and_built_after_qui
     names = [m.name for m in app.state.quire.modules]
     assert names[:len(MODULES)] == [m.name for m in MODULES]
     assert names[len(MODULES):] == ["redirects"]
+    assert app.state.quire.catalogue["redirects.rule.save"].payload == ("rule", "identity")
 
 
 def test_rules_are_kept_checked_and_resolved_over_the_api(admin: Api, anon: Api) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from quire.bundleparts import BundlePart
+from quire.catalogue import INSIDE, spec
 from quire.modules import Module, NavEntry, Services
 from quire_redirects import openapi, routes, screens
 from quire_redirects.fieldtype import URL_PATH
@@ -44,8 +45,12 @@ def bundle(services: Services) -> list[BundlePart]:
     return [services.get(RedirectService).bundle_part()]
 
 
+# the events it sends, in its write's transaction (hooks may follow them)
+SENT = [spec("redirects.rule.save", INSIDE, "rule", "identity"),
+        spec("redirects.rule.remove", INSIDE, "rule", "identity")]
+
 module = Module(
-    "redirects", build=build, subscribe=subscribe, bundle=bundle,
+    "redirects", build=build, events=SENT, subscribe=subscribe, bundle=bundle,
     routes=[*routes.routes, *screens.routes], openapi=openapi.paths,
     permissions=(routes.READ, routes.MANAGE), field_types=[URL_PATH],
     templates=HERE / "templates",

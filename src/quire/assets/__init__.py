@@ -7,6 +7,7 @@ from pathlib import Path
 from quire import config
 from quire.assets import openapi, presets, routes, screens
 from quire.assets.service import AssetService
+from quire.catalogue import BEFORE, INSIDE, spec
 from quire.files import open_files
 from quire.modules import Module, NavEntry, Services
 
@@ -30,7 +31,14 @@ def build(services: Services) -> None:
 
 HERE = Path(__file__).parent
 
-module = Module("assets", build=build, openapi=openapi.paths, find=screens.find,
+# the events it sends (catalogue.py; docs/hooks.md describes each)
+SENT = [
+    spec("assets.asset.save", BEFORE, "asset", "is_update", "identity", delivered=True),
+    spec("assets.asset.remove", INSIDE, "asset", "identity", delivered=True),
+]
+
+
+module = Module("assets", events=SENT, build=build, openapi=openapi.paths, find=screens.find,
                 routes=[*routes.routes, *screens.routes], templates=HERE / "templates", static=HERE / "static",
                 nav=[NavEntry("Assets", "/studio/assets", "Content", lambda identity: identity.can("assets/read"),
                               order=20)],

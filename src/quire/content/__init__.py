@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from quire.bundleparts import BatchedPart, BundlePart
+from quire.catalogue import AFTER, BEFORE, INSIDE, spec
 from quire.content import openapi, routes
 from quire.content.asset_refs import AssetRefs
 from quire.content.bundle import items_part
@@ -58,7 +59,25 @@ def _manager(identity: Any) -> bool:
     return bool(identity.can("system/manage"))
 
 
-module = Module("content", build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
+# the events it sends (catalogue.py; docs/hooks.md describes each)
+SENT = [
+    spec("content.item.save.before", BEFORE, "model", "item", "is_update", "identity"),
+    spec("content.item.saved", INSIDE, "model", "item", "is_update", "previous", "identity", delivered=True),
+    spec("content.item.save.after", AFTER, "model", "item", "is_update", "identity"),
+    spec("content.item.remove", INSIDE, "model", "item", "identity", delivered=True),
+    spec("content.item.publish", INSIDE, "model", "item", "scheduled", "identity", delivered=True),
+    spec("content.item.unpublish", INSIDE, "model", "item", "scheduled", "identity", delivered=True),
+    spec("content.draft.saved", INSIDE, "model", "item", "identity", delivered=True),
+    spec("content.draft.remove", INSIDE, "model", "item", "identity", delivered=True),
+    spec("content.previews.end", INSIDE, "identity"),
+    spec("content.model.save", INSIDE, "model", "definition", "previous", "renames", "dropped", "identity", sync=True),
+    spec("content.model.remove", INSIDE, "model", "identity", sync=True),
+    spec("content.model.rename", INSIDE, "model", "keys", "renames", "identity", sync=True),
+    spec("content.locales.save", INSIDE, "codes", sync=True),
+]
+
+
+module = Module("content", events=SENT, build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
                 routes=[*routes.routes, *home.routes, *models.routes, *lists.routes, *editor.routes,
                         *locales.routes, *previews.routes],
                 templates=HERE / "templates", static=HERE / "static",

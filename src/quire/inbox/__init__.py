@@ -7,6 +7,7 @@ from pathlib import Path
 
 from quire.assets.service import AssetService
 from quire.bundleparts import BundlePart
+from quire.catalogue import AFTER, BEFORE, spec
 from quire.inbox import openapi, routes, screens
 from quire.inbox.forms import FormService
 from quire.inbox.mailer import Mailer
@@ -37,7 +38,18 @@ def bundle(services: Services) -> list[BundlePart]:
 
 HERE = Path(__file__).parent
 
-module = Module("inbox", build=build, bundle=bundle, openapi=openapi.paths,
+# the events it sends (catalogue.py; docs/hooks.md describes each)
+SENT = [
+    spec("inbox.submission.save", BEFORE, "record", "identity", delivered=True),
+    spec("inbox.submission.remove", BEFORE, "record", "identity", delivered=True),
+    spec("inbox.form.save", BEFORE, "form", "identity", delivered=True),
+    spec("inbox.form.remove", BEFORE, "form", "identity", delivered=True),
+    spec("inbox.submit.before", BEFORE, "form", "record"),
+    spec("inbox.submit.after", AFTER, "form", "record", delivered=True),
+]
+
+
+module = Module("inbox", events=SENT, build=build, bundle=bundle, openapi=openapi.paths,
                 routes=[*routes.routes, *screens.routes], templates=HERE / "templates", static=HERE / "static",
                 nav=[NavEntry("Forms", "/studio/forms", "Content", screens.may_read, badge=screens.unread_badge,
                               order=40)],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from quire.bundleparts import BundlePart
+from quire.catalogue import BEFORE, INSIDE, spec
 from quire.l10n import locales, openapi, routes, screens
 from quire.l10n.service import L10nService
 from quire.modules import Module, NavEntry, Services
@@ -26,7 +27,14 @@ def bundle(services: Services) -> list[BundlePart]:
 HERE = Path(__file__).parent
 
 
-module = Module("l10n", build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
+# the events it sends (catalogue.py; docs/hooks.md describes each)
+SENT = [
+    spec("l10n.project.save", BEFORE, "project", "identity"),
+    spec("l10n.project.remove", INSIDE, "project", "identity"),
+]
+
+
+module = Module("l10n", events=SENT, build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
                 routes=[*routes.routes, *screens.routes],
                 templates=HERE / "templates", static=HERE / "static",
                 nav=[

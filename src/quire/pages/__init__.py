@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from quire.bundleparts import BundlePart
+from quire.catalogue import AFTER, BEFORE, INSIDE, spec
 from quire.content.service import ContentService
 from quire.modules import Module, NavEntry, Services
 from quire.pages import locales, openapi, routes
@@ -45,7 +46,20 @@ def _manager(identity: Any) -> bool:
     return bool(identity.can("pages/manage"))
 
 
-module = Module("pages", build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
+# the events it sends (catalogue.py; docs/hooks.md describes each)
+SENT = [
+    spec("pages.page.save.before", BEFORE, "page", "is_update", "identity"),
+    spec("pages.page.saved", INSIDE, "page", "previous", "identity", delivered=True),
+    spec("pages.page.save.after", AFTER, "page", "is_update", "identity"),
+    spec("pages.page.remove", INSIDE, "page", "identity", delivered=True),
+    spec("pages.settings.save", BEFORE, "settings", "identity"),
+    spec("pages.settings.saved", INSIDE, "settings", "previous", "identity", delivered=True),
+    spec("pages.menu.save", BEFORE, "menu", "identity", delivered=True),
+    spec("pages.menu.remove", BEFORE, "menu", "identity", delivered=True),
+]
+
+
+module = Module("pages", events=SENT, build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
                 routes=[*routes.routes, *page_screens.routes, *menus.routes], find=page_screens.find, usage=page_screens.locale_usage,
                 templates=HERE / "templates", static=HERE / "static",
                 nav=[

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from quire.auth.service import Identity
+from quire.catalogue import INSIDE, spec
 from quire.modules import Module, NavEntry, Services
 from quire.webhooks import openapi, routes, screens
 from quire.webhooks.sealing import Sealer, key_text
-from quire.webhooks.service import EVENTS, MANAGE, WebhookService, who
+from quire.webhooks.service import MANAGE, WebhookService, delivered, who
 
 
 def build(services: Services) -> None:
@@ -59,13 +60,21 @@ def subscribe(services: Services) -> None:
             await webhooks.on_event(event, data, model)
         return handle
 
-    for event in EVENTS:
+    for event in delivered(services.catalogue):  # every event the modules declare as delivered
         services.events.on(event, follower(event))
 
 
 HERE = Path(__file__).parent
 
-module = Module("webhooks", build=build, subscribe=subscribe, openapi=openapi.paths, notices=screens.notices,
+# the events it sends (catalogue.py; docs/hooks.md describes each)
+SENT = [
+    spec("webhooks.webhook.save", INSIDE, "webhook", "previous", "identity"),
+    spec("webhooks.webhook.rotate", INSIDE, "webhook", "previous", "identity"),
+    spec("webhooks.webhook.remove", INSIDE, "webhook", "previous", "identity"),
+]
+
+
+module = Module("webhooks", events=SENT, build=build, subscribe=subscribe, openapi=openapi.paths, notices=screens.notices,
                 routes=[*routes.routes, *screens.routes], templates=HERE / "templates",
                 nav=[NavEntry("Webhooks", "/studio/settings/webhooks", "Settings",
                               lambda identity: identity.can("webhooks/manage"), order=85)],

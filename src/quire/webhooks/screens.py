@@ -13,16 +13,19 @@ from starlette.responses import Response
 from quire.asgi import route
 from quire.content.models import ModelService
 from quire.errors import ValidationError
-from quire.http import service
+from quire.http import quire_of, service
 from quire.modules import Notice, Services
 from quire.ui.screens import Form, checked_form, need, redirect_flash, render, studio_page
 from quire.ui.web import Login
-from quire.webhooks.service import EVENTS, MANAGE, WebhookService, public
+from quire.webhooks.service import MANAGE, WebhookService, delivered, public
 
 PAGE = "/studio/settings/webhooks"
 LOG_ROWS = 50
 # The choices offered as boxes; anything else goes in the patterns field.
-CHOICES = ("*", "content.*", *EVENTS)
+
+
+def _choices(request: Request) -> list[str]:
+    return ["*", "content.*", *delivered(quire_of(request).catalogue)]
 
 
 def notices(services: Services, identity: Any) -> list[Notice]:
@@ -47,13 +50,14 @@ def _edit(request: Request, login: Login, hook: dict[str, Any] | None, typed: di
     total = 0
     if hook is not None:
         log, total = service(request, WebhookService).delivery_log(hook["_id"], LOG_ROWS, 0)
-    chosen = [e for e in typed["events"] if e in CHOICES]
-    patterns = " ".join(e for e in typed["events"] if e not in CHOICES)
+    choices = _choices(request)
+    chosen = [e for e in typed["events"] if e in choices]
+    patterns = " ".join(e for e in typed["events"] if e not in choices)
     headers = "\n".join(f"{k}: {v}" for k, v in typed["headers"].items()) if isinstance(typed["headers"], dict) \
         else typed["headers"]
     return render(request, login, "webhooks/settings_webhook.html", status, hook=hook, typed=typed, chosen=chosen,
                   patterns=patterns, headers=headers, models=sorted(set(models) | set(typed["models"])),
-                  choices=CHOICES, errors=errors or {}, log=log, total=total)
+                  choices=choices, errors=errors or {}, log=log, total=total)
 
 
 def _typed(form: Form) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import orjson
 
 from quire.auth.service import SYSTEM, Identity
 from quire.cache import Cache, bump_system_version
+from quire.catalogue import EventSpec
 from quire.config import WebhooksSettings
 from quire.errors import BadRequest, NotFound
 from quire.events import Events, refusals_as_412
@@ -50,14 +51,12 @@ DELIVERY = "webhook.delivery"
 # Deliveries a runner claims and records in one transaction each (see
 # `Jobs.handle`): a save beside its delivery then costs the store a little
 # more than one write transaction, not two or three.
-# Events sent inside their write's transaction: the delivery commits with
-# the write. (`inbox.submit.after` comes after its commit: see subscribe.)
-IN_TRANSACTION = ("content.item.saved", "content.item.remove", "content.item.publish", "content.item.unpublish",
-                  "content.draft.saved", "content.draft.remove",
-                  "assets.asset.save", "assets.asset.remove", "pages.page.saved", "pages.page.remove",
-                  "pages.settings.saved", "pages.menu.save", "pages.menu.remove", "inbox.submission.save",
-                  "inbox.submission.remove", "inbox.form.save", "inbox.form.remove")
-EVENTS = (*IN_TRANSACTION, "inbox.submit.after")
+def delivered(catalogue: dict[str, EventSpec]) -> list[str]:
+    """The events a webhook may follow: those the catalogue marks as
+    delivered, content's first (the order of the studio's boxes)."""
+    names = [e.name for e in catalogue.values() if e.delivered]
+    return [n for n in names if n.startswith("content.")] + [n for n in names if not n.startswith("content.")]
+
 
 DELIVERY_BATCH = 16
 # A webhook's `last_delivery` is written again when its outcome changes,
