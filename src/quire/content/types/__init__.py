@@ -49,7 +49,8 @@ class FieldType:
       default a one-line text input (or the type's own in the editor).
     - `example`: a default's example in the model builder (for JSON).
     - `check_options(opts)`: what is wrong with a definition's `opts`.
-    - `schema`: the JSON Schema of one value (the OpenAPI document).
+    - `schema`: the JSON Schema of one value (for typed schemas of models;
+      a module's API may document its own fields with it).
     """
 
     name: str
