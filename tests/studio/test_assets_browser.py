@@ -23,6 +23,7 @@ from tests.studio.browsing import (
     screenshot,
     scripts_ran,
     studio,
+    wait_until,
 )
 
 __all__ = ["browser", "new_context", "studio"]
@@ -134,12 +135,16 @@ def test_the_focal_point_is_set_by_clicking_and_the_crop_follows(studio: Any, ne
     page.get_by_role("link", name="Assets", exact=True).click()
     page.get_by_role("link", name="halves.png").first.click()
     picture = page.locator("#focal-image")
-    box = picture.bounding_box()
-    assert box is not None
     for x, colour in ((0.02, RED), (0.98, BLUE)):
         # a click sets the point once assets.js has made the picture settable
-        # (also on the page that the last save came back to)
+        # (also on the page that the last save came back to), measured once
+        # the picture has loaded: before, its box may still be the empty
+        # image's, and a click meant for 2% across lands on its edge (0%)
         expect(picture).to_have_class(re.compile(r"\bfocal-settable\b"))
+        wait_until(page, "document.querySelector('#focal-image').complete"
+                         " && document.querySelector('#focal-image').naturalWidth > 0")
+        box = picture.bounding_box()
+        assert box is not None
         picture.click(position={"x": box["width"] * x, "y": box["height"] / 2})
         expect(page.locator("#focal-mark")).to_be_visible()
         assert abs(float(page.get_by_label("Across").input_value()) - x) < 0.02
