@@ -170,3 +170,18 @@ def test_packages_off_or_skipped_leave_it_out(tmp_path: Path, app_env: dict[str,
             assert Api(TestClient(without), key).get("/api/redirects").status_code == 404
         finally:
             without.state.quire.close()
+
+
+def test_hostile_values_get_a_clear_400_and_store_nothing(admin: Api) -> None:
+    for path in ("%00", "%ED%A0%80", "/" + "a" * 2500, "/a%20b", "//evil.example"):
+        answer = admin.get(f"/api/redirects/resolve?path={path}")
+        assert answer.status_code == 400 and answer.json()["error"].startswith("<path> must be a path"), path
+    many = admin.post("/api/redirects", json={f"k{i}": i for i in range(5000)})
+    assert many.status_code == 400 and "and 4,995 more" in many.json()["error"] and len(many.text) < 500
+    for body in ({"from": "/a\x00b", "to": "/x"}, {"from": "/a", "to": "/x", "status": 1e308},
+                 {"from": "/a", "to": "http://[::1"}, {"from": "/a", "to": "/b", "enabled": "yes"}):
+        assert admin.post("/api/redirects", json=body).status_code == 400, body
+    surrogate = admin.post("/api/redirects", content='{"from": "/a\\ud800", "to": "/x"}'.encode(),
+                           headers={"content-type": "application/json"})
+    assert surrogate.status_code == 400
+    assert admin.get("/api/redirects").json() == {"data": []}

@@ -22,6 +22,7 @@ HINTS = {"from": "text", "status": "number", "_created": "number"}
 STATUSES = (301, 302, 307, 308)
 FIELDS = ("from", "to", "status", "note", "enabled")
 MAX_NOTE = 500
+SHOWN_UNKNOWN = 5  # unknown fields an error names
 
 
 class RedirectService:
@@ -42,8 +43,13 @@ class RedirectService:
         return rule
 
     def resolve(self, path: str) -> dict[str, Any]:
-        """Where an enabled rule sends `path`: {"to", "status"}, or 404."""
-        rule = self.rules.find_one({"from": path, "enabled": True}) if isinstance(path, str) else None
+        """Where an enabled rule sends `path`: {"to", "status"}; 404 when
+        none does, 400 for what is no path of the site (NUL, spaces, ...)."""
+        try:
+            check_path({}, path, 0)
+        except FieldError as exc:
+            raise BadRequest(f"<path> {exc}") from None
+        rule = self.rules.find_one({"from": path, "enabled": True})
         if rule is None:
             raise NotFound(f"No redirect for {path}")
         return {"from": rule["from"], "to": rule["to"], "status": rule["status"]}
@@ -117,8 +123,11 @@ def checked(body: Any, partial: bool) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise BadRequest('Body must be a rule: {"from": "/old", "to": "/new", "status": 301}')
     unknown = sorted(set(body) - set(FIELDS) - {"_id", "_created", "_modified"})
-    if unknown:
-        raise BadRequest(f"Unknown fields: {', '.join(unknown)}", fields=unknown)
+    if unknown:  # named, at most a few of them: a body may hold thousands of keys
+        shown = ", ".join(k[:40] for k in unknown[:SHOWN_UNKNOWN])
+        more = f" and {len(unknown) - SHOWN_UNKNOWN:,} more" if len(unknown) > SHOWN_UNKNOWN else ""
+        raise BadRequest(f"Unknown fields: {shown}{more}; a rule has {', '.join(FIELDS)}",
+                         fields=unknown[:SHOWN_UNKNOWN])
     clean: dict[str, Any] = {}
     if "from" in body or not partial:
         try:
