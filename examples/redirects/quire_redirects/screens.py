@@ -12,10 +12,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from quire.asgi import route
+from quire.content.screens.widgets import widget
 from quire.errors import ApiError
 from quire.http import service
 from quire.ui.screens import Form, checked_form, need, redirect_flash, render, studio_page
-from quire.ui.web import Login, templates
+from quire.ui.web import Login
 from quire_redirects.fieldtype import URL_PATH
 from quire_redirects.routes import MANAGE, READ
 from quire_redirects.service import STATUSES, RedirectService
@@ -28,12 +29,11 @@ def may_see(identity: Any) -> bool:
 
 
 def path_input(typed: dict[str, Any], field: str) -> Markup:
-    """The rule's `from` input: the urlPath field type's own editor input."""
+    """The rule's `from` input: the urlPath field type's own editor input,
+    rendered as the item editor renders it."""
     described = 'aria-invalid="true" aria-describedby="rule-error"' if field == "from" else ""
-    source = URL_PATH.widget or ""
-    value = typed.get("from") or ""
-    return Markup(templates.from_string(source).render(id="rule-from", path="from", value=value, text=value,
-                                                      label="From", placeholder="", described=described))
+    return widget({"type": URL_PATH.name}, id="rule-from", path="from", value=typed.get("from") or "",
+                  label="From", placeholder="", described=described)
 
 
 def _typed(form: Form) -> dict[str, Any]:
