@@ -83,3 +83,19 @@ def test_the_model_builder_offers_the_packages_field_type(studio: Studio, new_co
     expect(select.locator("option:checked")).to_have_text("URL path")
     expect(page.locator(".default-hint").first).to_have_text("as typed; empty for none")
     assert_clean(page)
+
+
+def test_the_screen_fits_a_phone(studio: Studio, new_context: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
+    from tests.studio.browsing import NARROW
+
+    page = open_page(new_context(NARROW))
+    login(page, studio)
+    page.goto(studio.base + "/studio/redirects")
+    scripts_ran(page)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Redirects")
+    expect(page.get_by_label("From")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # no sideways scrolling
+    screenshot(page, "studio-redirects-phone.png")
+    assert_clean(page)
