@@ -181,7 +181,7 @@ def test_hostile_values_get_a_clear_400_and_store_nothing(admin: Api) -> None:
     for body in ({"from": "/a\x00b", "to": "/x"}, {"from": "/a", "to": "/x", "status": 1e308},
                  {"from": "/a", "to": "http://[::1"}, {"from": "/a", "to": "/b", "enabled": "yes"}):
         assert admin.post("/api/redirects", json=body).status_code == 400, body
-    surrogate = admin.post("/api/redirects", content='{"from": "/a\\ud800", "to": "/x"}'.encode(),
+    surrogate = admin.post("/api/redirects", content=b'{"from": "/a\\ud800", "to": "/x"}',
                            headers={"content-type": "application/json"})
     assert surrogate.status_code == 400
     assert admin.get("/api/redirects").json() == {"data": []}
