@@ -20,7 +20,7 @@ def paths() -> dict[str, Any]:
     rule_id = param("id", "path", "string", "The rule's id")
     return {
         "/api/redirects": {
-            "get": op("Redirect rules, by path", [], (403,), tag="redirects",
+            "get": op("Redirect rules, by path", [], (400, 403), tag="redirects",
                       schema={"type": "object", "properties": {"data": {"type": "array", "items": RULE}}}),
             "post": op("Add a redirect rule (redirects/manage)", [], (403, 409), body=BODY, tag="redirects",
                        schema=RULE),
@@ -28,15 +28,15 @@ def paths() -> dict[str, Any]:
         "/api/redirects/resolve": {
             "get": op("Where a path is redirected (enabled rules)",
                       [param("path", "query", "string", "A path of the site, such as /old-page", required=True)],
-                      (403, 404), tag="redirects",
+                      (400, 403, 404), tag="redirects",
                       schema={"type": "object", "properties": {"from": {"type": "string"}, "to": {"type": "string"},
                                                                "status": {"type": "integer"}}}),
         },
         "/api/redirects/{id}": {
-            "get": op("One redirect rule", [rule_id], (403, 404), tag="redirects", schema=RULE),
+            "get": op("One redirect rule", [rule_id], (400, 403, 404), tag="redirects", schema=RULE),
             "put": op("Change a redirect rule (redirects/manage): the fields sent", [rule_id], (403, 404, 409),
                       body=BODY, tag="redirects", schema=RULE),
-            "delete": op("Delete a redirect rule (redirects/manage)", [rule_id], (403, 404), tag="redirects",
+            "delete": op("Delete a redirect rule (redirects/manage)", [rule_id], (400, 403, 404), tag="redirects",
                          schema={"type": "object", "properties": {"success": {"const": True}}}),
         },
     }

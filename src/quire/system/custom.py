@@ -71,6 +71,6 @@ def paths_of(services: Services) -> dict[str, Any]:
         if made.permission:
             summary += f"; needs {made.permission}"
         out.setdefault(made.path, {})[made.method.lower()] = op(
-            summary, [param(n, "path", "string", n) for n in names], (403,), tag="custom",
+            summary, [param(n, "path", "string", n) for n in names], (400, 403, 404), tag="custom",
             body=made.method in ("POST", "PUT", "PATCH"), security=made.permission is not None)
     return out
