@@ -6,14 +6,17 @@ delivered, and the handlers of synchronous events must be plain functions."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import quire as quire_src
 from quire.app import MODULES, Quire
-from quire.catalogue import AFTER, BEFORE, INSIDE, catalogue, matching, spec
+from quire.catalogue import AFTER, BEFORE, INSIDE, WRITE, Audit, catalogue, matching, spec
 from quire.config import load_settings
 from quire.events import Events
+from quire.searchmod.service import SearchService
 from tests.test_hooks import documented_events, emitted_events
 
 CATALOGUE = catalogue(e for m in MODULES for e in m.events)
@@ -77,3 +80,44 @@ def test_the_handlers_of_synchronous_events_are_plain_functions(data_dir: Any) -
         quire.events.on("content.item.saved", handler)  # an async write's event takes one
     finally:
         quire.close()
+
+
+def test_a_write_event_declares_what_it_wrote_and_its_audit_entry_is_checked() -> None:
+    written = spec("x.thing.saved", INSIDE, "thing", "previous", "identity", resource="things/{kind}",
+                   subject="thing", change=WRITE, versioned=True, audit="thing.*")
+    assert written.audit == Audit("thing.*")
+    assert written.subject_of({"thing": {"_id": "a1", "name": "n"}}) == "a1"
+    assert written.subject_of({"thing": {"name": "n"}}) == "n"
+    assert written.resource_of({"kind": "big"}) == "things/big"
+    with pytest.raises(ValueError, match="not a key of its payload"):
+        spec("x.thing.saved", INSIDE, "thing", resource="things", subject="item", change=WRITE)
+    with pytest.raises(ValueError, match="names its resource, subject and change"):
+        spec("x.thing.saved", INSIDE, "thing", versioned=True)
+    with pytest.raises(ValueError, match="carries the `previous` document"):
+        spec("x.thing.saved", INSIDE, "thing", resource="things", subject="thing", change=WRITE, versioned=True)
+    with pytest.raises(ValueError, match="change must be"):
+        spec("x.thing.saved", INSIDE, "thing", resource="things", subject="thing", change="moved")
+    with pytest.raises(ValueError, match="user is not a key"):
+        spec("x.login", INSIDE, "who", audit=Audit("login", author=("user",)))
+
+
+def test_audit_revisions_and_search_follow_the_declarations_not_names(quire: Quire) -> None:
+    """Each follows every event whose declaration asks for it, and their
+    code names none of the events it records (only the content models'
+    lifecycle, which the revisions and indexes of a model follow)."""
+    def followers(prefix: str) -> set[str]:
+        return {name for name in quire.catalogue if any(
+            getattr(h, "__qualname__", "").startswith(prefix) for h in quire.events._handlers.get(name, []))}
+
+    assert followers("subscribe.<locals>.recorder.<locals>.record") == {
+        name for name, e in quire.catalogue.items() if e.audit is not None or e.versioned}
+    assert {n for n, e in quire.catalogue.items() if e.versioned} == {
+        "content.item.saved", "content.item.remove", "pages.page.saved", "pages.page.remove", "pages.settings.saved"}
+    assert {n for n, e in quire.catalogue.items() if e.audit} >= {
+        "content.item.saved", "auth.login.failed", "bundle.import", "webhooks.webhook.rotate"}
+    search = quire.get(SearchService)
+    indexed = {n for n in quire.catalogue if any(getattr(h, "__self__", None) is search
+                                                 for h in quire.events._handlers.get(n, []))}
+    assert indexed == {"content.item.saved", "content.item.remove", "content.model.remove", "content.model.rename"}
+    source = (Path(quire_src.__file__).parent / "audit" / "__init__.py").read_text()
+    assert re.findall(r'"(?:content|pages|assets|inbox|l10n|auth|bundle|webhooks)\.[a-z.]+"', source) == []

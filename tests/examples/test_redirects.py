@@ -56,6 +56,14 @@ def test_rules_are_kept_checked_and_resolved_over_the_api(admin: Api, anon: Api)
     assert admin.get("/api/redirects").json() == {"data": []}
 
 
+def test_the_audit_log_records_its_writes_as_its_event_declarations_say(admin: Api) -> None:
+    made = rule(admin)
+    admin.delete(f"/api/redirects/{made['_id']}")
+    entries = admin.get("/api/audit?resource=redirects").json()["data"]
+    assert [(e["action"], e["id"]) for e in entries] == [("redirect.delete", made["_id"]),
+                                                          ("redirect.save", made["_id"])]
+
+
 def test_its_permissions_are_granted_by_a_role(admin: Api, client: TestClient) -> None:
     saved = admin.put("/api/system/roles/site", json={"permissions": {"redirects/read": True}})
     assert saved.status_code == 200, saved.text

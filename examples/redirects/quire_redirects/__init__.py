@@ -45,9 +45,13 @@ def bundle(services: Services) -> list[BundlePart]:
     return [services.get(RedirectService).bundle_part()]
 
 
-# the events it sends, in its write's transaction (hooks may follow them)
-SENT = [spec("redirects.rule.save", INSIDE, "rule", "identity"),
-        spec("redirects.rule.remove", INSIDE, "rule", "identity")]
+# the events it sends, in its write's transaction (hooks may follow them);
+# the audit log records each as the declaration says, with nothing of
+# the audit module changed
+SENT = [spec("redirects.rule.save", INSIDE, "rule", "identity", resource="redirects", subject="rule",
+             audit="redirect.save"),
+        spec("redirects.rule.remove", INSIDE, "rule", "identity", resource="redirects", subject="rule",
+             audit="redirect.delete")]
 
 module = Module(
     "redirects", build=build, events=SENT, subscribe=subscribe, bundle=bundle,

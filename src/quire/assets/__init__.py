@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from quire import config
 from quire.assets import openapi, presets, routes, screens
 from quire.assets.service import AssetService
-from quire.catalogue import BEFORE, INSIDE, spec
+from quire.catalogue import BEFORE, INSIDE, REMOVE, WRITE, Audit, spec, text
 from quire.files import open_files
 from quire.modules import Module, NavEntry, Services
 
@@ -32,9 +33,19 @@ def build(services: Services) -> None:
 HERE = Path(__file__).parent
 
 # the events it sends (catalogue.py; docs/hooks.md describes each)
+def _created_path(payload: dict[str, Any], services: Any) -> dict[str, Any]:
+    return {} if payload["is_update"] else _path(payload, services)
+
+
+def _path(payload: dict[str, Any], services: Any) -> dict[str, Any]:
+    return {"path": text(payload["asset"].get("path", ""))}
+
+
 SENT = [
-    spec("assets.asset.save", BEFORE, "asset", "is_update", "identity", delivered=True),
-    spec("assets.asset.remove", INSIDE, "asset", "identity", delivered=True),
+    spec("assets.asset.save", BEFORE, "asset", "is_update", "identity", delivered=True,
+         resource="assets", subject="asset", change=WRITE, audit=Audit("asset.*", _created_path)),
+    spec("assets.asset.remove", INSIDE, "asset", "identity", delivered=True,
+         resource="assets", subject="asset", change=REMOVE, audit=Audit("asset.delete", _path)),
 ]
 
 

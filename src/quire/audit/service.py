@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from quire.auth.service import Identity, who
+from quire.catalogue import MAX_TEXT
 from quire.config import AuditSettings
 from quire.errors import BadRequest, NotFound
 from quire.forwarded import current_client
@@ -46,8 +47,6 @@ INDEXES: list[list[tuple[str, ...]]] = [[("at",)], [("action",), ("at",)], [("re
                                         [("resource_kind",), ("at",)]]
 COPIES = frozenset({"actor", "action_kind", "resource_kind"})
 PRUNE = "audit.prune"
-MAX_DETAIL_ITEMS = 50  # names listed in a detail (changed fields, permissions); more are counted
-MAX_TEXT = 200  # characters of a text kept in an entry (a user name tried, a reason)
 
 
 @dataclass(frozen=True)
@@ -205,12 +204,4 @@ def shown(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k not in COPIES}
 
 
-def names(values: Any) -> list[str]:
-    """A short sorted list of names for a detail: at most MAX_DETAIL_ITEMS,
-    each cut to MAX_TEXT characters."""
-    return sorted(str(v)[:MAX_TEXT] for v in values)[:MAX_DETAIL_ITEMS]
-
-
-def text(value: Any) -> str:
-    return str(value)[:MAX_TEXT]
 

@@ -6,7 +6,19 @@ from pathlib import Path
 from typing import Any
 
 from quire.bundleparts import BatchedPart, BundlePart
-from quire.catalogue import AFTER, BEFORE, INSIDE, spec
+from quire.catalogue import (
+    AFTER,
+    BEFORE,
+    INSIDE,
+    MAX_DETAIL_ITEMS,
+    REMOVE,
+    WRITE,
+    Audit,
+    fields_changed,
+    names,
+    spec,
+    text,
+)
 from quire.content import openapi, routes
 from quire.content.asset_refs import AssetRefs
 from quire.content.bundle import items_part
@@ -59,20 +71,54 @@ def _manager(identity: Any) -> bool:
     return bool(identity.can("system/manage"))
 
 
+def _scheduled(payload: dict[str, Any], services: Any) -> dict[str, Any]:
+    return {"scheduled": payload["scheduled"]}
+
+
+def _model_saved(payload: dict[str, Any], services: Any) -> dict[str, Any]:
+    """Whether the model is new, which fields changed, which were dropped."""
+    previous = payload["previous"]
+    fields = {f["name"]: f for f in payload["definition"].get("fields", [])}
+    before = {f["name"]: f for f in (previous or {}).get("fields", [])}
+    detail: dict[str, Any] = {"created": previous is None}
+    if previous is not None:
+        detail["fields"] = names(n for n in {*fields, *before} if fields.get(n) != before.get(n))
+    if payload.get("dropped"):
+        detail["dropped"] = names(payload["dropped"])
+    return detail
+
+
+def _model_renamed(payload: dict[str, Any], services: Any) -> dict[str, Any]:
+    renames = list(payload["renames"].items())[:MAX_DETAIL_ITEMS]
+    return {"renamed": {text(k): text(v) for k, v in renames}}
+
+
+ITEMS, MODELS = "content/{model}", "models"
+
 # the events it sends (catalogue.py; docs/hooks.md describes each)
 SENT = [
     spec("content.item.save.before", BEFORE, "model", "item", "is_update", "identity"),
-    spec("content.item.saved", INSIDE, "model", "item", "is_update", "previous", "identity", delivered=True),
+    spec("content.item.saved", INSIDE, "model", "item", "is_update", "previous", "identity", delivered=True,
+         resource=ITEMS, subject="item", change=WRITE, versioned=True,
+         audit=Audit("item.*", fields_changed("item"), one_by_one=False)),
     spec("content.item.save.after", AFTER, "model", "item", "is_update", "identity"),
-    spec("content.item.remove", INSIDE, "model", "item", "identity", delivered=True),
-    spec("content.item.publish", INSIDE, "model", "item", "scheduled", "identity", delivered=True),
-    spec("content.item.unpublish", INSIDE, "model", "item", "scheduled", "identity", delivered=True),
-    spec("content.draft.saved", INSIDE, "model", "item", "identity", delivered=True),
-    spec("content.draft.remove", INSIDE, "model", "item", "identity", delivered=True),
-    spec("content.previews.end", INSIDE, "identity"),
-    spec("content.model.save", INSIDE, "model", "definition", "previous", "renames", "dropped", "identity", sync=True),
-    spec("content.model.remove", INSIDE, "model", "identity", sync=True),
-    spec("content.model.rename", INSIDE, "model", "keys", "renames", "identity", sync=True),
+    spec("content.item.remove", INSIDE, "model", "item", "identity", delivered=True,
+         resource=ITEMS, subject="item", change=REMOVE, versioned=True, audit=Audit("item.delete", one_by_one=False)),
+    spec("content.item.publish", INSIDE, "model", "item", "scheduled", "identity", delivered=True,
+         resource=ITEMS, subject="item", audit=Audit("item.publish", _scheduled)),
+    spec("content.item.unpublish", INSIDE, "model", "item", "scheduled", "identity", delivered=True,
+         resource=ITEMS, subject="item", audit=Audit("item.unpublish", _scheduled)),
+    spec("content.draft.saved", INSIDE, "model", "item", "identity", delivered=True,
+         resource=ITEMS, subject="item", audit="item.draft"),
+    spec("content.draft.remove", INSIDE, "model", "item", "identity", delivered=True,
+         resource=ITEMS, subject="item", audit="item.draft.discard"),
+    spec("content.previews.end", INSIDE, "identity", resource="previews", audit="previews.end"),
+    spec("content.model.save", INSIDE, "model", "definition", "previous", "renames", "dropped", "identity", sync=True,
+         resource=MODELS, subject="model", audit=Audit("model.save", _model_saved)),
+    spec("content.model.remove", INSIDE, "model", "identity", sync=True,
+         resource=MODELS, subject="model", audit="model.delete"),
+    spec("content.model.rename", INSIDE, "model", "keys", "renames", "identity", sync=True,
+         resource=MODELS, subject="model", audit=Audit("model.rename", _model_renamed)),
     spec("content.locales.save", INSIDE, "codes", sync=True),
 ]
 

@@ -40,10 +40,14 @@ HERE = Path(__file__).parent
 
 # the events it sends (catalogue.py; docs/hooks.md describes each)
 SENT = [
-    spec("inbox.submission.save", BEFORE, "record", "identity", delivered=True),
-    spec("inbox.submission.remove", BEFORE, "record", "identity", delivered=True),
-    spec("inbox.form.save", BEFORE, "form", "identity", delivered=True),
-    spec("inbox.form.remove", BEFORE, "form", "identity", delivered=True),
+    spec("inbox.submission.save", BEFORE, "record", "identity", delivered=True,
+         resource="inbox/submissions", subject="record", audit="submission.update"),
+    spec("inbox.submission.remove", BEFORE, "record", "identity", delivered=True,
+         resource="inbox/submissions", subject="record", audit="submission.delete"),
+    spec("inbox.form.save", BEFORE, "form", "identity", delivered=True,
+         resource="inbox/forms", subject="form", audit="form.save"),
+    spec("inbox.form.remove", BEFORE, "form", "identity", delivered=True,
+         resource="inbox/forms", subject="form", audit="form.delete"),
     spec("inbox.submit.before", BEFORE, "form", "record"),
     spec("inbox.submit.after", AFTER, "form", "record", delivered=True),
 ]

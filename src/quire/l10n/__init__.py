@@ -29,8 +29,10 @@ HERE = Path(__file__).parent
 
 # the events it sends (catalogue.py; docs/hooks.md describes each)
 SENT = [
-    spec("l10n.project.save", BEFORE, "project", "identity"),
-    spec("l10n.project.remove", INSIDE, "project", "identity"),
+    spec("l10n.project.save", BEFORE, "project", "identity", resource="l10n", subject="project",
+         audit="translation.save"),
+    spec("l10n.project.remove", INSIDE, "project", "identity", resource="l10n", subject="project",
+         audit="translation.delete"),
 ]
 
 

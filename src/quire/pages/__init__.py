@@ -6,7 +6,17 @@ from pathlib import Path
 from typing import Any
 
 from quire.bundleparts import BundlePart
-from quire.catalogue import AFTER, BEFORE, INSIDE, spec
+from quire.catalogue import (
+    AFTER,
+    BEFORE,
+    INSIDE,
+    REMOVE,
+    WRITE,
+    Audit,
+    changed,
+    fields_changed,
+    spec,
+)
 from quire.content.service import ContentService
 from quire.modules import Module, NavEntry, Services
 from quire.pages import locales, openapi, routes
@@ -46,16 +56,27 @@ def _manager(identity: Any) -> bool:
     return bool(identity.can("pages/manage"))
 
 
+def _settings_changed(payload: dict[str, Any], services: Any) -> dict[str, Any]:
+    return {"fields": changed(payload["previous"], payload["settings"])}
+
+
 # the events it sends (catalogue.py; docs/hooks.md describes each)
 SENT = [
     spec("pages.page.save.before", BEFORE, "page", "is_update", "identity"),
-    spec("pages.page.saved", INSIDE, "page", "previous", "identity", delivered=True),
+    spec("pages.page.saved", INSIDE, "page", "previous", "identity", delivered=True,
+         resource="pages", subject="page", change=WRITE, versioned=True,
+         audit=Audit("page.*", fields_changed("page"), one_by_one=False)),
     spec("pages.page.save.after", AFTER, "page", "is_update", "identity"),
-    spec("pages.page.remove", INSIDE, "page", "identity", delivered=True),
+    spec("pages.page.remove", INSIDE, "page", "identity", delivered=True,
+         resource="pages", subject="page", change=REMOVE, versioned=True, audit="page.delete"),
     spec("pages.settings.save", BEFORE, "settings", "identity"),
-    spec("pages.settings.saved", INSIDE, "settings", "previous", "identity", delivered=True),
-    spec("pages.menu.save", BEFORE, "menu", "identity", delivered=True),
-    spec("pages.menu.remove", BEFORE, "menu", "identity", delivered=True),
+    spec("pages.settings.saved", INSIDE, "settings", "previous", "identity", delivered=True,
+         resource="pages/settings", subject="settings", change=WRITE, versioned=True,
+         audit=Audit("page.settings", _settings_changed)),
+    spec("pages.menu.save", BEFORE, "menu", "identity", delivered=True,
+         resource="pages/menus", subject="menu", audit="menu.save"),
+    spec("pages.menu.remove", BEFORE, "menu", "identity", delivered=True,
+         resource="pages/menus", subject="menu", audit="menu.delete"),
 ]
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from quire.auth.service import Identity
+from quire.catalogue import WRITE, EventSpec, where
 from quire.content.service import ContentService
 from quire.modules import Module, Services
 from quire.pages.menus import MenuService
 from quire.pages.service import PagesService
 from quire.revisions import openapi, routes, screens
-from quire.revisions.service import PAGES, SETTINGS, RevisionService
+from quire.revisions.service import RevisionService
 
 
 def build(services: Services) -> None:
@@ -22,39 +22,30 @@ def build(services: Services) -> None:
 
 
 def subscribe(services: Services) -> None:
-    """Every write of an item records a revision, inside its transaction."""
+    """Every write of a document whose event is declared `versioned` (an
+    item, a page, the pages' settings) records a revision, inside its
+    transaction; the history of a removed model goes with it."""
     revisions = services.get(RevisionService)
 
-    def saved(model: str, item: dict[str, Any], previous: dict[str, Any] | None, identity: Identity,
-              **_: Any) -> None:
-        revisions.record(f"content/{model}", item["_id"], previous, item, identity)
+    def recorder(event: EventSpec) -> Any:
+        def record(**payload: Any) -> None:
+            doc, identity = payload[event.subject or ""], payload["identity"]
+            before, after = (payload["previous"], doc) if event.change == WRITE else (doc, None)
+            revisions.record(event.resource_of(payload), event.subject_of(payload), before, after, identity)
+        return record
 
-    def removed(model: str, item: dict[str, Any], identity: Identity, **_: Any) -> None:
-        revisions.record(f"content/{model}", item["_id"], item, None, identity)
+    for event in where(services.catalogue, versioned=True):
+        services.events.on(event.name, recorder(event))
 
+    # the history of a model's items follows the model
     def model_removed(model: str, **_: Any) -> None:
         revisions.forget(f"content/{model}")
 
     def model_renamed(model: str, keys: dict[str, str], **_: Any) -> None:
         revisions.renamed(f"content/{model}", keys)
 
-    def page_saved(page: dict[str, Any], previous: dict[str, Any] | None, identity: Identity, **_: Any) -> None:
-        revisions.record(PAGES, page["_id"], previous, page, identity)
-
-    def page_removed(page: dict[str, Any], identity: Identity, **_: Any) -> None:
-        revisions.record(PAGES, page["_id"], page, None, identity)
-
-    def settings_saved(settings: dict[str, Any], previous: dict[str, Any] | None, identity: Identity,
-                       **_: Any) -> None:
-        revisions.record(SETTINGS, "settings", previous, settings, identity)
-
-    services.events.on("content.item.saved", saved)
-    services.events.on("content.item.remove", removed)
     services.events.on("content.model.remove", model_removed)
     services.events.on("content.model.rename", model_renamed)
-    services.events.on("pages.page.saved", page_saved)
-    services.events.on("pages.page.remove", page_removed)
-    services.events.on("pages.settings.saved", settings_saved)
 
 
 HERE = Path(__file__).parent

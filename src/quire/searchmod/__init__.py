@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from quire.catalogue import REMOVE, WRITE, where
 from quire.content.models import ModelService
 from quire.content.service import ContentService
 from quire.modules import Module, NavEntry, Services
@@ -24,10 +25,13 @@ def build(services: Services) -> None:
 
 
 def subscribe(services: Services) -> None:
-    """Indexes follow content: every saved or removed item is indexed again."""
+    """Indexes follow content: every item an event declares written or
+    removed (catalogue.py) is indexed again, after its model's changes."""
     search = services.get(SearchService)
-    services.events.on("content.item.saved", search.item_saved)
-    services.events.on("content.item.remove", search.item_removed)
+    for event in where(services.catalogue, "content.item.*", change=WRITE):
+        services.events.on(event.name, search.item_saved)
+    for event in where(services.catalogue, "content.item.*", change=REMOVE):
+        services.events.on(event.name, search.item_removed)
     services.events.on("content.model.remove", search.model_removed)
     services.events.on("content.model.rename", search.model_renamed)
     services.locales.renamer.add_part(locales.rename_part(search))

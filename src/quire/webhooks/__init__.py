@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from quire.auth.service import Identity
-from quire.catalogue import INSIDE, spec
+from quire.catalogue import INSIDE, REMOVE, WRITE, Audit, changed, spec, text
 from quire.modules import Module, NavEntry, Services
 from quire.webhooks import openapi, routes, screens
 from quire.webhooks.sealing import Sealer, key_text
@@ -67,10 +67,26 @@ def subscribe(services: Services) -> None:
 HERE = Path(__file__).parent
 
 # the events it sends (catalogue.py; docs/hooks.md describes each)
+def _named(payload: dict[str, Any], services: Any) -> dict[str, Any]:
+    """Its name (and, for a change, which fields changed): never its URL or
+    headers, which may carry a receiver's credentials."""
+    webhook, previous = payload["webhook"], payload.get("previous")
+    if previous is None:
+        return {"name": text(webhook["name"])}
+    return {"name": text(webhook["name"]), "fields": [f for f in changed(previous, webhook) if f != "modified"]}
+
+
+def _name(payload: dict[str, Any], services: Any) -> dict[str, Any]:
+    return {"name": text(payload["webhook"]["name"])}
+
+
 SENT = [
-    spec("webhooks.webhook.save", INSIDE, "webhook", "previous", "identity"),
-    spec("webhooks.webhook.rotate", INSIDE, "webhook", "previous", "identity"),
-    spec("webhooks.webhook.remove", INSIDE, "webhook", "previous", "identity"),
+    spec("webhooks.webhook.save", INSIDE, "webhook", "previous", "identity",
+         resource="webhooks", subject="webhook", change=WRITE, audit=Audit("webhook.*", _named)),
+    spec("webhooks.webhook.rotate", INSIDE, "webhook", "previous", "identity",
+         resource="webhooks", subject="webhook", audit=Audit("webhook.rotate", _name)),
+    spec("webhooks.webhook.remove", INSIDE, "webhook", "previous", "identity",
+         resource="webhooks", subject="webhook", change=REMOVE, audit=Audit("webhook.delete", _name)),
 ]
 
 
