@@ -11,6 +11,7 @@ take the database's write lock against each other as two processes do."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import sqlite3
@@ -39,6 +40,7 @@ from quire.jobs import (
     Jobs,
     lease_for,
 )
+from quire.loops import run_here
 from quire.store import PostgresStore, SqliteStore, Store
 from tests.client import TestClient
 from tests.conftest import Api
@@ -719,3 +721,50 @@ def test_a_server_starts_while_another_writer_holds_the_lock_and_schedules_the_d
     finally:
         holder.close()
         quire.close()
+
+
+def test_a_coroutine_handler_runs_on_its_runner_threads_own_loop_kept_between_jobs(stores: list[Store]) -> None:
+    """A job handler may be a coroutine (a service's write, as a request
+    awaits it): the runner thread runs every job on one loop of its own,
+    closed when the runner stops; a failure is retried as a plain one's."""
+    loops: list[asyncio.AbstractEventLoop] = []
+    failed: list[str] = []
+
+    async def handler(job: Job) -> None:
+        await asyncio.sleep(0)  # it really runs on a loop
+        loops.append(asyncio.get_running_loop())
+        if job.payload["n"] == "bad" and not failed:
+            failed.append("once")
+            raise ValueError("try again")
+
+    jobs = Jobs(stores[0], settings(poll_seconds=1))
+    jobs.handle("test", handler, lease_seconds=60, retry_seconds=0.05)
+    try:
+        for n in ("a", "b", "bad", "c"):
+            enqueue(jobs, n)
+        jobs.wake()
+        wait_for(lambda: stores[0].refresh() is not None
+                 and stores[0].collection(JOBS).count({"state": DONE}) == 4)
+    finally:
+        jobs.close()
+    assert len(loops) == 5 and len({id(loop) for loop in loops}) == 1 and failed == ["once"]
+    wait_for(lambda: loops[0].is_closed())
+
+
+def test_run_here_keeps_one_loop_per_thread_and_refuses_a_running_loop() -> None:
+    async def which() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    first, second = run_here(which()), run_here(which())
+    assert first is second and not first.is_running()
+    other: list[asyncio.AbstractEventLoop] = []
+    thread = threading.Thread(target=lambda: other.append(run_here(which())))
+    thread.start()
+    thread.join()
+    assert other[0] is not first
+
+    async def nested() -> None:
+        with pytest.raises(RuntimeError, match="await the coroutine instead"):
+            run_here(which())
+
+    asyncio.run(nested())

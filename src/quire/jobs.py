@@ -31,19 +31,21 @@ See docs/architecture.md, "Jobs table".
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from quire.config import JobsSettings
 from quire.errors import StoreBusy, StoreUnavailable
 from quire.ids import new_id
+from quire.loops import close_here, run_here
 from quire.outages import Outage
 from quire.store import Collection, Store
 
@@ -107,7 +109,7 @@ class Job:
 class Kind:
     """What a module registered for one kind of job (see `Jobs.handle`)."""
 
-    run: Callable[[Job], None]
+    run: Callable[[Job], Awaitable[None] | None]
     max_attempts: int
     retry_seconds: float
     lease_seconds: float
@@ -190,12 +192,15 @@ class Jobs:
 
     # -- registering and enqueueing ---------------------------------------
 
-    def handle(self, kind: str, run: Callable[[Job], None], *, max_attempts: int = 5,
+    def handle(self, kind: str, run: Callable[[Job], Awaitable[None] | None], *, max_attempts: int = 5,
                retry_seconds: float = 30, lease_seconds: float | None = None,
                attempt_seconds: float | None = None, lane: str = DEFAULT_LANE,
                finished: Callable[[Job, str], None] | None = None,
                prepare: Callable[[Store], object] | None = None, batch: int = 1) -> None:
         """Run jobs of `kind` with `run(job)` in the runner threads of `lane`.
+        `run` may be a coroutine function: it runs on the runner thread's
+        own event loop, kept for the thread's life (`loops.run_here`), as a
+        service's write runs from a request.
 
         `run` returning is success; raising retries after `retry_seconds`,
         doubling each time, until `max_attempts` attempts were made (then
@@ -352,6 +357,7 @@ class Jobs:
                     lane.rest(wait)
         finally:
             store.close()
+            close_here()
 
     def _prepare_once(self, store: Store) -> None:
         """`prepare` before the first claim of any lane; a failure is
@@ -492,7 +498,9 @@ class Jobs:
             if n and (time.monotonic() - started > BATCH_SECONDS or self._stop.is_set()):
                 return outcomes, batch[n:]
             try:
-                self.kinds[job.kind].run(job)
+                result = self.kinds[job.kind].run(job)
+                if inspect.iscoroutine(result):  # a coroutine handler: on this thread's own loop
+                    run_here(result)
             except GiveUp as exc:
                 outcomes.append(Ran(job, exc, retry=False))
             except Exception as exc:

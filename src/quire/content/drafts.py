@@ -19,7 +19,6 @@ schedule moved since changes nothing the second time."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
@@ -42,6 +41,7 @@ from quire.errors import BadRequest, Conflict, NotFound, ValidationError
 from quire.events import refusals_as_412
 from quire.ids import is_id
 from quire.jobs import PUBLISHING, GiveUp, Job, Jobs
+from quire.loops import run_here
 from quire.store import Collection
 
 log = logging.getLogger("quire.content")
@@ -268,9 +268,9 @@ class DraftWriter(ContentWriter):
 
     def _scheduled(self, job: Job) -> None:
         """A `content.publish` / `content.unpublish` job, in the runner's
-        thread: the write goes through the site's store and services like
-        any other (its own event loop), so revisions, search and webhooks
-        follow it in its transaction."""
+        thread: the write is the same coroutine a request awaits, run on
+        the thread's own loop (`run_here`, kept for the thread's life), so
+        revisions, search and webhooks follow it in its transaction."""
         payload = job.payload
         name, item_id, at = payload.get("model"), payload.get("id"), payload.get("at")
         if not isinstance(name, str) or not isinstance(item_id, str) or check_time(at) or at is None:
@@ -279,7 +279,7 @@ class DraftWriter(ContentWriter):
             return  # the model is gone, and its items with it
         action = self._publish if job.kind == PUBLISH_JOB else self._unpublish_at
         try:
-            asyncio.run(action(name, item_id, SCHEDULER, at=at))
+            run_here(action(name, item_id, SCHEDULER, at=at))
         except NotFound:
             return  # the item was deleted meanwhile
         except (BadRequest, Conflict) as exc:  # a draft that fails its checks: so would another attempt
