@@ -6,13 +6,16 @@ app is composed only from what the modules declare."""
 
 from __future__ import annotations
 
+from importlib.metadata import EntryPoint
 from typing import Any
 
 import pytest
 
+from quire import config, packages
 from quire.app import MODULES, Quire
 from quire.asgi import Route
 from quire.config import load_settings
+from quire.errors import ConfigError
 from quire.events import Events, Reject
 from tests.conftest import Api, create_item, put_model
 
@@ -99,3 +102,32 @@ def test_a_module_left_out_of_the_list_is_gone_from_routes_and_the_document(data
             assert client.get("/api/l10n/projects").status_code == 404
     finally:
         app.state.quire.close()
+
+
+def test_a_broken_package_left_out_is_never_imported_and_its_section_stays_unread(
+        data_dir: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed package that cannot be imported stops the start with
+    its name; turned off or skipped, it is not imported and the site
+    starts, its settings section kept in the file unread."""
+    broken = EntryPoint("brokenmod", "quire_no_such_package_here:module", "quire.modules")
+    monkeypatch.setattr(config, "entry_points", lambda group: [broken])
+    monkeypatch.setattr(packages, "entry_points", lambda group: [broken])
+    packages.discovered.cache_clear()
+    config._import_module_packages.cache_clear()  # once a process and choice, as it runs
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        (data_dir / "quire.toml").write_text("[brokenmod]\nanything = 1\n")
+        with pytest.raises(ConfigError, match=r"entry point 'brokenmod'\) cannot be loaded: ModuleNotFoundError"):
+            config.load_settings(data_dir, env={})
+        for env in ({"QUIRE_MODULES_PACKAGES": "false"}, {"QUIRE_MODULES_SKIP": "brokenmod"}):
+            quire = Quire(config.load_settings(data_dir, env=env))
+            try:
+                assert [m.name for m in quire.modules] == [m.name for m in MODULES]
+            finally:
+                quire.close()
+        (data_dir / "quire.toml").write_text("[nosuchsection]\nanything = 1\n")
+        with pytest.raises(ConfigError, match=r"unknown section \[nosuchsection\]"):
+            config.load_settings(data_dir, env={"QUIRE_MODULES_PACKAGES": "false"})
+    finally:
+        packages.discovered.cache_clear()
+        config._import_module_packages.cache_clear()

@@ -440,16 +440,41 @@ def register_section(cls: type[S]) -> type[S]:
 
 
 @functools.cache
-def _import_module_packages() -> None:
+def _import_module_packages(choice: ModulesSettings) -> set[str]:
     """Import the installed module packages (entry points `quire.modules`,
-    see packages.py) once a process, before any settings are read: a
-    package registers its settings section when it is imported."""
+    see packages.py) the `[modules]` settings let in, before the rest of
+    the settings are read: a package registers its settings section when
+    it is imported. One turned off or skipped is not imported, so a broken
+    package can be left out of a site that cannot start with it; answers
+    the names of those left out. Once a process per choice: settings are
+    read often (every test), the installed packages do not change."""
+    left_out: set[str] = set()
     for point in entry_points(group="quire.modules"):
+        if not choice.packages or point.name in choice.skip:
+            left_out.add(point.name)
+            continue
         try:
             point.load()
         except Exception as exc:  # any error of a package's import: named, not a traceback
             raise ConfigError(f"module package {point.value!r} (quire.modules entry point {point.name!r}) "
                               f"cannot be loaded: {type(exc).__name__}: {exc}") from exc
+    return left_out
+
+
+def _modules_choice(parsed: dict[str, Any], origin: str, environ: Mapping[str, str],
+                    overrides: dict[str, dict[str, Any]]) -> ModulesSettings:
+    """The `[modules]` section alone, from the file, the environment and
+    the overrides, as the whole settings will have it."""
+    index = {"modules": {spec.key: spec for spec in ModulesSettings.specs()}}
+    values = {"modules": {key: copy.deepcopy(spec.default) for key, spec in index["modules"].items()}}
+    if "modules" in parsed:
+        _merge(values, index, {"modules": parsed["modules"]}, origin)
+    _merge_env(values, index, environ)
+    for key, value in overrides.get("modules", {}).items():
+        _set(values, index, "modules", key, value, "override")
+    built = _build(ModulesSettings, values["modules"])
+    assert isinstance(built, ModulesSettings)
+    return built
 
 
 def defaults() -> dict[str, dict[str, Any]]:
@@ -535,11 +560,7 @@ def load_settings(
     overrides: dict[str, dict[str, Any]] | None = None,
 ) -> Settings:
     """Merge defaults, the TOML file and the environment; validate."""
-    _import_module_packages()  # they add their sections as they are imported
     data = Path(data_dir)
-    sections = dict(SECTIONS)
-    index = {name: {spec.key: spec for spec in cls.specs()} for name, cls in sections.items()}
-    values = {name: {key: copy.deepcopy(spec.default) for key, spec in keys.items()} for name, keys in index.items()}
     path = Path(config_file) if config_file else data / "quire.toml"
     if config_file and not path.exists():
         raise ConfigError(f"config file {path} does not exist")
@@ -549,8 +570,14 @@ def load_settings(
             parsed = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: {exc}") from None
-        _merge(values, index, parsed, str(path))
     environ = os.environ if env is None else env
+    # the packages it lets in add their sections as they are imported; the
+    # section of one left out (named as its module) stays in the file unread
+    left_out = _import_module_packages(_modules_choice(parsed, str(path), environ, overrides or {}))
+    sections = dict(SECTIONS)
+    index = {name: {spec.key: spec for spec in cls.specs()} for name, cls in sections.items()}
+    values = {name: {key: copy.deepcopy(spec.default) for key, spec in keys.items()} for name, keys in index.items()}
+    _merge(values, index, {k: v for k, v in parsed.items() if k in index or k not in left_out}, str(path))
     _merge_env(values, index, environ)
     for section, keys in (overrides or {}).items():
         for key, value in keys.items():
