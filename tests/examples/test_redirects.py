@@ -56,6 +56,20 @@ def test_rules_are_kept_checked_and_resolved_over_the_api(admin: Api, anon: Api)
     assert admin.get("/api/redirects").json() == {"data": []}
 
 
+def test_a_rules_colour_is_checked_by_quires_color_field_type(admin: Api, client: TestClient) -> None:
+    made = rule(admin, color="#3a7")
+    assert made["color"] == "#3a7" and rule(admin, **{"from": "/plain"})["color"] == ""
+    refused = admin.put(f"/api/redirects/{made['_id']}", json={"color": "red"})
+    assert refused.status_code == 400 and refused.json() == {
+        "error": "color must be a colour like #aabbcc", "fields": ["color"]}
+    # the type's browser code is served for the screens that show its input
+    script = client.get("/studio/field-types.js")
+    assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+    assert "/* color */" in script.text and "data-color-for" in script.text
+    again = client.get("/studio/field-types.js", headers={"if-none-match": script.headers["etag"]})
+    assert again.status_code == 304
+
+
 def test_the_audit_log_records_its_writes_as_its_event_declarations_say(admin: Api) -> None:
     made = rule(admin)
     admin.delete(f"/api/redirects/{made['_id']}")

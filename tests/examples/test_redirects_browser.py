@@ -60,6 +60,9 @@ def test_a_rule_is_added_from_the_sidebar_with_the_keyboard(studio: Studio, new_
     page.get_by_label("From").fill("/winter")
     page.get_by_label("Status").select_option("302")
     page.get_by_label("Note").fill("the winter sale page")
+    # Quire's colour field type, its record's input and script: the picker fills the text
+    page.get_by_label("Colour: pick a colour").fill("#ff8800")
+    expect(page.get_by_label("Colour", exact=True)).to_have_value("#ff8800")
     page.get_by_role("button", name="Add redirect").press("Enter")
     expect(page.locator("#flash")).to_contain_text("Redirect from /winter added.")
     row = page.get_by_role("row").filter(has_text="/winter")
@@ -68,6 +71,7 @@ def test_a_rule_is_added_from_the_sidebar_with_the_keyboard(studio: Studio, new_
     screenshot(page, "studio-redirects.png")
     assert studio.call("GET", "/api/redirects/resolve?path=/winter") == {"from": "/winter", "to": "/sale",
                                                                          "status": 302}
+    assert [r["color"] for r in studio.call("GET", "/api/redirects")["data"]] == ["#ff8800"]
     assert_clean(page)
 
 

@@ -1,6 +1,7 @@
 """Redirect rules for Quire, as a module from a package: an API, a studio
 screen (Site → Redirects), a settings section, an export part, two
-permissions and a field type (`urlPath`). Installed beside Quire, it is
+permissions and a field type (`urlPath`); its screen also uses Quire's
+own `color` type, through the type's record (check, input, script). Installed beside Quire, it is
 found through its `quire.modules` entry point (pyproject.toml)."""
 
 from __future__ import annotations
@@ -57,6 +58,6 @@ module = Module(
     "redirects", build=build, events=SENT, subscribe=subscribe, bundle=bundle,
     routes=[*routes.routes, *screens.routes], openapi=openapi.paths,
     permissions=(routes.READ, routes.MANAGE), field_types=[URL_PATH],
-    templates=HERE / "templates",
+    templates=HERE / "templates", static=HERE / "static",
     nav=[NavEntry("Redirects", screens.PAGE, "Site", screens.may_see, order=65)],
 )

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from quire.content.types.color import COLOR_TYPE
 from quire.openapi import op, param
 from quire_redirects.fieldtype import URL_PATH
 from quire_redirects.service import STATUSES
 
 FIELDS: dict[str, Any] = {
     "from": dict(URL_PATH.schema), "to": {"type": "string"}, "status": {"type": "integer", "enum": list(STATUSES)},
-    "note": {"type": "string"}, "enabled": {"type": "boolean"}}
+    "note": {"type": "string"}, "enabled": {"type": "boolean"},
+    "color": {**COLOR_TYPE.schema, "description": "A colour to tell groups of rules apart (`#rrggbb`), or empty"}}
 RULE = {"type": "object", "properties": {"_id": {"type": "string"}, **FIELDS, "_created": {"type": "integer"},
                                          "_modified": {"type": "integer"}}}
 BODY = {"type": "object", "required": ["from", "to"], "properties": FIELDS}

@@ -13,6 +13,7 @@ from starlette.responses import Response
 
 from quire.asgi import route
 from quire.content.screens.widgets import widget
+from quire.content.types.color import COLOR_TYPE
 from quire.errors import ApiError
 from quire.http import service
 from quire.ui.screens import Form, checked_form, need, redirect_flash, render, studio_page
@@ -36,11 +37,20 @@ def path_input(typed: dict[str, Any], field: str) -> Markup:
                   label="From", placeholder="", described=described)
 
 
+def color_input(typed: dict[str, Any], field: str) -> Markup:
+    """The rule's colour: Quire's `color` field type's own editor input
+    (a text box and the browser's picker, kept in step by the type's
+    script, /studio/field-types.js)."""
+    described = 'aria-invalid="true" aria-describedby="rule-error"' if field == "color" else ""
+    return widget({"type": COLOR_TYPE.name}, id="rule-color", path="color", value=typed.get("color") or "",
+                  label="Colour", placeholder="", described=described)
+
+
 def _typed(form: Form) -> dict[str, Any]:
     status = form.get("status", "301")
     return {"from": form.get("from").strip(), "to": form.get("to").strip(),
             "status": int(status) if status.isdigit() else status, "note": form.get("note"),
-            "enabled": form.get("enabled") == "1"}
+            "color": form.get("color").strip(), "enabled": form.get("enabled") == "1"}
 
 
 def _page(request: Request, login: Login, status: int = 200, typed: dict[str, Any] | None = None,
@@ -49,7 +59,7 @@ def _page(request: Request, login: Login, status: int = 200, typed: dict[str, An
         need(login, READ)
     return render(request, login, "redirects/rules.html", status, rules=service(request, RedirectService).all(),
                   statuses=STATUSES, typed=typed or {"status": 301, "enabled": True}, error=error, field=field,
-                  can_manage=login.can(MANAGE), path_input=path_input)
+                  can_manage=login.can(MANAGE), path_input=path_input, color_input=color_input)
 
 
 @studio_page
@@ -75,7 +85,7 @@ async def rule_page(request: Request, login: Login) -> Response:
     need(login, MANAGE)
     rule = service(request, RedirectService).get(request.path_params["id"])
     return render(request, login, "redirects/rule.html", rule=rule, typed=rule, statuses=STATUSES, error=None,
-                  field="", path_input=path_input)
+                  field="", path_input=path_input, color_input=color_input)
 
 
 @studio_page
@@ -90,7 +100,8 @@ async def save_rule(request: Request, login: Login) -> Response:
     except ApiError as exc:
         named = exc.extra.get("fields") or [""]
         return render(request, login, "redirects/rule.html", exc.status, rule=rule, typed=typed,
-                      statuses=STATUSES, error=exc.message, field=named[0], path_input=path_input)
+                      statuses=STATUSES, error=exc.message, field=named[0], path_input=path_input,
+                      color_input=color_input)
     return redirect_flash(request, PAGE, f"Redirect from {typed['from']} saved.")
 
 

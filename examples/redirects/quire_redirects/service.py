@@ -1,5 +1,6 @@
 """Redirect rules: from a path of the site to a path or an http(s)
-address, with a status (301, 302, 307 or 308). One collection of the
+address, with a status (301, 302, 307 or 308) and a colour that tells
+groups of rules apart on the screen (Quire's `color` field type). One collection of the
 store; every write in a transaction of its own, with its event."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from urllib.parse import urlsplit
 
 from quire.bundleparts import BundlePart, Checked, check_list
 from quire.content.types import FieldError
+from quire.content.types.color import COLOR_TYPE
 from quire.errors import BadRequest, Conflict, NotFound
 from quire.events import Events
 from quire.ids import is_id, new_id
@@ -20,7 +22,7 @@ from quire_redirects.fieldtype import check as check_path
 RULES = "redirects"
 HINTS = {"from": "text", "status": "number", "_created": "number"}
 STATUSES = (301, 302, 307, 308)
-FIELDS = ("from", "to", "status", "note", "enabled")
+FIELDS = ("from", "to", "status", "note", "enabled", "color")
 MAX_NOTE = 500
 SHOWN_UNKNOWN = 5  # unknown fields an error names
 
@@ -146,6 +148,12 @@ def checked(body: Any, partial: bool) -> dict[str, Any]:
         if not isinstance(note, str) or len(note) > MAX_NOTE:
             raise BadRequest(f"note must be text of at most {MAX_NOTE} characters", fields=["note"])
         clean["note"] = note
+    if "color" in body or not partial:
+        color = body.get("color") or ""
+        try:  # Quire's own `color` field type checks it, as it does an item's
+            clean["color"] = COLOR_TYPE.check({}, color, 0)
+        except FieldError as exc:
+            raise BadRequest(f"color {exc}", fields=["color"]) from None
     if "enabled" in body or not partial:
         enabled = body.get("enabled", True)
         if not isinstance(enabled, bool):

@@ -6,12 +6,14 @@ conflict, never stored over theirs."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from quire.asgi import route
+from quire.content import types
 from quire.content.locales import LocaleService
 from quire.content.models import Model, ModelService
 from quire.content.screens import drafts, formdata, pickers, widgets
@@ -21,6 +23,8 @@ from quire.errors import BadRequest, Conflict, NotFound, ValidationError
 from quire.http import service
 from quire.ui.screens import Form, checked_form, need, redirect_flash, render, studio_page
 from quire.ui.web import Login
+
+FIELD_TYPES_SCRIPT = "/studio/field-types.js"  # the widgets' browser code (FieldType.script)
 
 STATES = [(1, "Published"), (0, "Draft"), (-1, "Archived")]
 
@@ -257,7 +261,21 @@ async def delete_item(request: Request, login: Login) -> Response:
     return redirect_flash(request, f"/studio/content/{model.name}", "Deleted.")
 
 
+async def field_types_script(request: Request) -> Response:
+    """The browser code of the field types' widgets (`FieldType.script`),
+    for every page that shows one: the editor, a module's screen. The
+    registry is fixed once the app is built; a changed set of types (a
+    package added) is a new ETag."""
+    body = types.scripts().encode()
+    tag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+    headers = {"etag": tag, "cache-control": "public, max-age=3600", "x-content-type-options": "nosniff"}
+    if request.headers.get("if-none-match") == tag:
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="text/javascript", headers=headers)
+
+
 routes = [
+    route(FIELD_TYPES_SCRIPT, get=field_types_script, cors=False),
     *drafts.routes,
     route("/studio/content/{model}/item", get=new_item, post=save_new, cors=False),
     route("/studio/content/{model}/item/{id}", get=edit_item, post=save_existing, cors=False),

@@ -234,18 +234,10 @@
     });
   }
 
-  // -- colours and times --------------------------------------------------
+  // -- times (a field type's own script, as the colour's, comes from
+  // /studio/field-types.js) ----------------------------------------------
   form.addEventListener("input", function (e) {
-    var target = e.target;
-    if (target.matches("input[data-color-for]")) {
-      var text = document.getElementById(target.getAttribute("data-color-for"));
-      text.value = target.value;
-    } else if (target.matches("input[data-color]") && /^#[0-9a-fA-F]{6}$/.test(target.value)) {
-      var swatch = target.parentNode.querySelector("input[data-color-for]");
-      if (swatch) swatch.value = target.value;
-    } else if (target.matches("input[data-datetime]")) {
-      showLocalTime(target);
-    }
+    if (e.target.matches("input[data-datetime]")) showLocalTime(e.target);
   });
 
   // A datetime is stored as ISO text (UTC with Z, or with an offset); the

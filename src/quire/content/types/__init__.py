@@ -51,6 +51,10 @@ class FieldType:
     - `check_options(opts)`: what is wrong with a definition's `opts`.
     - `schema`: the JSON Schema of one value (for typed schemas of models;
       a module's API may document its own fields with it).
+    - `script`: the browser code its widget needs (JavaScript, run once on
+      every page that may show the widget, from
+      `/studio/field-types.js`); it listens on `document`, so inputs added
+      later (a repeater's new row) work too.
     """
 
     name: str
@@ -67,6 +71,7 @@ class FieldType:
     example: str = "{}"
     check_options: Callable[[Mapping[str, Any]], str | None] | None = None
     schema: Mapping[str, Any] = field(default_factory=dict)
+    script: str = ""
 
 
 _types: dict[str, FieldType] = {}
@@ -122,3 +127,9 @@ def wide_types() -> frozenset[str]:
 
 def rich_types() -> frozenset[str]:
     return _sets["rich"]
+
+
+def scripts() -> str:
+    """The browser code of every type that has some, one block per type."""
+    return "\n".join(f"/* {k.name} */\n(function () {{\n{k.script.strip()}\n}})();"
+                     for k in _types.values() if k.script)
