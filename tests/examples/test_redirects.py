@@ -63,10 +63,10 @@ def test_a_rules_colour_is_checked_by_quires_color_field_type(admin: Api, client
     assert refused.status_code == 400 and refused.json() == {
         "error": "color must be a colour like #aabbcc", "fields": ["color"]}
     # the type's browser code is served for the screens that show its input
-    script = client.get("/studio/field-types.js")
+    script = client.get("/studio/static/field-types.js")
     assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
     assert "/* color */" in script.text and "data-color-for" in script.text
-    again = client.get("/studio/field-types.js", headers={"if-none-match": script.headers["etag"]})
+    again = client.get("/studio/static/field-types.js", headers={"if-none-match": script.headers["etag"]})
     assert again.status_code == 304
 
 

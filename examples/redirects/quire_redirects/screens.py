@@ -40,7 +40,7 @@ def path_input(typed: dict[str, Any], field: str) -> Markup:
 def color_input(typed: dict[str, Any], field: str) -> Markup:
     """The rule's colour: Quire's `color` field type's own editor input
     (a text box and the browser's picker, kept in step by the type's
-    script, /studio/field-types.js)."""
+    script, /studio/static/field-types.js)."""
     described = 'aria-invalid="true" aria-describedby="rule-error"' if field == "color" else ""
     return widget({"type": COLOR_TYPE.name}, id="rule-color", path="color", value=typed.get("color") or "",
                   label="Colour", placeholder="", described=described)

@@ -24,7 +24,7 @@ from quire.http import service
 from quire.ui.screens import Form, checked_form, need, redirect_flash, render, studio_page
 from quire.ui.web import Login
 
-FIELD_TYPES_SCRIPT = "/studio/field-types.js"  # the widgets' browser code (FieldType.script)
+FIELD_TYPES_SCRIPT = "/studio/static/field-types.js"  # the widgets' browser code (FieldType.script)
 
 STATES = [(1, "Published"), (0, "Draft"), (-1, "Archived")]
 

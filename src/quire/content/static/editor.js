@@ -235,7 +235,7 @@
   }
 
   // -- times (a field type's own script, as the colour's, comes from
-  // /studio/field-types.js) ----------------------------------------------
+  // /studio/static/field-types.js) ---------------------------------------
   form.addEventListener("input", function (e) {
     if (e.target.matches("input[data-datetime]")) showLocalTime(e.target);
   });

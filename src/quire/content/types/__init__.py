@@ -53,7 +53,7 @@ class FieldType:
       a module's API may document its own fields with it).
     - `script`: the browser code its widget needs (JavaScript, run once on
       every page that may show the widget, from
-      `/studio/field-types.js`); it listens on `document`, so inputs added
+      `/studio/static/field-types.js`); it listens on `document`, so inputs added
       later (a repeater's new row) work too.
     """
 
