@@ -99,6 +99,10 @@ def montydb_deviates(spec: Any, in_elem_match: bool = False) -> bool:
       is tried by MongoDB on object elements only; montydb also tries scalars,
       which shows when the query can match a missing field (null, `$exists`,
       `$ne`, `$nin`, `$not`, `$nor`).
+    - `$not` of a null comparison inside a value-form `$elemMatch`: montydb
+      answers by the array as a whole, not element by element (`{"$not":
+      {"$eq": null}}` matches `[null]` and not `[null, false]`; MongoDB the
+      other way round).
     - `$gte`/`$lte` null: MongoDB matches a missing field, as `$eq` null does;
       montydb does not.
     - `$all` with null: MongoDB rewrites `$all` as `$and` of equalities, and
@@ -121,7 +125,9 @@ def montydb_deviates(spec: Any, in_elem_match: bool = False) -> bool:
             logical_only = isinstance(value, dict) and all(k in ("$and", "$or", "$nor") for k in value)
             doc_form = isinstance(value, dict) and any(not k.startswith("$") for k in value)
             negative = any(w in repr(value) for w in ("None", "$exists", "$ne", "$nin", "$not", "$nor"))
-            if in_elem_match or logical_only or (doc_form and negative) or montydb_deviates(value, True):
+            value_not_null = not doc_form and "$not" in repr(value) and "None" in repr(value)
+            if in_elem_match or logical_only or (doc_form and negative) or value_not_null \
+                    or montydb_deviates(value, True):
                 return True
         elif montydb_deviates(value, in_elem_match and key == "$not"):
             return True
