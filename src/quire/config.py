@@ -405,6 +405,22 @@ class SsoSettings(Section):
                 for f in MAPPED_FIELDS for path in [self.mapping.get(f)]}
 
 
+@dataclass(frozen=True)
+class GraphqlSettings(Section):
+    """`/api/gql` (docs/graphql.md): what one request may ask."""
+
+    NAME: ClassVar[str] = "graphql"
+    enabled: bool = True
+    max_query_bytes: int = setting(64 * 1024, between=(256, 4 * 1024 * 1024))
+    max_tokens: int = setting(20_000, between=(100, 1_000_000))
+    max_depth: int = setting(12, between=(2, 64))
+    max_aliases: int = setting(100, between=(1, 100_000))
+    max_cost: int = setting(50_000, between=(10, 100_000_000))
+    max_items: int = setting(1000, between=(1, 100_000))
+    introspection: bool = True
+    persisted_queries: int = setting(10_000, between=(0, 10_000_000))
+
+
 S = TypeVar("S", bound=Section)
 
 # section name -> its class; load_settings reads exactly these sections.
@@ -414,6 +430,7 @@ SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     SsoSettings,
     WebhooksSettings,
     AuditSettings,
+    GraphqlSettings,
 )}
 
 
@@ -526,6 +543,7 @@ class Settings:
     modules = _SectionOf(ModulesSettings)
     admin = _SectionOf(AdminSettings)
     sso = _SectionOf(SsoSettings)
+    graphql = _SectionOf(GraphqlSettings)
 
     def section(self, cls: type[S]) -> S:
         """The section object of this class (for sections registered by a

@@ -1,0 +1,22 @@
+"""GraphQL at `/api/gql`: Cockpit's schema (the `content` and
+`<name>Model` root fields, its two mutations), over the same read and
+write paths as REST (docs/graphql.md)."""
+
+from __future__ import annotations
+
+from quire.content.models import ModelService
+from quire.content.service import ContentService
+from quire.gql import openapi, routes
+from quire.gql.persisted import PersistedQueries
+from quire.gql.service import GqlService
+from quire.modules import Module, Services
+
+
+def build(services: Services) -> None:
+    settings = services.settings.graphql
+    services.add("gql", GqlService(services.get(ContentService), services.get(ModelService), services.cache,
+                                   settings))
+    services.add("gql_queries", PersistedQueries(services.store, services.cache, settings.persisted_queries))
+
+
+module = Module("gql", build=build, routes=routes.routes, openapi=openapi.paths)

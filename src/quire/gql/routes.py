@@ -1,0 +1,51 @@
+"""`/api/gql`: GraphQL over HTTP, any method (mutations by POST)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from quire.asgi import route
+from quire.auth.request import identify
+from quire.errors import ApiError, NotFound
+from quire.gql.persisted import PersistedQueries
+from quire.gql.request import read_operation
+from quire.gql.service import CODES, GqlService, Refused
+from quire.http import json_response, quire_of, service
+
+
+def _errors(status: int, errors: list[dict[str, Any]], headers: dict[str, str] | None = None) -> Response:
+    """A request that did not run: its errors, and the first one's message
+    as `error` (Quire's word for what went wrong, read by REST clients)."""
+    return json_response({"errors": errors, "error": errors[0]["message"]}, status, headers=headers)
+
+
+async def graphql(request: Request) -> Response:
+    quire = quire_of(request)
+    settings = quire.settings.graphql
+    if not settings.enabled:
+        raise NotFound("GraphQL is turned off ([graphql] enabled)")
+    identity = identify(request)  # a wrong key is a 401, as on every route
+    try:
+        operation = await read_operation(request, quire.max_body, quire.max_depth,
+                                         settings.max_query_bytes)
+        query = await service(request, PersistedQueries).resolve(operation)
+    except ApiError as exc:
+        return _errors(exc.status, [{"message": exc.message, "extensions": {"code": CODES.get(exc.status, "ERROR")}}])
+    except Refused as exc:
+        return _errors(exc.status, exc.errors)
+    if query is None:
+        return _errors(400, [{"message": "A query is missing: send it as `query` (JSON body, form field or "
+                                         "query string)"}])
+    try:
+        answer = await service(request, GqlService).run(query, operation.variables, operation.operation_name,
+                                                         identity, request.method)
+    except Refused as exc:
+        headers = {"Allow": "POST"} if exc.status == 405 else None
+        return _errors(exc.status, exc.errors, headers)
+    return json_response(answer.body, answer.status, headers=answer.headers or None)
+
+
+routes = [route("/api/gql", get=graphql, post=graphql)]
