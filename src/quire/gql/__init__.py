@@ -5,7 +5,6 @@ write paths as REST (docs/graphql.md)."""
 from __future__ import annotations
 
 from quire.content.models import ModelService
-from quire.content.service import ContentService
 from quire.gql import openapi, routes
 from quire.gql.persisted import PersistedQueries
 from quire.gql.service import GqlService
@@ -14,8 +13,7 @@ from quire.modules import Module, Services
 
 def build(services: Services) -> None:
     settings = services.settings.graphql
-    services.add("gql", GqlService(services.get(ContentService), services.get(ModelService), services.cache,
-                                   settings))
+    services.add("gql", GqlService(services, services.get(ModelService), services.cache, settings))
     services.add("gql_queries", PersistedQueries(services.store, services.cache, settings.persisted_queries))
 
 

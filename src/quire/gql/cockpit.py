@@ -36,6 +36,8 @@ from quire.content.service import ContentService
 from quire.errors import ApiError, BadRequest, NotFound
 from quire.gql.request import json_text
 from quire.gql.scalars import JSON_TYPE, NUMERIC_TYPE
+from quire.modules import Services
+from quire.persona.request import Persona
 
 NAME = re.compile(r"^[_A-Za-z][_0-9A-Za-z]*$")
 # Cockpit's string types (a Quire type's JSON Schema says the same for a module's)
@@ -50,17 +52,26 @@ def graphql_name(name: str) -> bool:
 
 
 class Context:
-    """What resolvers need of one request."""
+    """What resolvers need of one request: the services, the caller, the
+    request's personalization (its `x-persona` headers or `persona`
+    parameter, applied to every answer as on REST)."""
 
-    def __init__(self, content: ContentService, identity: Identity, max_items: int) -> None:
-        self.content = content
+    def __init__(self, services: Services, identity: Identity, max_items: int, persona: Persona | None) -> None:
+        self.services = services
+        self.content = services.get(ContentService)
         self.identity = identity
         self.max_items = max_items
+        self.persona = persona
+
+
+def personal(context: Context, value: Any) -> Any:
+    """An answer as the request's persona sees it (variants chosen)."""
+    return value if context.persona is None else context.persona.apply(value)
 
 
 # -- reading -------------------------------------------------------------------
 
-def _json_arg(value: Any, name: str) -> Any:
+def json_arg(value: Any, name: str) -> Any:
     """A JsonType argument; a JSON text is read as the value it writes
     (`filter: "{\\"rating\\": {\\"$gt\\": 2}}"`: `$` cannot start a name
     in a GraphQL object literal), and `""` is none."""
@@ -83,8 +94,8 @@ def read_options(args: dict[str, Any], max_items: int) -> ReadOptions:
         raise BadRequest("<skip> must be 0 or more")
     # `<name>Model`'s `projection` is read as Cockpit reads it: not at all
     # (its selection says which fields are answered)
-    return ReadOptions(filter=_json_arg(args.get("filter"), "filter"), sort=_json_arg(args.get("sort"), "sort"),
-                       fields=_json_arg(args.get("fields"), "fields"), populate=args.get("populate") or 0,
+    return ReadOptions(filter=json_arg(args.get("filter"), "filter"), sort=json_arg(args.get("sort"), "sort"),
+                       fields=json_arg(args.get("fields"), "fields"), populate=args.get("populate") or 0,
                        locale=_locale(args.get("locale")), limit=limit, skip=skip)
 
 
@@ -99,7 +110,7 @@ def read_list(context: Context, model: str, opts: ReadOptions) -> list[dict[str,
     if asked is None and len(rows) > context.max_items:
         raise BadRequest(f"{model} has more than {context.max_items:,} items here: ask for a page with "
                          "limit and skip")
-    return [orjson.loads(row) for row in rows]
+    return personal(context, [orjson.loads(row) for row in rows])
 
 
 def content_list(source: Any, info: GraphQLResolveInfo, model: str, **args: Any) -> list[Any]:
@@ -110,7 +121,7 @@ def content_list(source: Any, info: GraphQLResolveInfo, model: str, **args: Any)
     opts = read_options(args, context.max_items)
     if found.type == "singleton":
         try:
-            return [context.content.item(model, None, opts, context.identity)]
+            return [personal(context, context.content.item(model, None, opts, context.identity))]
         except NotFound:
             return []
     return read_list(context, model, opts)
@@ -121,7 +132,8 @@ def content_tree(source: Any, info: GraphQLResolveInfo, model: str, parent: str 
     context: Context = info.context
     if context.content.models.find(model) is None:
         return []
-    return context.content.tree(model, parent, read_options(args, context.max_items), context.identity)
+    return personal(context, context.content.tree(model, parent, read_options(args, context.max_items),
+                                                  context.identity))
 
 
 def model_list(name: str) -> Callable[..., list[Any]]:
@@ -131,7 +143,7 @@ def model_list(name: str) -> Callable[..., list[Any]]:
         if _id is not None:  # as Cockpit: the id wins over a filter
             opts.filter = None
             try:
-                return [context.content.item(name, _id, opts, context.identity)]
+                return [personal(context, context.content.item(name, _id, opts, context.identity))]
             except NotFound:
                 return []
         return read_list(context, name, opts)
@@ -142,7 +154,8 @@ def model_item(name: str) -> Callable[..., Any]:
     def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
         context: Context = info.context
         try:
-            return context.content.item(name, None, read_options(args, context.max_items), context.identity)
+            return personal(context, context.content.item(name, None, read_options(args, context.max_items),
+                                                          context.identity))
         except NotFound:
             return None
     return resolve

@@ -14,6 +14,7 @@ from quire.gql.persisted import PersistedQueries
 from quire.gql.request import read_operation
 from quire.gql.service import CODES, GqlService, Refused
 from quire.http import json_response, quire_of, service
+from quire.persona.request import persona_of
 
 
 def _errors(status: int, errors: list[dict[str, Any]], headers: dict[str, str] | None = None) -> Response:
@@ -41,7 +42,7 @@ async def graphql(request: Request) -> Response:
                                          "query string)"}])
     try:
         answer = await service(request, GqlService).run(query, operation.variables, operation.operation_name,
-                                                         identity, request.method)
+                                                         identity, request.method, persona_of(request))
     except Refused as exc:
         headers = {"Allow": "POST"} if exc.status == 405 else None
         return _errors(exc.status, exc.errors, headers)

@@ -32,10 +32,11 @@ from quire.auth.service import Identity
 from quire.cache import Cache, SystemValue
 from quire.config import GraphqlSettings
 from quire.content.models import ModelService
-from quire.content.service import ContentService
 from quire.errors import ApiError, Unavailable
-from quire.gql import cockpit
+from quire.gql import cockpit, site
 from quire.gql.limits import Limits, TooMuch, check_cost, check_shape
+from quire.modules import Services
+from quire.persona.request import Persona
 
 log = logging.getLogger("quire.gql")
 
@@ -61,9 +62,8 @@ class Refused(Exception):
 
 
 class GqlService:
-    def __init__(self, content: ContentService, models: ModelService, cache: Cache,
-                 settings: GraphqlSettings) -> None:
-        self.content = content
+    def __init__(self, services: Services, models: ModelService, cache: Cache, settings: GraphqlSettings) -> None:
+        self.services = services
         self.models = models
         self.settings = settings
         self.limits = Limits(settings.max_depth, settings.max_aliases, settings.max_cost)
@@ -85,7 +85,8 @@ class GqlService:
 
     def _build(self, identity: Identity) -> GraphQLSchema:
         names = cockpit.TypeNames()
-        query = GraphQLObjectType("Query", lambda: cockpit.query_fields(self.models.all(), identity, names))
+        query = GraphQLObjectType("Query", lambda: {**cockpit.query_fields(self.models.all(), identity, names),
+                                                    **site.query_fields(identity)})
         mutation = GraphQLObjectType("Mutation", cockpit.mutation_fields)
         return GraphQLSchema(query, mutation)
 
@@ -109,7 +110,7 @@ class GqlService:
         return document
 
     async def run(self, query: str, variables: dict[str, Any], operation_name: str | None, identity: Identity,
-                  method: str) -> Answer:
+                  method: str, persona: Persona | None = None) -> Answer:
         document = self.document(query)
         schema = self.schema(identity)
         rules = list(specified_rules) + [MaxIntrospectionDepthRule]
@@ -129,7 +130,7 @@ class GqlService:
             check_cost(schema, document, operation, variables, self.limits)
         except TooMuch as exc:
             raise Refused(400, [{"message": str(exc), "extensions": {"code": "QUERY_TOO_COSTLY"}}]) from None
-        context = cockpit.Context(self.content, identity, self.settings.max_items)
+        context = cockpit.Context(self.services, identity, self.settings.max_items, persona)
         result = execute(schema, document, variable_values=variables, operation_name=operation_name,
                          context_value=context)
         if not isinstance(result, ExecutionResult):
