@@ -258,15 +258,14 @@ def set_type(definition: dict[str, Any], names: TypeNames) -> GraphQLObjectType:
     name = definition["name"]
     inner = [f for f in (definition.get("opts") or {}).get("fields") or [] if isinstance(f, dict)]
     type_name = names.new("Set" + name[:1].upper() + name[1:])
-
-    def fields() -> dict[str, GraphQLField]:
-        out = {}
-        for sub in inner:
-            kind = field_type(sub, names)
-            if kind is not None:
-                out[sub["name"]] = GraphQLField(kind)
-        return out or {"_empty": GraphQLField(JSON_TYPE, description="A set without fields")}
-    return GraphQLObjectType(type_name, fields)
+    # made at once (Cockpit's types hold no cycles: links are JsonType), so
+    # every name is taken before the typed schema picks its own
+    out = {}
+    for sub in inner:
+        kind = field_type(sub, names)
+        if kind is not None:
+            out[sub["name"]] = GraphQLField(kind)
+    return GraphQLObjectType(type_name, out or {"_empty": GraphQLField(JSON_TYPE, description="A set without fields")})
 
 
 def model_type(model: Model, names: TypeNames) -> GraphQLObjectType:
@@ -286,15 +285,12 @@ def model_type(model: Model, names: TypeNames) -> GraphQLObjectType:
         system["_o"] = GraphQLField(GraphQLInt)
     type_name = f"{model.name}Model"
     names.taken.add(type_name)
-
-    def fields() -> dict[str, GraphQLField]:
-        out = dict(system)
-        for definition in model.fields:
-            kind = field_type(definition, names)
-            if kind is not None and definition["name"] not in out:
-                out[definition["name"]] = GraphQLField(kind)
-        return out
-    return GraphQLObjectType(type_name, fields)
+    out = dict(system)
+    for definition in model.fields:
+        kind = field_type(definition, names)
+        if kind is not None and definition["name"] not in out:
+            out[definition["name"]] = GraphQLField(kind)
+    return GraphQLObjectType(type_name, out)
 
 
 def query_fields(models: list[Model], identity: Identity, names: TypeNames) -> dict[str, GraphQLField]:

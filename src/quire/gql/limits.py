@@ -123,7 +123,7 @@ def _cost(parent: GraphQLObjectType, selections: SelectionSetNode, fragments: di
             total += items
             named = get_named_type(field.type)
             if node.selection_set is not None and isinstance(named, GraphQLObjectType):
-                below = items * _items(field.type, node, variables)
+                below = items * _items(field.type, node, variables, parent)
                 total += _cost(named, node.selection_set, fragments, below, path, variables, schema)
         elif isinstance(node, InlineFragmentNode):
             kind = schema.get_type(node.type_condition.name.value) if node.type_condition else parent
@@ -139,14 +139,17 @@ def _cost(parent: GraphQLObjectType, selections: SelectionSetNode, fragments: di
     return total
 
 
-def _items(kind: Any, node: FieldNode, variables: dict[str, Any]) -> int:
-    """How many items a field may answer: 1, or for a list its `limit`
-    (`first`) argument's value, else UNLIMITED_ITEMS. A connection's
-    `items` list is counted by the field that holds it."""
+def _items(kind: Any, node: FieldNode, variables: dict[str, Any], parent: GraphQLObjectType) -> int:
+    """How many items a field may answer: 1, or for a list (or a
+    connection: a `...Connection` object) its `limit` (`first`)
+    argument's value, else UNLIMITED_ITEMS. A connection's `items` list is
+    counted by the field that holds the connection."""
+    if parent.name.endswith("Connection"):
+        return 1
     if isinstance(kind, GraphQLNonNull):
         kind = kind.of_type
     limit = _argument(node, ("limit", "first"), variables)
-    if isinstance(kind, GraphQLList) or limit is not None:
+    if isinstance(kind, GraphQLList) or get_named_type(kind).name.endswith("Connection") or limit is not None:
         return max(1, min(limit, 10_000)) if isinstance(limit, int) and limit > 0 else UNLIMITED_ITEMS
     return 1
 

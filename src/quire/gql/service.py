@@ -33,7 +33,7 @@ from quire.cache import Cache, SystemValue
 from quire.config import GraphqlSettings
 from quire.content.models import ModelService
 from quire.errors import ApiError, Unavailable
-from quire.gql import cockpit, site
+from quire.gql import cockpit, site, typed
 from quire.gql.limits import Limits, TooMuch, check_cost, check_shape
 from quire.modules import Services
 from quire.persona.request import Persona
@@ -84,11 +84,18 @@ class GqlService:
         return found
 
     def _build(self, identity: Identity) -> GraphQLSchema:
+        """Cockpit's fields first (their names are the contract), then the
+        site's, then the typed ones (a typed name another has already gets
+        `Content` after it: a model `pages` has `pagesContent`)."""
+        models = self.models.all()
         names = cockpit.TypeNames()
-        query = GraphQLObjectType("Query", lambda: {**cockpit.query_fields(self.models.all(), identity, names),
-                                                    **site.query_fields(identity)})
-        mutation = GraphQLObjectType("Mutation", cockpit.mutation_fields)
-        return GraphQLSchema(query, mutation)
+        queries = {**cockpit.query_fields(models, identity, names), **site.query_fields(identity)}
+        mutations = cockpit.mutation_fields()
+        typed_queries, typed_mutations = typed.fields(models, identity, names.taken)
+        for into, more in ((queries, typed_queries), (mutations, typed_mutations)):
+            for name, root in more.items():
+                into[name if name not in into else name + "Content"] = root
+        return GraphQLSchema(GraphQLObjectType("Query", queries), GraphQLObjectType("Mutation", mutations))
 
     # -- a request --------------------------------------------------------
 

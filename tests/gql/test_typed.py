@@ -1,0 +1,115 @@
+"""The typed schema beside Cockpit's: per model a connection of typed
+items, one item, a count, typed links and assets, and typed mutations
+with REST's checks, permissions and `_rev` conflicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from quire.app import Quire
+from tests.assets.helpers import solid, upload_one
+from tests.client import TestClient
+from tests.conftest import Api, create_item, put_model
+
+
+def gql(api: Api, query: str, **variables: Any) -> Any:
+    answer = api.post("/api/gql", json={"query": query, "variables": variables})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def data(api: Api, query: str, **variables: Any) -> Any:
+    body = gql(api, query, **variables)
+    assert "errors" not in body, body
+    return body["data"]
+
+
+@pytest.fixture
+def blog(admin: Api) -> dict[str, Any]:
+    put_model(admin, "authors", type="collection", fields=[
+        {"name": "name", "type": "text"}, {"name": "posts", "type": "contentItemLink", "multiple": True,
+                                           "opts": {"link": "posts"}}])
+    put_model(admin, "posts", type="collection", fields=[
+        {"name": "title", "type": "text", "required": True}, {"name": "rating", "type": "number"},
+        {"name": "tags", "type": "tags"}, {"name": "published", "type": "boolean"},
+        {"name": "author", "type": "contentItemLink", "opts": {"link": "authors"}},
+        {"name": "image", "type": "asset"},
+        {"name": "seo", "type": "set", "opts": {"fields": [{"name": "title", "type": "text"},
+                                                          {"name": "keywords", "type": "tags"}]}}])
+    put_model(admin, "settings", type="singleton", fields=[{"name": "sitename", "type": "text"}])
+    picture = upload_one(admin, "harbour.png", solid(40, 20), "image/png")
+    ann = create_item(admin, "authors", {"name": "Ann"})
+    posts = [create_item(admin, "posts", {"title": f"Post {n}", "rating": n, "tags": ["t"],
+                                          "author": {"_model": "authors", "_id": ann["_id"]},
+                                          "image": {"_id": picture["_id"]}, "seo": {"title": f"S{n}"}})
+             for n in range(1, 6)]
+    admin.post("/api/content/item/authors", json={"data": {
+        "_id": ann["_id"], "posts": [{"_model": "posts", "_id": p["_id"]} for p in posts[:2]]}})
+    admin.post("/api/content/item/settings", json={"data": {"sitename": "Harbour"}})
+    return {"ann": ann, "posts": posts, "picture": picture}
+
+
+def test_a_list_is_a_connection_of_typed_items_with_links_and_assets(admin: Api, blog: dict[str, Any]) -> None:
+    found = data(admin, """{ posts(sort: {rating: -1}, limit: 2) {
+        total next items { _id title rating tags seo { title keywords }
+          author { name posts { title author { name } } }
+          image { _id width height type url thumb: image(width: 20, mode: "thumbnail") } } } }""")["posts"]
+    assert found["total"] == 5 and found["next"]
+    first = found["items"][0]
+    assert first["title"] == "Post 5" and first["rating"] == 5 and first["tags"] == ["t"]
+    assert first["seo"] == {"title": "S5", "keywords": None}
+    assert first["author"]["name"] == "Ann"
+    assert [p["title"] for p in first["author"]["posts"]] == ["Post 1", "Post 2"]
+    assert first["author"]["posts"][0]["author"] == {"name": "Ann"}  # three hops, one read a level
+    picture = blog["picture"]
+    assert first["image"] == {"_id": picture["_id"], "width": 40, "height": 20, "type": "image",
+                              "url": f"/storage/uploads{picture['path']}",
+                              "thumb": f"/api/assets/image/{picture['_id']}?w=20&m=thumbnail"}
+    following = data(admin, "query($a: String) { posts(sort: {rating: -1}, limit: 2, after: $a) { items { title } } }",
+                     a=found["next"])["posts"]
+    assert [p["title"] for p in following["items"]] == ["Post 3", "Post 2"]
+
+
+def test_one_item_a_count_and_a_singleton(admin: Api, blog: dict[str, Any]) -> None:
+    one = blog["posts"][2]
+    got = data(admin, """query($id: ID!, $f: JsonType) { post(id: $id) { title author { name } }
+        postsCount(filter: $f) settings { sitename } missing: post(id: "000000000000000000000000") { title } }""",
+               id=one["_id"], f={"rating": {"$gte": 4}})
+    assert got == {"post": {"title": "Post 3", "author": {"name": "Ann"}}, "postsCount": 2,
+                   "settings": {"sitename": "Harbour"}, "missing": None}
+
+
+def test_typed_mutations_check_as_rest_does(admin: Api, blog: dict[str, Any]) -> None:
+    made = data(admin, """mutation($a: ID) { createPost(data: {title: "New", rating: 9, author: $a,
+        seo: {title: "N", keywords: ["k"]}}, publish: true) { _id _rev title author { name } seo { keywords } } }""",
+                a=blog["ann"]["_id"])["createPost"]
+    assert made["title"] == "New" and made["author"] == {"name": "Ann"} and made["seo"] == {"keywords": ["k"]}
+    changed = data(admin, "mutation($id: ID!, $rev: Int) { updatePost(id: $id, rev: $rev, data: {rating: 10}) "
+                          "{ title rating _rev } }", id=made["_id"], rev=made["_rev"])["updatePost"]
+    assert changed == {"title": "New", "rating": 10, "_rev": made["_rev"] + 1}
+    stale = gql(admin, "mutation($id: ID!) { updatePost(id: $id, rev: 1, data: {rating: 11}) { rating } }",
+                id=made["_id"])
+    assert stale["data"] == {"updatePost": None} and stale["errors"][0]["extensions"]["code"] == "CONFLICT"
+    refused = gql(admin, 'mutation { createPost(data: {rating: 1}) { _id } }')
+    assert "title is required" in refused["errors"][0]["message"]
+    assert refused["errors"][0]["extensions"]["code"] == "BAD_REQUEST"
+    assert data(admin, 'mutation { updateSettings(data: {sitename: "Renamed"}) { sitename } }') == {
+        "updateSettings": {"sitename": "Renamed"}}
+    assert data(admin, "mutation($id: ID!) { deletePost(id: $id) }", id=made["_id"]) == {"deletePost": True}
+    gone = gql(admin, "mutation($id: ID!) { deletePost(id: $id) }", id=made["_id"])
+    assert gone["errors"][0]["message"] == "Item not found"
+
+
+def test_a_role_gets_the_typed_fields_it_may_use(quire: Quire, client: TestClient, blog: dict[str, Any]) -> None:
+    quire.auth.save_role("reader", {"permissions": {"content/posts/read": True}})
+    reader = Api(client, str(quire.auth.create_key("reader", "reader")["key"]))
+    body = gql(reader, "{ __schema { queryType { fields { name } } mutationType { fields { name } } } }")
+    queries = {f["name"] for f in body["data"]["__schema"]["queryType"]["fields"]}
+    mutations = {f["name"] for f in body["data"]["__schema"]["mutationType"]["fields"]}
+    assert {"posts", "post", "postsCount"} <= queries and not {"authors", "author", "settings"} & queries
+    assert mutations == {"saveContentItem", "deleteContentItem"}
+    # a link to a model the role may not read is the stored link, as JSON
+    item = data(reader, "{ posts(limit: 1) { items { author } } }")["posts"]["items"][0]
+    assert item["author"] == {"_model": "authors", "_id": blog["ann"]["_id"]}
