@@ -113,3 +113,25 @@ def test_a_role_gets_the_typed_fields_it_may_use(quire: Quire, client: TestClien
     # a link to a model the role may not read is the stored link, as JSON
     item = data(reader, "{ posts(limit: 1) { items { author } } }")["posts"]["items"][0]
     assert item["author"] == {"_model": "authors", "_id": blog["ann"]["_id"]}
+
+
+def test_drafts_and_preview_links_as_rest_has_them(admin: Api, blog: dict[str, Any]) -> None:
+    one = blog["posts"][0]
+    saved = data(admin, 'mutation($id: ID!) { updatePost(id: $id, draft: true, data: {title: "Next title"}) '
+                        '{ title } }', id=one["_id"])
+    assert saved == {"updatePost": {"title": "Next title"}}
+    query = "query($id: ID!, $d: Boolean, $p: String) { post(id: $id, draft: $d, preview: $p) { title } }"
+    assert data(admin, query, id=one["_id"]) == {"post": {"title": "Post 1"}}  # the published item
+    assert data(admin, query, id=one["_id"], d=True) == {"post": {"title": "Next title"}}
+    link = admin.post(f"/api/content/preview/posts/{one['_id']}", json={}).json()
+    token = link["token"] if "token" in link else link["url"].rsplit("preview=", 1)[1]
+    client = admin.client
+    assert data(admin, query, id=one["_id"], p=token) == {"post": {"title": "Next title"}}
+    # whoever holds the link, whatever its role (here: none), through previewItem
+    anon = client.post("/api/gql", json={"query": 'query($id: String, $t: String!) { previewItem(model: "posts", '
+                                                  'id: $id, token: $t) }', "variables": {"id": one["_id"], "t": token}})
+    shown = anon.json()["data"]["previewItem"]
+    assert shown["title"] == "Next title" and shown["_draft"] is True
+    wrong = client.post("/api/gql", json={"query": 'query($id: String) { previewItem(model: "posts", id: $id, '
+                                                   'token: "nope") }', "variables": {"id": one["_id"]}})
+    assert wrong.json()["data"] == {"previewItem": None} and wrong.json()["errors"]

@@ -20,6 +20,7 @@ from graphql import (
 )
 
 from quire.auth.service import Identity
+from quire.content.reads import ReadOptions
 from quire.errors import BadRequest
 from quire.gql.cockpit import Context, json_arg, personal
 from quire.gql.scalars import JSON_TYPE
@@ -98,8 +99,28 @@ def search(source: Any, info: GraphQLResolveInfo, index: str, q: str, **args: An
     return context.services.get(SearchService).search(index, params, context.identity)
 
 
+def preview_item(source: Any, info: GraphQLResolveInfo, model: str, token: str, id: str | None = None,
+                 locale: str | None = None, populate: int = 0) -> Any:
+    """The item a preview link shows (its draft, or the item in whatever
+    state), for whoever holds the link's token, as REST's `?preview=`."""
+    context: Context = info.context
+    content = context.content
+    identity = content.preview_identity(model, id, token, context.identity)
+    opts = ReadOptions(locale=_locale(locale), populate=populate or 0)
+    item, _, is_draft = content.item_or_draft(model, id, opts, identity, links_as=context.identity)
+    return personal(context, {**item, "_draft": is_draft})
+
+
 def query_fields(identity: Identity) -> dict[str, GraphQLField]:
-    out: dict[str, GraphQLField] = {}
+    out: dict[str, GraphQLField] = {
+        # open to every role: the token is the permission, as on REST
+        "previewItem": GraphQLField(
+            JSON_TYPE, {"model": GraphQLArgument(GraphQLNonNull(GraphQLString)),
+                        "token": GraphQLArgument(GraphQLNonNull(GraphQLString)), "id": GraphQLArgument(GraphQLString),
+                        "locale": GraphQLArgument(GraphQLString),
+                        "populate": GraphQLArgument(GraphQLInt, default_value=0)}, preview_item,
+            description="The item a preview link shows, as GET /api/content/item/{model}/{id}?preview=<token>"),
+    }
     locale = GraphQLArgument(GraphQLString)
     if identity.can("pages/read"):
         listing = {"limit": GraphQLArgument(GraphQLInt), "skip": GraphQLArgument(GraphQLInt),

@@ -392,12 +392,15 @@ def save_resolver(name: str, model: Model, models: dict[str, Model], update: boo
             body["_rev"] = rev
         if publish is not None:
             body["_state"] = 1 if publish else 0
-        saved = await context.content.save(name, body, context.identity, draft=draft)
+        content = context.content
+        # a draft beside a published item (a new or unpublished one is
+        # written itself, unpublished), as REST's save with ?draft=1
+        saved = await (content.save_draft(name, body, context.identity) if draft else
+                       content.save(name, body, context.identity))
         depth = _populate(info, info.return_type)
         if not depth:
             return saved
         # the saved item with its links read as a read would (REST's populate)
-        content = context.content
         return content.transform(content.models.get(name), [saved], ReadOptions(populate=depth), None,
                                  context.identity)[0]
     return resolve
