@@ -25,8 +25,9 @@ function version(name) {
 const LICENCE_FILE = /^(licen[cs]e|copying|notice)([.-].*)?$/i;
 
 // The licence texts a package ships, in a stable order. The @tiptap
-// packages ship none on npm: their licence (MIT) is kept in licenses/,
-// copied from the project's repository.
+// packages, GraphiQL's plugins (@graphiql/plugin-*), react-compiler-runtime,
+// react-remove-scroll-bar and toggle-selection ship none on npm: their
+// licence (MIT) is kept in licenses/, copied from the project's repository.
 function licenceTexts(dir, name) {
   const found = readdirSync(dir).filter((f) => LICENCE_FILE.test(f)).sort();
   if (found.length > 0) return found.map((f) => readFileSync(join(dir, f), 'utf8').trim());
@@ -56,62 +57,75 @@ copyFrom('htmx.org', 'LICENSE', 'htmx.LICENSE');
 copyFrom('sortablejs', 'Sortable.min.js', 'sortable.min.js');
 copyFrom('sortablejs', 'LICENSE', 'sortable.LICENSE');
 
-// TipTap and CodeMirror only ship ES modules with bare imports: bundled.
-const result = await esbuild.build({
-  absWorkingDir: here,
-  entryPoints: ['src/editors.js'],
-  outfile: 'dist/editors.js',
-  bundle: true,
-  format: 'iife',
-  target: 'es2020',
-  minify: true,
-  sourcemap: false,
-  legalComments: 'external',
-  metafile: true,
-  write: false,
-  logLevel: 'warning',
-});
-
-let legal = '';
-for (const file of result.outputFiles) {
-  if (file.path.endsWith('.LEGAL.txt')) legal = file.text.trim();
-  else if (file.path.endsWith('.js')) files.set('editors.js', file.text);
-}
-if (!files.has('editors.js')) throw new Error('esbuild wrote no editors.js');
-for (const banned of ['eval(', 'new Function']) {
-  if (files.get('editors.js').includes(banned)) {
-    throw new Error(`editors.js contains "${banned}": the studio's CSP (script-src 'self') forbids it`);
-  }
-}
-
-const bundled = new Map(); // package dir -> package.json
-for (const input of Object.keys(result.metafile.inputs)) {
-  const dir = packageDir(input);
-  if (dir && !bundled.has(dir)) bundled.set(dir, pkgJson(dir));
-}
-const packages = [...bundled.entries()]
-  .map(([dir, pkg]) => ({ dir, name: pkg.name, version: pkg.version, license: pkg.license || 'see text' }))
-  .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.version < b.version ? -1 : 1));
-
 const rule = '='.repeat(72);
-const sections = packages.map((p) => {
-  const where = relative(here, p.dir).split(sep).join('/');
-  return [rule, `${p.name}@${p.version} (${p.license}), from ${where}`, rule, '', ...licenceTexts(p.dir, p.name)].join('\n');
-});
-if (legal) {
-  sections.push([rule, 'Licence comments kept from the bundled sources', rule, '', legal].join('\n'));
+
+// Bundles `entry` into `<base>.js` (and `<base>.css` when it imports
+// styles), with `<base>.LICENSES.txt`: the licence of every package in it.
+// Answers the packages bundled.
+async function bundle(entry, base, what) {
+  const result = await esbuild.build({
+    absWorkingDir: here,
+    entryPoints: [entry],
+    outdir: 'dist',
+    bundle: true,
+    format: 'iife',
+    target: 'es2020',
+    minify: true,
+    sourcemap: false,
+    legalComments: 'external',
+    metafile: true,
+    write: false,
+    logLevel: 'warning',
+    define: { 'process.env.NODE_ENV': '"production"' },
+  });
+  let legal = '';
+  for (const file of result.outputFiles) {
+    if (file.path.endsWith('.LEGAL.txt')) legal = file.text.trim();
+    else if (file.path.endsWith('.js')) files.set(`${base}.js`, file.text);
+    // fonts embedded as data: URLs are refused by the studio's CSP
+    // (font-src falls back to 'self'): system fonts are used instead
+    else if (file.path.endsWith('.css')) files.set(`${base}.css`, file.text.replace(/@font-face\{[^}]*\}/g, ''));
+  }
+  if (!files.has(`${base}.js`)) throw new Error(`esbuild wrote no ${base}.js`);
+  for (const banned of ['eval(', 'new Function']) {
+    if (files.get(`${base}.js`).includes(banned)) {
+      throw new Error(`${base}.js contains "${banned}": the studio's CSP (script-src 'self') forbids it`);
+    }
+  }
+  const bundled = new Map(); // package dir -> package.json
+  for (const input of Object.keys(result.metafile.inputs)) {
+    const dir = packageDir(input);
+    if (dir && !bundled.has(dir)) bundled.set(dir, pkgJson(dir));
+  }
+  const packages = [...bundled.entries()]
+    .map(([dir, pkg]) => ({ dir, name: pkg.name, version: pkg.version, license: pkg.license || 'see text' }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.version < b.version ? -1 : 1));
+  const sections = packages.map((p) => {
+    const where = relative(here, p.dir).split(sep).join('/');
+    return [rule, `${p.name}@${p.version} (${p.license}), from ${where}`, rule, '', ...licenceTexts(p.dir, p.name)].join('\n');
+  });
+  if (legal) {
+    sections.push([rule, 'Licence comments kept from the bundled sources', rule, '', legal].join('\n'));
+  }
+  files.set(`${base}.LICENSES.txt`, [
+    `Licences of the packages bundled into ${base}.js${what}, one section per package.`,
+    'Generated by `make vendor` (vendor/build.mjs); do not edit.',
+    '',
+    sections.join('\n\n'),
+    '',
+  ].join('\n'));
+  return packages;
 }
-files.set('editors.LICENSES.txt', [
-  'Licences of the packages bundled into editors.js, one section per package.',
-  'Generated by `make vendor` (vendor/build.mjs); do not edit.',
-  '',
-  sections.join('\n\n'),
-  '',
-].join('\n'));
+
+// TipTap and CodeMirror only ship ES modules with bare imports: bundled.
+const packages = await bundle('src/editors.js', 'editors', '');
+// GraphiQL (React) for the GraphQL playground: bundled with its styles.
+const graphiqlPackages = await bundle('src/graphiql.js', 'graphiql', ' and graphiql.css');
 
 files.set('editors.css', readFileSync(join(here, 'src', 'editors.css')));
 
 const rows = packages.map((p) => `| ${p.name} | ${p.version} | ${p.license} |`);
+const graphiqlRows = graphiqlPackages.map((p) => `| ${p.name} | ${p.version} | ${p.license} |`);
 files.set('README.md', `# Vendored browser code
 
 Third-party code the studio loads in the browser, committed so that the
@@ -129,12 +143,20 @@ regenerate with \`make vendor\`.
 | editors.js | \`window.QuireEditors\`: rich text (TipTap on ProseMirror) and code (CodeMirror 6), one minified bundle | \`vendor/src/editors.js\` bundled by esbuild ${version('esbuild')}: @tiptap/core ${version('@tiptap/core')}, @tiptap/starter-kit ${version('@tiptap/starter-kit')}, @tiptap/extension-link ${version('@tiptap/extension-link')}, codemirror ${version('codemirror')} and the packages below |
 | editors.css | the editors' styles (classes \`qe-*\`) | \`vendor/src/editors.css\` |
 | editors.LICENSES.txt | the licence of every package bundled into editors.js | their packages |
+| graphiql.js, graphiql.css | \`window.QuireGraphiQL\`: GraphiQL, the GraphQL playground (React), one minified bundle and its styles | \`vendor/src/graphiql.js\` bundled by esbuild: graphiql ${version('graphiql')}, react ${version('react')}, react-dom ${version('react-dom')}, graphql ${version('graphql')} and the packages below |
+| graphiql.LICENSES.txt | the licence of every package bundled into graphiql.js | their packages |
 
 Packages bundled into editors.js:
 
 | Package | Version | Licence |
 |---|---|---|
 ${rows.join('\n')}
+
+Packages bundled into graphiql.js:
+
+| Package | Version | Licence |
+|---|---|---|
+${graphiqlRows.join('\n')}
 `);
 
 // Write the set, and drop any file a former build made that this one no

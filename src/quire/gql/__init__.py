@@ -4,11 +4,13 @@ write paths as REST (docs/graphql.md)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from quire.content.models import ModelService
-from quire.gql import openapi, routes
+from quire.gql import openapi, routes, screens
 from quire.gql.persisted import PersistedQueries
 from quire.gql.service import GqlService
-from quire.modules import Module, Services
+from quire.modules import Module, NavEntry, Services
 
 
 def build(services: Services) -> None:
@@ -17,4 +19,9 @@ def build(services: Services) -> None:
     services.add("gql_queries", PersistedQueries(services.store, services.cache, settings.persisted_queries))
 
 
-module = Module("gql", build=build, routes=routes.routes, openapi=openapi.paths)
+HERE = Path(__file__).parent
+
+module = Module("gql", build=build, routes=[*routes.routes, *screens.routes], openapi=openapi.paths,
+                templates=HERE / "templates", static=HERE / "static",
+                nav=[NavEntry("GraphQL playground", screens.PAGE, "Settings",
+                              lambda identity: identity.can("system/manage"), order=91)])

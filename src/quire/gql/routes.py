@@ -9,9 +9,10 @@ from starlette.responses import Response
 
 from quire.asgi import route
 from quire.auth.request import identify
+from quire.auth.service import Identity
 from quire.errors import ApiError, NotFound
 from quire.gql.persisted import PersistedQueries
-from quire.gql.request import read_operation
+from quire.gql.request import Operation, read_operation
 from quire.gql.service import CODES, GqlService, Refused
 from quire.http import json_response, quire_of, service
 from quire.persona.request import persona_of
@@ -25,13 +26,21 @@ def _errors(status: int, errors: list[dict[str, Any]], headers: dict[str, str] |
 
 async def graphql(request: Request) -> Response:
     quire = quire_of(request)
-    settings = quire.settings.graphql
-    if not settings.enabled:
+    if not quire.settings.graphql.enabled:
         raise NotFound("GraphQL is turned off ([graphql] enabled)")
     identity = identify(request)  # a wrong key is a 401, as on every route
     try:
         operation = await read_operation(request, quire.max_body, quire.max_depth,
-                                         settings.max_query_bytes)
+                                         quire.settings.graphql.max_query_bytes)
+    except ApiError as exc:
+        return _errors(exc.status, [{"message": exc.message, "extensions": {"code": CODES.get(exc.status, "ERROR")}}])
+    return await answer(request, operation, identity)
+
+
+async def answer(request: Request, operation: Operation, identity: Identity) -> Response:
+    """Run a request's operation as `identity` (a key's, or the
+    playground's logged-in user's)."""
+    try:
         query = await service(request, PersistedQueries).resolve(operation)
     except ApiError as exc:
         return _errors(exc.status, [{"message": exc.message, "extensions": {"code": CODES.get(exc.status, "ERROR")}}])
@@ -41,12 +50,12 @@ async def graphql(request: Request) -> Response:
         return _errors(400, [{"message": "A query is missing: send it as `query` (JSON body, form field or "
                                          "query string)"}])
     try:
-        answer = await service(request, GqlService).run(query, operation.variables, operation.operation_name,
+        result = await service(request, GqlService).run(query, operation.variables, operation.operation_name,
                                                          identity, request.method, persona_of(request))
     except Refused as exc:
         headers = {"Allow": "POST"} if exc.status == 405 else None
         return _errors(exc.status, exc.errors, headers)
-    return json_response(answer.body, answer.status, headers=answer.headers or None)
+    return json_response(result.body, result.status, headers=result.headers or None)
 
 
 routes = [route("/api/gql", get=graphql, post=graphql)]
