@@ -236,6 +236,26 @@ def _size(n: int) -> str:
     return f"{size:.1f} GB"
 
 
+def cmd_types(args: argparse.Namespace) -> int:
+    """The models' types for a client (TypeScript), every model's."""
+    from quire.auth.service import SYSTEM
+    from quire.content.schemas import components
+    from quire.content.typescript import typescript
+
+    quire = _quire(args)
+    try:
+        models = quire.models.all()
+        text = typescript(components(models, SYSTEM), [m.name for m in models])
+    finally:
+        quire.close()
+    if args.out in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"Wrote the types of {len(models)} models to {args.out}")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from quire.bundle import export_bundle
 
@@ -502,6 +522,12 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("action", nargs="?", choices=["list", "indexes"], default="list", help="what to list")
     models.add_argument("model", nargs="?", default=None, help="one model (with indexes)")
     models.set_defaults(func=cmd_models)
+    types = sub.add_parser("types", parents=[common], help="write the content models' types for a client",
+                           description="The models' types, as the OpenAPI document's schemas: quire types "
+                                       "--lang typescript --out src/quire-models.ts")
+    types.add_argument("--lang", choices=["typescript"], default="typescript", help="the language (typescript)")
+    types.add_argument("--out", help="the file to write (standard output without it)")
+    types.set_defaults(func=cmd_types)
     sub.add_parser("export", parents=[common], help="write models, locales, roles and items as JSON to stdout",
                    description="Export a bundle: quire export > bundle.json").set_defaults(func=cmd_export)
     imp = sub.add_parser("import", parents=[common], help="load a bundle written by export",

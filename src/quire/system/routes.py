@@ -3,14 +3,17 @@ permission `system/manage`) and of the OpenAPI document (public)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
 from quire import openapi
 from quire.asgi import route
-from quire.auth.request import require_manage
+from quire.auth.request import identify, require_manage
 from quire.auth.service import AuthService
+from quire.content import schemas
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService, parse_change
 from quire.http import json_response, quire_of, raw_json_response, read_json, service
@@ -111,16 +114,33 @@ async def put_locales(request: Request) -> Response:
 
 
 async def openapi_json(request: Request) -> Response:
-    # The document never changes while the process runs: built and encoded
-    # once per app (about 100 KB, public, so also cheaper to be asked for).
+    """The document, with the typed schemas and read paths of the models
+    the caller's role may read (content/schemas.py). The routes' part never
+    changes while the process runs; the whole is encoded once per role and
+    state of the models (about 100 KB, public, so cheap to be asked for)."""
     quire = quire_of(request)
+    identity = identify(request)
     kept = quire.cache.memo("openapi", 1)
-    body = kept.get("document")
+    base = kept.get("document")
+    if base is None:
+        base = openapi.document(quire.modules)
+        base["paths"].update(custom.paths_of(quire))  # the site's hooks' endpoints
+        kept.put("document", base)
+    holder = quire.cache.memo("openapi.per_role", 1)
+    per_role = holder.get("value")
+    if per_role is None:  # the encoded documents by role: a new dict on any change of models or roles
+        per_role = quire.cache.system(dict)
+        holder.put("value", per_role)
+    bodies: dict[Any, bytes] = per_role.get()
+    key = (identity.role, identity.permissions)
+    body = bodies.get(key)
     if body is None:
-        document = openapi.document(quire.modules)
-        document["paths"].update(custom.paths_of(quire))  # the site's hooks' endpoints
-        body = orjson.dumps(document)
-        kept.put("document", body)
+        models = service(request, ModelService).all()
+        document = {**base, "paths": {**base["paths"], **schemas.paths(models, identity, base["paths"])},
+                    "components": {**base["components"],
+                                   "schemas": {**base["components"]["schemas"],
+                                               **schemas.components(models, identity)}}}
+        body = bodies[key] = orjson.dumps(document)
     return raw_json_response(body)
 
 
