@@ -244,3 +244,24 @@ def test_the_schema_follows_model_changes_on_every_instance(data_dir: Any) -> No
     finally:
         one.state.quire.close()
         two.state.quire.close()
+
+
+def test_locale_in_filter_and_sort_keys_is_the_requested_locale(site: Site) -> None:
+    query = ('query($f: JsonType, $s: JsonType, $l: String) { content(model: "posts", locale: $l, filter: $f, '
+             'sort: $s, fields: {title: 1}) }')
+    german = gql(site.admin, query, {"f": {"summary:locale": "Dritte Zusammenfassung"}, "l": "de",
+                                     "s": {"summary:locale": 1}})[1]
+    assert german == {"data": {"content": [{"_id": german["data"]["content"][0]["_id"], "title": "Third Post"}]}}
+    default = gql(site.admin, query, {"f": {"summary:locale": "Third summary"}})[1]
+    assert [p["title"] for p in default["data"]["content"]] == ["Third Post"]
+
+
+def test_a_huge_list_of_ids_is_refused_in_bounded_time(site: Site) -> None:
+    ids = [f"{n:024x}" for n in range(10_000)]
+    started = time.monotonic()
+    answer = site.admin.post("/api/gql", json={"query": "query($f: JsonType) { postsModel(filter: $f) { title } }",
+                                               "variables": {"f": {"_id": {"$in": ids}}}})
+    assert time.monotonic() - started < 5
+    body = answer.json()
+    assert answer.status_code == 200 and body["data"] == {"postsModel": None}
+    assert body["errors"][0]["extensions"]["code"] == "BAD_REQUEST"

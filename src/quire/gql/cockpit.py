@@ -84,6 +84,19 @@ def _locale(value: Any) -> str | None:
     return None if value in (None, "") else value
 
 
+def locale_keys(value: Any, locale: str | None) -> Any:
+    """Cockpit's `:locale` in filter and sort keys: the requested locale
+    (`title:locale` is `title:de` with `locale: "de"`, `title` with none or
+    `default`), at every depth."""
+    if isinstance(value, list):
+        return [locale_keys(v, locale) for v in value]
+    if not isinstance(value, dict):
+        return value
+    code = f":{locale}" if locale and locale != "default" else ""
+    return {(k.replace(":locale", code) if isinstance(k, str) and ":locale" in k else k): locale_keys(v, locale)
+            for k, v in value.items()}
+
+
 def read_options(args: dict[str, Any], max_items: int) -> ReadOptions:
     limit, skip = args.get("limit"), args.get("skip")
     if limit == 0:
@@ -94,9 +107,11 @@ def read_options(args: dict[str, Any], max_items: int) -> ReadOptions:
         raise BadRequest("<skip> must be 0 or more")
     # `<name>Model`'s `projection` is read as Cockpit reads it: not at all
     # (its selection says which fields are answered)
-    return ReadOptions(filter=json_arg(args.get("filter"), "filter"), sort=json_arg(args.get("sort"), "sort"),
+    locale = _locale(args.get("locale"))
+    return ReadOptions(filter=locale_keys(json_arg(args.get("filter"), "filter"), locale),
+                       sort=locale_keys(json_arg(args.get("sort"), "sort"), locale),
                        fields=json_arg(args.get("fields"), "fields"), populate=args.get("populate") or 0,
-                       locale=_locale(args.get("locale")), limit=limit, skip=skip)
+                       locale=locale, limit=limit, skip=skip)
 
 
 def read_list(context: Context, model: str, opts: ReadOptions) -> list[dict[str, Any]]:
