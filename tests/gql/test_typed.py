@@ -174,3 +174,19 @@ def test_every_field_type_is_typed_saved_and_read_back(admin: Api) -> None:
     assert {k: v for k, v in read.items() if k != "_id"} == expected
     wrong = admin.post("/api/gql", json={"query": 'mutation { createThing(data: {number: "two"}) { _id } }'})
     assert wrong.status_code == 400 and "Float cannot represent" in wrong.json()["errors"][0]["message"]
+
+
+def test_a_tree_model_reads_as_a_typed_tree(admin: Api) -> None:
+    put_model(admin, "menu", type="tree", fields=[{"name": "label", "type": "text"}])
+    about = create_item(admin, "menu", {"label": "About"})
+    team = create_item(admin, "menu", {"label": "Team", "_pid": about["_id"]})
+    create_item(admin, "menu", {"label": "History", "_pid": team["_id"]})
+    create_item(admin, "menu", {"label": "Home"})
+    tree = data(admin, "{ menuTree { label children { label children { label } } } }")["menuTree"]
+    assert tree == [{"label": "About", "children": [{"label": "Team", "children": [{"label": "History"}]}]},
+                    {"label": "Home", "children": []}]
+    below = data(admin, "query($p: ID) { menuTree(parent: $p) { label _pid } }", p=about["_id"])["menuTree"]
+    assert below == [{"label": "Team", "_pid": about["_id"]}]
+    # `menu` is the pages' menu field already: the typed list is `menuContent`
+    flat = data(admin, "{ menuContent(sort: {label: 1}) { items { label children { label } } } }")["menuContent"]["items"]
+    assert [m["label"] for m in flat] == ["About", "History", "Home", "Team"] and flat[0]["children"] is None

@@ -123,7 +123,7 @@ def _cost(parent: GraphQLObjectType, selections: SelectionSetNode, fragments: di
             total += items
             named = get_named_type(field.type)
             if node.selection_set is not None and isinstance(named, GraphQLObjectType):
-                below = items * _items(field.type, node, variables, parent)
+                below = items * _items(field, node, variables, parent)
                 total += _cost(named, node.selection_set, fragments, below, path, variables, schema)
         elif isinstance(node, InlineFragmentNode):
             kind = schema.get_type(node.type_condition.name.value) if node.type_condition else parent
@@ -139,13 +139,19 @@ def _cost(parent: GraphQLObjectType, selections: SelectionSetNode, fragments: di
     return total
 
 
-def _items(kind: Any, node: FieldNode, variables: dict[str, Any], parent: GraphQLObjectType) -> int:
+def _items(field: Any, node: FieldNode, variables: dict[str, Any], parent: GraphQLObjectType) -> int:
     """How many items a field may answer: 1, or for a list (or a
     connection: a `...Connection` object) its `limit` (`first`)
-    argument's value, else UNLIMITED_ITEMS. A connection's `items` list is
-    counted by the field that holds the connection."""
+    argument's value, else what the field says it usually has (its
+    `extensions["items"]`: a tree item's children) or UNLIMITED_ITEMS. A
+    connection's `items` list is counted by the field that holds the
+    connection."""
     if parent.name.endswith("Connection"):
         return 1
+    kind = field.type
+    usual = (field.extensions or {}).get("items")
+    if isinstance(usual, int):
+        return usual
     if isinstance(kind, GraphQLNonNull):
         kind = kind.of_type
     limit = _argument(node, ("limit", "first"), variables)

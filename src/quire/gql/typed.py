@@ -180,6 +180,10 @@ class Builder:
             if model.type == "tree":
                 out["_pid"] = GraphQLField(GraphQLID)
                 out["_o"] = GraphQLField(GraphQLInt)
+                out["children"] = GraphQLField(
+                    GraphQLList(GraphQLNonNull(self.object(model.name))), resolve=_children,
+                    description="The item's children, read with the tree (`<model>Tree`); null in a list",
+                    extensions={"items": 10})  # what the cost counts of children (limits.py)
         for definition in fields:
             name = definition.get("name", "")
             if graphql_name(name) and name not in out:
@@ -354,6 +358,18 @@ def one_resolver(name: str, item_type: GraphQLObjectType, singleton: bool) -> Ca
     return resolve
 
 
+def _children(item: Any, info: GraphQLResolveInfo) -> Any:
+    return item.get("_children") if isinstance(item, dict) else None
+
+
+def tree_resolver(name: str, item_type: GraphQLObjectType) -> Callable[..., Any]:
+    def resolve(source: Any, info: GraphQLResolveInfo, parent: str | None = None, locale: str | None = None) -> Any:
+        context: Context = info.context
+        opts = ReadOptions(locale=locale or None, populate=_populate(info, item_type))
+        return personal(context, context.content.tree(name, parent, opts, context.identity))
+    return resolve
+
+
 def count_resolver(name: str) -> Callable[..., int]:
     def resolve(source: Any, info: GraphQLResolveInfo, filter: Any = None) -> int:
         context: Context = info.context
@@ -450,6 +466,11 @@ def fields(models: list[Model], identity: Identity, taken: set[str]) -> tuple[di
                             "preview": GraphQLArgument(GraphQLString)},
                 one_resolver(name, item_type, singleton=False),
                 description=f"One published item of {name} (its draft with draft: true, or with a preview token)")
+            if model.type == "tree":
+                queries[names.list + "Tree"] = GraphQLField(
+                    GraphQLNonNull(GraphQLList(GraphQLNonNull(item_type))),
+                    {"parent": GraphQLArgument(GraphQLID), "locale": locale}, tree_resolver(name, item_type),
+                    description=f"The published tree of {name} (from `parent`), each item with its children")
             queries[names.count] = GraphQLField(GraphQLNonNull(GraphQLInt), {"filter": GraphQLArgument(JSON_TYPE)},
                                                 count_resolver(name), description=f"How many published items of "
                                                                                   f"{name} the filter finds")
