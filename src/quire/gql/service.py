@@ -70,6 +70,7 @@ class GqlService:
         # role -> schema, for the stored system data (models, roles)
         self._schemas: SystemValue[dict[Hashable, GraphQLSchema]] = cache.system(dict)
         self._documents = cache.memo("gql.documents", DOCUMENTS_KEPT)
+        self._valid = cache.memo("gql.valid", DOCUMENTS_KEPT)  # (schema, query) pairs that passed validation
 
     # -- the schema -------------------------------------------------------
 
@@ -120,12 +121,17 @@ class GqlService:
                   method: str, persona: Persona | None = None) -> Answer:
         document = self.document(query)
         schema = self.schema(identity)
-        rules = list(specified_rules) + [MaxIntrospectionDepthRule]
-        if not self.settings.introspection:
-            rules.append(NoSchemaIntrospectionCustomRule)
-        errors = validate(schema, document, rules, max_errors=20)
-        if errors:
-            raise Refused(400, [dict(e.formatted) for e in errors])
+        # a document valid for a schema stays so: validated once per pair
+        # (the engine's validation costs more than running a small query)
+        key = (schema, query)
+        if self._valid.get(key) is None:
+            rules = list(specified_rules) + [MaxIntrospectionDepthRule]
+            if not self.settings.introspection:
+                rules.append(NoSchemaIntrospectionCustomRule)
+            errors = validate(schema, document, rules, max_errors=20)
+            if errors:
+                raise Refused(400, [dict(e.formatted) for e in errors])
+            self._valid.put(key, True, len(query) + 100)
         operation = get_operation_ast(document, operation_name)
         if operation is None:
             message = (f"Unknown operation named {operation_name!r}" if operation_name else
