@@ -190,3 +190,31 @@ def test_a_tree_model_reads_as_a_typed_tree(admin: Api) -> None:
     # `menu` is the pages' menu field already: the typed list is `menuContent`
     flat = data(admin, "{ menuContent(sort: {label: 1}) { items { label children { label } } } }")["menuContent"]["items"]
     assert [m["label"] for m in flat] == ["About", "History", "Home", "Team"] and flat[0]["children"] is None
+
+
+def test_the_fast_path_answers_as_the_executor(admin: Api, blog: dict[str, Any], quire: Quire,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """fast.py answers plain typed queries without graphql-core's executor:
+    the same answers, errors included (those it hands back)."""
+    from quire.gql import fast, service
+
+    queries = [
+        ("{ posts(sort: {rating: -1}, limit: 3) { total next items { _id title rating tags seo { title keywords } "
+         "author { name posts { title author { name } } } image { width thumb: image(width: 20) url } } } }", {}),
+        ("query($id: ID!, $w: Int) { one: post(id: $id) { title image { image(width: $w) } } settings { sitename } "
+         "postsCount n: __typename }", {"id": blog["posts"][1]["_id"], "w": 64}),
+        ("query($f: JsonType) { postsCount(filter: $f) }", {"f": {"rating": {"$gt": 2}}}),
+        ('{ post(id: "000000000000000000000000") { title } }', {}),
+        ("query($l: Int) { posts(limit: $l) { items { title } } }", {"l": "many"}),  # a variable's error
+        ('{ posts(filter: "{bad") { items { title } } }', {}),  # a resolver's error
+    ]
+    fast_answers = [admin.post("/api/gql", json={"query": q, "variables": v}).json() for q, v in queries]
+    plans = quire.cache.memo("gql.plans", 1).entries
+    assert sum(isinstance(p, fast.Plan) for p in plans.values()) == len(queries)  # every one was planned
+    made: list[Any] = []
+    monkeypatch.setattr(service.Plan, "make", staticmethod(lambda *a: made.append(a) and None))
+    quire.cache.memo("gql.plans", 1).entries.clear()
+    slow_answers = [admin.post("/api/gql", json={"query": q, "variables": v}).json() for q, v in queries]
+    assert made, "the executor's path was not taken"
+    assert fast_answers == slow_answers
+    assert fast_answers[0]["data"]["posts"]["items"][0]["author"]["posts"][0]["author"] == {"name": "Ann"}

@@ -14,6 +14,7 @@ from typing import Any
 from graphql import (
     DocumentNode,
     ExecutionResult,
+    FragmentDefinitionNode,
     GraphQLError,
     GraphQLObjectType,
     GraphQLSchema,
@@ -34,6 +35,7 @@ from quire.config import GraphqlSettings
 from quire.content.models import ModelService
 from quire.errors import ApiError, Unavailable
 from quire.gql import cockpit, site, typed
+from quire.gql.fast import Fallback, Plan
 from quire.gql.limits import Limits, TooMuch, check_cost, check_shape
 from quire.modules import Services
 from quire.persona.request import Persona
@@ -71,6 +73,7 @@ class GqlService:
         self._schemas: SystemValue[dict[Hashable, GraphQLSchema]] = cache.system(dict)
         self._documents = cache.memo("gql.documents", DOCUMENTS_KEPT)
         self._valid = cache.memo("gql.valid", DOCUMENTS_KEPT)  # (schema, query) pairs that passed validation
+        self._plans = cache.memo("gql.plans", DOCUMENTS_KEPT)  # fast.Plan (or False) per schema and query
 
     # -- the schema -------------------------------------------------------
 
@@ -144,6 +147,17 @@ class GqlService:
         except TooMuch as exc:
             raise Refused(400, [{"message": str(exc), "extensions": {"code": "QUERY_TOO_COSTLY"}}]) from None
         context = cockpit.Context(self.services, identity, self.settings.max_items, persona)
+        plan_key = (schema, query, operation_name)
+        plan = self._plans.get(plan_key)
+        if plan is None:
+            fragments = any(isinstance(d, FragmentDefinitionNode) for d in document.definitions)
+            plan = Plan.make(schema, operation, fragments) or False
+            self._plans.put(plan_key, plan, len(query) + 100)
+        if plan:
+            try:
+                return Answer(200, {"data": plan.run(schema, context, variables)})
+            except Fallback:
+                pass  # the executor answers it, errors and all
         result = execute(schema, document, variable_values=variables, operation_name=operation_name,
                          context_value=context)
         if not isinstance(result, ExecutionResult):

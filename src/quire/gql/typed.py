@@ -62,6 +62,7 @@ def free(name: str, taken: set[str]) -> str:
     taken.add(out)
     return out
 MAX_LINK_DEPTH = 5  # as REST's populate
+FAST = {"fast": True}  # a root field fast.py may run without the executor
 
 
 def _words(name: str) -> list[str]:
@@ -447,7 +448,7 @@ def fields(models: list[Model], identity: Identity, taken: set[str]) -> tuple[di
             queries[names.list] = GraphQLField(
                 item_type, {"locale": locale, "draft": GraphQLArgument(GraphQLBoolean, default_value=False),
                             "preview": GraphQLArgument(GraphQLString)},
-                one_resolver(name, item_type, singleton=True), description=f"The {name} singleton")
+                one_resolver(name, item_type, singleton=True), description=f"The {name} singleton", extensions=FAST)
         else:
             connection = GraphQLObjectType(builder.new_name(names.type + "Connection"), {
                 "items": GraphQLField(GraphQLNonNull(GraphQLList(GraphQLNonNull(item_type)))),
@@ -459,21 +460,25 @@ def fields(models: list[Model], identity: Identity, taken: set[str]) -> tuple[di
                 "filter": GraphQLArgument(JSON_TYPE), "sort": GraphQLArgument(JSON_TYPE),
                 "limit": GraphQLArgument(GraphQLInt, description="Items per page: 100 unless given"),
                 "skip": GraphQLArgument(GraphQLInt), "after": GraphQLArgument(GraphQLString), "locale": locale,
-            }, list_resolver(name, item_type), description=f"Published items of {name}, a page at a time")
+            }, list_resolver(name, item_type), description=f"Published items of {name}, a page at a time",
+                extensions=FAST)
             queries[names.one] = GraphQLField(
                 item_type, {"id": GraphQLArgument(GraphQLNonNull(GraphQLID)), "locale": locale,
                             "draft": GraphQLArgument(GraphQLBoolean, default_value=False),
                             "preview": GraphQLArgument(GraphQLString)},
                 one_resolver(name, item_type, singleton=False),
-                description=f"One published item of {name} (its draft with draft: true, or with a preview token)")
+                description=f"One published item of {name} (its draft with draft: true, or with a preview token)",
+                extensions=FAST)
             if model.type == "tree":
                 queries[names.list + "Tree"] = GraphQLField(
                     GraphQLNonNull(GraphQLList(GraphQLNonNull(item_type))),
                     {"parent": GraphQLArgument(GraphQLID), "locale": locale}, tree_resolver(name, item_type),
-                    description=f"The published tree of {name} (from `parent`), each item with its children")
+                    description=f"The published tree of {name} (from `parent`), each item with its children",
+                    extensions=FAST)
             queries[names.count] = GraphQLField(GraphQLNonNull(GraphQLInt), {"filter": GraphQLArgument(JSON_TYPE)},
                                                 count_resolver(name), description=f"How many published items of "
-                                                                                  f"{name} the filter finds")
+                                                                                  f"{name} the filter finds",
+                                                extensions=FAST)
         can_write = any(identity.can(f"content/{name}/{a}") for a in ("create", "update"))
         if can_write:
             data = GraphQLArgument(GraphQLNonNull(builder.input(name)))
