@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.commands import run_quire as quire
 from tests.conftest import Api, put_model
@@ -53,3 +54,9 @@ def test_quire_types_writes_typescript(tmp_path: Path) -> None:
     assert "usage: quire" in quire("types", "--help").stdout
 
 
+
+
+def test_a_key_the_document_does_not_know_reads_the_public_roles_document(admin: Api, client: Any) -> None:
+    put_model(admin, "posts", type="collection", fields=[{"name": "title", "type": "text"}])
+    answer = client.get("/api/openapi.json", headers={"api-key": "qk_not_a_key"})
+    assert answer.status_code == 200 and "Posts" not in answer.json()["components"]["schemas"]
