@@ -265,3 +265,16 @@ def test_a_huge_list_of_ids_is_refused_in_bounded_time(site: Site) -> None:
     body = answer.json()
     assert answer.status_code == 200 and body["data"] == {"postsModel": None}
     assert body["errors"][0]["extensions"]["code"] == "BAD_REQUEST"
+
+
+def test_a_get_querys_answer_is_kept_until_the_data_changes(site: Site, quire: Quire) -> None:
+    query = {"query": "{ authorsModel(limit: 5) { name } }"}
+    first = site.admin.get("/api/gql", params=query).json()
+    answers = quire.cache.region("gql.answers", 1)
+    assert len(answers._current()) == 1 and site.admin.get("/api/gql", params=query).json() == first
+    site.admin.post("/api/content/item/authors", json={"data": {"name": "Zoe"}})
+    after = site.admin.get("/api/gql", params=query).json()
+    assert [a["name"] for a in after["data"]["authorsModel"]][-1] == "Zoe"  # a write: answered afresh
+    site.admin.get("/api/gql", params={"query": "{ nosuch }"})  # refused: not kept
+    site.admin.get("/api/gql", params={"query": '{ previewItem(model: "authors", token: "x") }'})  # a token: not kept
+    assert len(answers._current()) == 1

@@ -67,6 +67,10 @@ class ReadOptions:
     drafts: bool = False
     # the cursor of the previous page (`Page.next`): keyset paging
     after: str | None = None
+    # the cursor is bound to what picks and orders the items only, not to
+    # `fields` and `populate` (a typed GraphQL list reads what its
+    # selection asks, which may change from one page to the next)
+    cursor_by_order: bool = False
 
     @property
     def transforms(self) -> bool:
@@ -226,6 +230,9 @@ class ContentReader:
         if opts.after is not None and opts.skip:
             raise BadRequest("<after> and <skip> do not go together: the cursor says where the page starts "
                              "(skip=0 keeps the {data, meta} answer)")
+        if opts.cursor_by_order:
+            return cursor.query_digest(name, {"filter": opts.filter, "sort": opts.sort, "locale": opts.locale,
+                                              "drafts": opts.drafts, "by": "order"})
         return cursor.query_digest(name, {"filter": opts.filter, "sort": opts.sort, "fields": opts.fields,
                                           "locale": opts.locale, "populate": opts.populate,
                                           "drafts": opts.drafts})

@@ -311,6 +311,28 @@ def _populate(info: GraphQLResolveInfo, item_type: Any, under: str | None = None
     return depth
 
 
+def _selected(info: GraphQLResolveInfo, item_type: GraphQLObjectType, under: str | None = None) -> dict[str, int] | None:
+    """The projection of the item fields the selection reads (`under`: the
+    connection's field holding the items); None when it reads a field the
+    projection cannot name (a tree item's children)."""
+    names: set[str] = {"_id"}
+    for node in info.field_nodes:
+        selection = node.selection_set
+        if selection is None:
+            continue
+        inner = [n for n in _fields_of(selection, info) if under is None or n.name.value == under]
+        for holder in inner if under is not None else [node]:
+            if holder.selection_set is None:
+                continue
+            for field in _fields_of(holder.selection_set, info):
+                name = field.name.value
+                if name == "children":
+                    return None
+                if name in item_type.fields:
+                    names.add(name)
+    return dict.fromkeys(sorted(names), 1)
+
+
 def _wants(info: GraphQLResolveInfo, name: str) -> bool:
     return any(inner.name.value == name for node in info.field_nodes if node.selection_set is not None
                for inner in _fields_of(node.selection_set, info))
@@ -326,16 +348,15 @@ def list_resolver(name: str, item_type: GraphQLObjectType) -> Callable[..., Any]
         opts.after = args.get("after")
         if _wants(info, "total") and opts.skip is None and opts.after is None:
             opts.skip = 0  # the page's total is counted with it
-        content = context.content
-        page = content.list_page(name, opts, context.identity)
+        # only the fields the selection reads, links as deep as it reads
+        # them (one query per linked model and hop): read, rendered and kept
+        # as REST's list pages are; the cursor is bound to the order alone,
+        # so another selection pages on with it
+        opts.fields = _selected(info, item_type, "items")
+        opts.populate = _populate(info, item_type, "items")
+        opts.cursor_by_order = True
+        page = context.content.list_page(name, opts, context.identity)
         items = [orjson.loads(row) for row in page.rows]
-        depth = _populate(info, item_type, "items")
-        if depth:
-            # links as deep as the selection reads them, one query per linked
-            # model and hop; the page and its cursor are the query's own, so
-            # another selection pages on with the same cursor
-            items = content.transform(content.models.get(name), items,
-                                      ReadOptions(populate=depth, locale=opts.locale), None, context.identity)
         return {"items": personal(context, items), "total": page.total, "next": page.next}
     return resolve
 
