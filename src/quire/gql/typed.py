@@ -338,6 +338,29 @@ def _wants(info: GraphQLResolveInfo, name: str) -> bool:
                for inner in _fields_of(node.selection_set, info))
 
 
+_SHAPES: dict[tuple[int, str, str | None], tuple[Any, tuple[dict[str, int] | None, int, bool]]] = {}
+MAX_SHAPES = 10_000
+
+
+def _shape(info: GraphQLResolveInfo, item_type: GraphQLObjectType,
+           under: str | None) -> tuple[dict[str, int] | None, int, bool]:
+    """What a field's selection reads of its items: the projection, the
+    populate depth, whether it asks for the total. A document is kept
+    parsed, so its nodes come again with the same query: worked out once
+    per node (the node itself is kept with the answer, so an id reused by
+    another node after the document went never matches)."""
+    node = info.field_nodes[0]
+    key = (id(node), item_type.name, under)
+    found = _SHAPES.get(key)
+    if found is not None and found[0] is node and len(info.field_nodes) == 1:
+        return found[1]
+    shape = (_selected(info, item_type, under), _populate(info, item_type, under), _wants(info, "total"))
+    if len(_SHAPES) >= MAX_SHAPES:
+        _SHAPES.clear()
+    _SHAPES[key] = (node, shape)
+    return shape
+
+
 def list_resolver(name: str, item_type: GraphQLObjectType) -> Callable[..., Any]:
     def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> dict[str, Any]:
         context: Context = info.context
@@ -346,14 +369,14 @@ def list_resolver(name: str, item_type: GraphQLObjectType) -> Callable[..., Any]
             args["limit"] = min(100, context.max_items)
         opts = read_options(args, context.max_items)
         opts.after = args.get("after")
-        if _wants(info, "total") and opts.skip is None and opts.after is None:
+        fields, depth, total = _shape(info, item_type, "items")
+        if total and opts.skip is None and opts.after is None:
             opts.skip = 0  # the page's total is counted with it
         # only the fields the selection reads, links as deep as it reads
         # them (one query per linked model and hop): read, rendered and kept
         # as REST's list pages are; the cursor is bound to the order alone,
         # so another selection pages on with it
-        opts.fields = _selected(info, item_type, "items")
-        opts.populate = _populate(info, item_type, "items")
+        opts.fields, opts.populate = fields, depth
         opts.cursor_by_order = True
         page = context.content.list_page(name, opts, context.identity)
         items = [orjson.loads(row) for row in page.rows]
