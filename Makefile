@@ -67,6 +67,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/run.py --backends sqlite,postgresql
 	$(BIN)/python bench/run.py --pictures 0.7
 	$(BIN)/python bench/cursor_pages.py
+	$(BIN)/python bench/gql.py
 	$(BIN)/python bench/noindex.py
 	$(BIN)/python bench/assets.py
 	$(BIN)/python bench/pages.py
