@@ -92,6 +92,9 @@ def _plan(schema: GraphQLSchema, parent: GraphQLObjectType, selections: Selectio
 class Plan:
     operation: OperationDefinitionNode
     roots: list[Node]
+    # the root fields' arguments, when the operation has no variables:
+    # the same every time, coerced once
+    fixed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @staticmethod
     def make(schema: GraphQLSchema, operation: OperationDefinitionNode, has_fragments: bool) -> Plan | None:
@@ -114,6 +117,7 @@ class Plan:
         variables = get_variable_values(schema, self.operation.variable_definitions or (), raw_variables)
         if isinstance(variables, list):
             raise Fallback  # the executor words the variables' errors
+        fixed = not self.operation.variable_definitions
         data: dict[str, Any] = {}
         for root in self.roots:
             if root.field is None:  # __typename
@@ -121,8 +125,12 @@ class Plan:
                 continue
             assert root.field.resolve is not None
             try:
-                args = get_argument_values(root.field, root.node, variables)
-                value = root.field.resolve(None, Info(context, [root.node], root.kind), **args)
+                args = self.fixed.get(root.key) if fixed else None
+                if args is None:
+                    args = get_argument_values(root.field, root.node, variables)
+                    if fixed:
+                        self.fixed[root.key] = args
+                value = root.field.resolve(None, Info(context, [root.node], root.kind), **dict(args))
             except (GraphQLError, Exception):
                 raise Fallback from None
             data[root.key] = _complete(root.kind, value, root.below, context, variables)

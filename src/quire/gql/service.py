@@ -142,10 +142,16 @@ class GqlService:
             raise Refused(400, [{"message": message}])
         if operation.operation == OperationType.MUTATION and method in ("GET", "HEAD"):
             raise Refused(405, [{"message": "A mutation is sent with POST, not GET"}])
-        try:
-            check_cost(schema, document, operation, variables, self.limits)
-        except TooMuch as exc:
-            raise Refused(400, [{"message": str(exc), "extensions": {"code": "QUERY_TOO_COSTLY"}}]) from None
+        # without variables the cost is the document's own: checked once
+        # (it passed, or the query was refused), kept with its validation
+        fixed = not operation.variable_definitions
+        if not (fixed and self._valid.get((schema, query, operation_name)) is not None):
+            try:
+                check_cost(schema, document, operation, variables, self.limits)
+            except TooMuch as exc:
+                raise Refused(400, [{"message": str(exc), "extensions": {"code": "QUERY_TOO_COSTLY"}}]) from None
+            if fixed:
+                self._valid.put((schema, query, operation_name), True, len(query) + 100)
         context = cockpit.Context(self.services, identity, self.settings.max_items, persona)
         plan_key = (schema, query, operation_name)
         plan = self._plans.get(plan_key)
