@@ -496,7 +496,7 @@ def record(st):
     rec("wrongkey-content-posts", "wrong api-key (API- prefixed, unknown).",
         key_override=("API-0000000000000000000000000000000000000000", "API-0000000000000000000000000000000000000000 (unknown key)"),
         query='{ content(model: "posts") }')
-    rec("wrongkey-jwt-shaped", "api-key shaped like a JWT (aaa.bbb.ccc) - the code has a TODO branch for it.",
+    rec("wrongkey-jwt-shaped", "api-key shaped like a JWT (aaa.bbb.ccc) - Cockpit's key check has an unfinished branch for it.",
         key_override=("aaa.bbb.ccc", "aaa.bbb.ccc"), query='{ content(model: "posts", limit: 1, fields: {title: 1}) }')
     rec("key-as-bearer", "admin key sent as Authorization: Bearer instead of api-key.", role=None,
         extra_headers={"Authorization": ("Bearer " + KEYS["admin"], "Bearer <admin key>")},
