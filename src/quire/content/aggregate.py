@@ -46,16 +46,17 @@ def run_aggregate(
     budget = Budget(limits=content.aggregate_limits)
 
     def prepare(target: Model) -> Any:
-        if not locale or not target.localized:
+        if not locale or not (target.localized or target.localized_inside):
             return lambda doc: doc
-        return lambda doc: localize(doc, target.localized, codes, locale)
+        return lambda doc: localize(doc, target.localized, codes, locale, target.localized_inside)
 
     def stored_keys(target: Model) -> set[str]:
         """Top-level keys whose stored value differs from the one the
         pipeline sees (localized fields, with locale)."""
         if not locale:
             return set()
-        return {f"{f}_{c}" for f in target.localized for c in codes} | set(target.localized)
+        return ({f"{f}_{c}" for f in target.localized for c in codes} | set(target.localized)
+                | set(target.localized_inside))
 
     cached: dict[str, list[dict[str, Any]]] = {}
 

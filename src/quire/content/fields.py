@@ -12,6 +12,7 @@ from typing import Any
 
 from quire.content import richtext, types
 from quire.content.types import FieldError, FieldType
+from quire.content.types.anyjson import JSON_TYPE
 from quire.content.types.color import COLOR_TYPE
 from quire.ids import is_id
 
@@ -131,6 +132,37 @@ def _check_ref(value: Any, what: str) -> dict[str, Any]:
     return value
 
 
+# the per-locale key of a localized field inside a set: `title_de`
+SUB_LOCALE_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9_]*?)_([a-zA-Z]{2,3}(?:[_-][a-zA-Z0-9]{2,8})*)$")
+
+
+def _localized_sub(subfields: dict[str, dict[str, Any]], key: str) -> dict[str, Any] | None:
+    """The localized sub-field a per-locale key (`title_de`) belongs to."""
+    match = SUB_LOCALE_KEY.match(key)
+    if match is None:
+        return None
+    subfield = subfields.get(match.group(1))
+    return subfield if subfield is not None and subfield.get("i18n") else None
+
+
+def localized_inside(fields: list[dict[str, Any]], depth: int = 0) -> dict[str, Any]:
+    """The set fields that hold localized sub-fields, as a tree: `{set
+    name: {"fields": [localized sub-field names], "sets": {...}}}` (empty
+    when there are none)."""
+    out: dict[str, Any] = {}
+    if depth > 8:
+        return out
+    for f in fields:
+        if f.get("type") != "set":
+            continue
+        subs = [s for s in (f.get("opts") or {}).get("fields", []) if isinstance(s, dict) and s.get("name")]
+        names = [s["name"] for s in subs if s.get("i18n")]
+        inner = localized_inside(subs, depth + 1)
+        if names or inner:
+            out[f["name"]] = {"fields": names, "sets": inner}
+    return out
+
+
 def _check_set(field: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise FieldError("must be an object")
@@ -139,13 +171,14 @@ def _check_set(field: dict[str, Any], value: Any, depth: int) -> dict[str, Any]:
         return value
     out: dict[str, Any] = {}
     for key, sub in value.items():
-        if key not in subfields:
+        subfield = subfields.get(key) or _localized_sub(subfields, key)
+        if subfield is None:
             raise FieldError(f"has unknown field {key}")
         if sub is None:
             out[key] = None
             continue
         try:
-            out[key] = check_value(subfields[key], sub, depth + 1)
+            out[key] = check_value(subfield, sub, depth + 1)
         except FieldError as exc:
             raise FieldError(f"field {key} {exc}") from None
     return out
@@ -165,7 +198,7 @@ def _wysiwyg_options(opts: Mapping[str, Any]) -> str | None:
 _STRING = {"type": "string"}
 _REF = {"type": "object", "properties": {"_id": {"type": "string"}}}
 # Quire's own types, in the order the model builder's menu offers them (the
-# common ones first; `color` is a file of its own, types/color.py).
+# common ones first; `color` and `json` are files of their own in types/).
 BUILT_IN = [
     FieldType("text", _check_text, hint="text", plain=True, sortable=True, schema=_STRING),
     FieldType("longtext", _check_text, label="long text", hint="text", plain=True, sortable=True, wide=True,
@@ -184,6 +217,7 @@ BUILT_IN = [
     FieldType("tags", _check_tags, example="[\"a\", \"b\"]", schema={"type": "array", "items": _STRING}),
     COLOR_TYPE,
     FieldType("object", _check_object, wide=True, rich=True, schema={"type": "object"}),
+    JSON_TYPE,
     FieldType("set", _check_set, label="set (sub-fields)", wide=True, rich=True, schema={"type": "object"}),
     FieldType("table", _check_table, wide=True, rich=True, example='[{"a": 1}]',
               schema={"type": "array", "items": {"type": "object"}}),

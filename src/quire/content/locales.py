@@ -120,9 +120,11 @@ class LocaleService:
         return len(value)
 
 
-def localize(doc: dict[str, Any], localized: list[str], codes: list[str], locale: str) -> dict[str, Any]:
-    """A copy of `doc` with localized fields resolved for `locale`."""
-    if not localized:
+def localize(doc: dict[str, Any], localized: list[str], codes: list[str], locale: str,
+             inside: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A copy of `doc` with localized fields resolved for `locale`, also
+    the localized sub-fields of sets (`inside`: `Model.localized_inside`)."""
+    if not localized and not inside:
         return doc
     out = dict(doc)
     for name in localized:
@@ -132,6 +134,14 @@ def localize(doc: dict[str, Any], localized: list[str], codes: list[str], locale
                 out[name] = value
         for code in codes:
             out.pop(f"{name}_{code}", None)
+    for name, spec in (inside or {}).items():
+        for key in [name, *(f"{name}_{code}" for code in codes)]:
+            value = out.get(key)
+            if isinstance(value, dict):
+                out[key] = localize(value, spec["fields"], codes, locale, spec["sets"])
+            elif isinstance(value, list):  # a multiple set
+                out[key] = [localize(v, spec["fields"], codes, locale, spec["sets"]) if isinstance(v, dict) else v
+                            for v in value]
     return out
 
 

@@ -16,6 +16,7 @@ from quire.content.fields import (
     FIELD_NAME,
     FieldError,
     check_value,
+    localized_inside,
     validate_definition_field,
 )
 from quire.content.fill import KEPT_BYTES, Filler
@@ -63,6 +64,7 @@ class Model:
     _splice: list[bytes] | bool | None = field(default=None, repr=False, compare=False)
     _asset_fields: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
     _filler: Filler | None = field(default=None, repr=False, compare=False)
+    _inside: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def by_name(self) -> dict[str, dict[str, Any]]:
@@ -97,10 +99,10 @@ class Model:
         """A pattern of the stored references of top-level single-valued asset
         fields, when that is the only place this model's items can hold
         `"<field>":{"_id":"<id>"}`: with no free-form field (object, set,
-        table) the bytes cannot occur nested, and inside a JSON string the
+        table, json) the bytes cannot occur nested, and inside a JSON string the
         quotes would be escaped. None when the model does not qualify."""
         if self._splice is None:
-            free_form = any(f["type"] in ("object", "set", "table") for f in self.fields)
+            free_form = any(f["type"] in ("object", "set", "table", "json") for f in self.fields)
             fields = [f for f in self.fields if f["type"] == "asset"]
             if free_form or not fields or any(f["multiple"] for f in fields):
                 self._splice = False
@@ -143,6 +145,13 @@ class Model:
     @property
     def localized(self) -> list[str]:
         return [f["name"] for f in self.fields if f["i18n"]]
+
+    @property
+    def localized_inside(self) -> dict[str, Any]:
+        """Set fields with localized sub-fields (`fields.localized_inside`)."""
+        if self._inside is None:
+            self._inside = localized_inside(self.fields)
+        return self._inside
 
     @property
     def collection(self) -> str:

@@ -350,7 +350,7 @@ class ContentReader:
     ) -> list[dict[str, Any]]:
         if opts.locale:
             codes = self.locales.codes()
-            docs = [localize(d, model.localized, codes, opts.locale) for d in docs]
+            docs = [localize(d, model.localized, codes, opts.locale, model.localized_inside) for d in docs]
         # every field before the projection, so that it picks the filled nulls like stored ones
         docs = [model.filler.doc(d) for d in docs]
         if projection:
@@ -450,7 +450,8 @@ class ContentReader:
             out = {}
             for item_id, doc in found.items():
                 if doc.get("_state") == 1:
-                    out[item_id] = linked.filler.doc(localize(doc, linked.localized, codes, locale) if locale else doc)
+                    out[item_id] = linked.filler.doc(
+                        localize(doc, linked.localized, codes, locale, linked.localized_inside) if locale else doc)
             return out
 
         def link_keys(model_name: str) -> list[str] | None:
