@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from quire.errors import BadRequest
 
 if TYPE_CHECKING:
     from quire.modules import Services
+    from quire.store import Store
 
 FORMAT = 1
 IMPORTER = Identity("admin", key_id="import", kind="system")
@@ -115,24 +116,42 @@ async def _load_batched(quire: Services, part: BatchedPart, entries: list[Any], 
                         counts: dict[str, int], progress: Progress) -> None:
     """Entries in transactions of `size` (or BATCH_SECONDS of work);
     `progress.stored` follows the commits."""
-    store = quire.store
     before = progress.stored  # entries of earlier batched parts
-    start = 0
-    while start < len(entries):
+
+    async def load(entry: Any) -> None:
+        await part.load_one(entry, IMPORTER)
+        counts[part.counted] += 1
+
+    def committed() -> None:
+        progress.stored = before + counts[part.counted]
+
+    await store_in_batches(quire.store, iter(entries), load, size, committed)
+
+
+async def store_in_batches(store: Store, entries: Iterator[Any], load: Callable[[Any], Awaitable[None]],
+                           size: int, committed: Callable[[], None] | None = None) -> None:
+    """`load` each entry inside transactions of `size` entries (or
+    BATCH_SECONDS of work), with a short gap between them in which other
+    writers get the lock: a long import never locks out the API.
+    `committed` runs at each commit (a count read then is the batch's end)."""
+    pending = next(entries, _END)
+    while pending is not _END:
         # steady: after each gap the import takes its next turn as soon as
         # the writer then holding the lock is done (fair share, not starved)
         async with store.atomic(timeout=store.blocking_timeout, steady=True):
             # First of the batch's after-commit callbacks: it runs right at
-            # the commit, before the events' awaits, where a Ctrl-C may
-            # land (the count is read when it runs: the batch's end).
-            store.after_commit(lambda: setattr(progress, "stored", before + counts[part.counted]))
+            # the commit, before the events' awaits, where a Ctrl-C may land.
+            if committed is not None:
+                store.after_commit(committed)
             ends = time.monotonic() + BATCH_SECONDS
-            for entry in entries[start : start + size]:
-                await part.load_one(entry, IMPORTER)
-                start += 1
-                counts[part.counted] += 1
-                if time.monotonic() > ends:
-                    break  # long enough holding the lock: commit here
+            for _ in range(size):
+                await load(pending)
+                pending = next(entries, _END)
+                if pending is _END or time.monotonic() > ends:
+                    break  # done, or long enough holding the lock: commit here
         # Writers of other processes poll for the lock (see
         # SqliteStore.atomic); a short gap lets them in.
         await asyncio.sleep(BATCH_GAP)
+
+
+_END = object()
