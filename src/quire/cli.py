@@ -275,6 +275,20 @@ def cmd_import(args: argparse.Namespace) -> int:
     from quire.bundle import Progress, import_bundle
     from quire.errors import ApiError
 
+    if args.from_cockpit:
+        from quire.cockpit.cli import import_cockpit
+
+        if args.file:
+            print("error: give a bundle file or --from-cockpit, not both", file=sys.stderr)
+            return 2
+        return import_cockpit(args, _quire)
+    if not args.file:
+        print("error: give a bundle file (or - for stdin), or --from-cockpit FOLDER", file=sys.stderr)
+        return 2
+    if args.dry_run or args.report:
+        print("error: --dry-run and --report go with --from-cockpit", file=sys.stderr)
+        return 2
+
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     except OSError as exc:
@@ -537,7 +551,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      "answering writes; a hook refusing an item stops the import there "
                                      "(the error says how many items are stored). Items are matched by "
                                      "id, so running the same import again is safe and finishes it.")
-    imp.add_argument("file", help="bundle file, or - for stdin")
+    imp.add_argument("file", nargs="?", help="bundle file, or - for stdin")
+    imp.add_argument("--from-cockpit", metavar="FOLDER",
+                     help="take in a Cockpit 2 site from its installation (or storage) folder instead of a bundle")
+    imp.add_argument("--dry-run", action="store_true", help="with --from-cockpit: print the plan, store nothing")
+    imp.add_argument("--report", metavar="FILE",
+                     help="with --from-cockpit: where to write the report of what did not come over as it was "
+                          "(default: cockpit-import-report.json in the data folder)")
     imp.set_defaults(func=cmd_import)
 
     search = sub.add_parser("search", help="manage search indexes", description="Search index tasks.")

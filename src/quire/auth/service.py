@@ -244,6 +244,29 @@ class AuthService:
                 self.events.notify("auth.key.save", key=_listed(doc), is_update=False, identity=identity or SYSTEM)
         return {"_id": doc["_id"], "name": doc["name"], "role": role, "key": key}
 
+    def import_key(self, key_id: str, name: str, role: str, text: str, created: int | None = None,
+                   identity: Identity | None = None) -> dict[str, Any]:
+        """A key brought from another system (Cockpit's keys are texts of its
+        own form): stored hashed under its id, so sites keep working with the
+        key they have; matched by id, taking it in again replaces it. Inside
+        the caller's transaction."""
+        if not text or len(text) < 16:
+            raise BadRequest(f"Key {name}: shorter than 16 characters, too easy to guess; not imported")
+        if not self.role_exists(role):
+            raise BadRequest(f"Key {name}: role {role} does not exist", fields=["role"])
+        doc = {"_id": key_id, "name": name.strip() or "imported key", "role": role, "hash": hash_key(text),
+               "hint": text[-4:], "_created": created if created is not None else int(time.time())}
+        current = self.keys.get(key_id)
+        if current is None:
+            self.keys.insert(doc)
+        else:
+            self.keys.replace(doc)
+        self.cache.bump_system()
+        with refusals_as_412():
+            self.events.notify("auth.key.save", key=_listed(doc), is_update=current is not None,
+                               identity=identity or SYSTEM)
+        return _listed(doc)
+
     async def acreate_key(self, name: Any, role: Any, identity: Identity | None = None) -> dict[str, Any]:
         """`create_key` for async code: waits for the write lock off the event loop."""
         async with self.store.atomic():
