@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from quire.assets import imported as imported_assets
 from quire.bundle import IMPORTER, store_in_batches
 from quire.cockpit.folder import BadDocument, CockpitFolder, NotCockpit
@@ -196,6 +198,13 @@ def _plan_models(plan: Plan, quire: Services, bad: list[BadDocument], progress: 
                     planned.skipped.add(item["_id"])
                     continue
                 seen_single = True
+            size = len(orjson.dumps(item))
+            if size > quire.max_body:
+                plan.report.note("item", f"{planned.mapped.source}/{item['_id']}",
+                                 f"{size} bytes, more than an API write may send ([api] max_body_bytes, "
+                                 f"{quire.max_body}): left out", doc)
+                planned.skipped.add(item["_id"])
+                continue
             try:
                 quire.content.check_imported(planned.model, item, IMPORTER, codes=_all_codes(plan))
             except ApiError as exc:

@@ -7,7 +7,8 @@ is renamed (and reported). What the items hold can change the mapping:
 `Facts` gathered from every item before anything is stored say which
 required fields some items leave empty (imported as not required), which
 select values are not among the options (added to them) and which fields
-hold values their type refuses (imported as `json`, values kept).
+hold mostly values their type refuses (imported as `json`, values kept; a
+few such values are left out of their items and kept in the report).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ TYPES = {
     "contentItemLink": "contentItemLink", "markdown": "markdown",
 }
 KINDS = ("collection", "singleton", "tree")
+# the keys of a Cockpit model definition the mapping reads
+MODEL_KEYS = {"name", "label", "info", "type", "fields", "preview", "group", "meta", "color", "icon", "revisions",
+              "_created", "_modified", "_id"}
 # the keys of a Cockpit field definition the mapping reads
 FIELD_KEYS = {"name", "type", "label", "info", "group", "i18n", "required", "multiple", "meta", "opts"}
 
@@ -47,6 +51,7 @@ class FieldFacts:
     """What the items of a model showed about one field (by its path)."""
 
     empty_required: int = 0
+    present: int = 0  # values held
     refused: int = 0  # values its type refuses
     example: Any = None  # one such value, for the report
     extra_options: list[Any] = field(default_factory=list)
@@ -103,6 +108,9 @@ def map_model(raw: dict[str, Any], report: Report, facts: Facts | None = None) -
     for stamp in ("_created", "_modified"):
         if isinstance(raw.get(stamp), int):
             definition[stamp] = raw[stamp]
+    for key in sorted(set(raw) - MODEL_KEYS):
+        if raw[key] not in (None, "", [], {}):
+            report.note("model", source, f"its {key!r} is not a Quire model setting: left out", raw[key])
     if raw.get("revisions"):
         report.note("model", source, "Cockpit kept revisions of this model; Quire keeps revisions of every "
                     "model, starting with the imported items")
@@ -154,8 +162,9 @@ def map_field(raw: dict[str, Any], where: str, model: str, report: Report, facts
         if seen.extra_options:
             report.note("field", here, f"values not among its options were found in items and added to them: "
                         f"{', '.join(map(str, seen.extra_options[:10]))}")
-    if seen.refused and target not in ("json", "set"):
-        report.note("field", here, f"{seen.refused} items hold values a {target} field refuses (e.g. "
+    if seen.refused * 2 > seen.present and target not in ("json", "set"):
+        # most values do not fit: the type is not what the items hold
+        report.note("field", here, f"{seen.refused} of {seen.present} values do not fit a {target} field (e.g. "
                     f"{seen.example!r:.100}); imported as json, values kept as they are")
         target = "json"
     if target == "set":

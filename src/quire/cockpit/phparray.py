@@ -20,7 +20,7 @@ TOKEN = re.compile(
     |(?P<double>"(?:[^"\\$]|\\.)*")
     |(?P<number>-?(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d*\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|0[xX][0-9a-fA-F]+|\d+))
     |(?P<word>[A-Za-z_\\][A-Za-z0-9_\\]*)
-    |(?P<punct>=>|[\[\](),;.])
+    |(?P<punct>=>|\?>|[\[\](),;.])
     """,
     re.VERBOSE | re.DOTALL,
 )

@@ -100,6 +100,8 @@ class ItemConverter:
             return None
         shaped = _shape(value, field, raw, where, self.report if facts is None else None)
         seen = facts.of(self.mapped.source, path) if facts is not None else None
+        if seen is not None:
+            seen.present += 1
         if field["type"] == "select" and seen is not None:
             options = field["opts"].get("options") or []
             values = shaped if isinstance(shaped, list) else [shaped]
