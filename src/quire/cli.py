@@ -285,8 +285,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not args.file:
         print("error: give a bundle file (or - for stdin), or --from-cockpit FOLDER", file=sys.stderr)
         return 2
-    if args.dry_run or args.report:
-        print("error: --dry-run and --report go with --from-cockpit", file=sys.stderr)
+    if args.dry_run or args.report or args.mongo_export:
+        print("error: --dry-run, --report and --mongo-export go with --from-cockpit", file=sys.stderr)
         return 2
 
     try:
@@ -554,6 +554,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", nargs="?", help="bundle file, or - for stdin")
     imp.add_argument("--from-cockpit", metavar="FOLDER",
                      help="take in a Cockpit 2 site from its installation (or storage) folder instead of a bundle")
+    imp.add_argument("--mongo-export", metavar="DIR",
+                     help="with --from-cockpit, for a site on MongoDB: the folder of its collections as "
+                          "mongoexport wrote them (docs/moving.md)")
     imp.add_argument("--dry-run", action="store_true", help="with --from-cockpit: print the plan, store nothing")
     imp.add_argument("--report", metavar="FILE",
                      help="with --from-cockpit: where to write the report of what did not come over as it was "

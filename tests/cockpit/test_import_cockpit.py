@@ -231,3 +231,22 @@ def test_hostile_values_in_items(tmp_path: Path) -> None:
                           headers={"api-key": KEYS["admin"]}).status_code == 404
     finally:
         app.state.quire.close()
+
+
+def test_cockpits_public_key_becomes_the_public_role(tmp_path: Path) -> None:
+    site = copy_site(tmp_path / "cockpit")
+    conn = sqlite3.connect(site / "storage" / "data" / "system.sqlite")
+    conn.execute("INSERT INTO api_keys (document) VALUES (?)", (json.dumps(
+        {"name": "Public", "key": "public", "role": "reader", "meta": [], "_id": "6b0bf0386860000000000003"}),))
+    conn.commit()
+    conn.close()
+    data = tmp_path / "data"
+    done = run_quire("import", "--data", str(data), "--from-cockpit", str(site))
+    assert "2 API keys" in done.stdout
+    app = build_app(load_settings(str(data), env={"QUIRE_SERVER_QUIET": "1"}))
+    try:
+        client = TestClient(app)
+        assert client.get("/api/content/items/posts").status_code == 200  # no key, as in Cockpit
+        assert client.get("/api/content/items/authors").status_code == 401
+    finally:
+        app.state.quire.close()

@@ -51,7 +51,7 @@ class ProgressLine:
 
 def import_cockpit(args: argparse.Namespace, make_quire: Callable[[argparse.Namespace], Any]) -> int:
     try:
-        folder = CockpitFolder(args.from_cockpit)
+        folder = CockpitFolder(args.from_cockpit, args.mongo_export)
     except NotCockpit as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -16,11 +16,14 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from quire.cockpit.phparray import PhpError, read_php_return
+
+if TYPE_CHECKING:
+    from quire.cockpit.mongoexport import MongoExport
 
 BATCH = 500  # documents read per query: memory stays flat on large tables
 
@@ -54,17 +57,29 @@ def _connect(path: Path) -> sqlite3.Connection:
 class CockpitFolder:
     """The storage of one Cockpit installation (its root or its `storage/`)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, mongo_export: str | Path | None = None) -> None:
         root = Path(path)
         if not root.exists():
             raise NotCockpit(f"{root} does not exist")
-        storage = root / "storage" if (root / "storage" / "data").is_dir() else root
-        if not (storage / "data").is_dir():
-            raise NotCockpit(f"{root} is not a Cockpit folder: it has no storage/data (nor data/) folder")
+        storage = root / "storage" if (root / "storage" / "content").is_dir() or (root / "storage" / "data").is_dir() \
+            else root
         self.storage = storage
         self.data = storage / "data"
         self.uploads = storage / "uploads"
         self._dbs: dict[str, sqlite3.Connection] = {}
+        self.databases: list[str] = []
+        # a site on MongoDB: its documents from mongoexport files (mongoexport.py)
+        self.export: MongoExport | None = None
+        if mongo_export is not None:
+            from quire.cockpit.mongoexport import MongoExport
+
+            if not (storage / "content").is_dir() and not (storage / "uploads").is_dir():
+                raise NotCockpit(f"{root} is not a Cockpit folder: it has no storage/content nor storage/uploads")
+            self.export = MongoExport(mongo_export)
+            return
+        if not self.data.is_dir():
+            raise NotCockpit(f"{root} is not a Cockpit folder: it has no storage/data (nor data/) folder "
+                             "(a site on MongoDB: add --mongo-export)")
         self.databases = sorted(p.stem for p in self.data.glob("*.sqlite") if p.stem != "app.memory")
         if "content" not in self.databases and "system" not in self.databases:
             raise NotCockpit(f"{self.data} holds no content.sqlite or system.sqlite: not a Cockpit 2 storage")
@@ -97,6 +112,8 @@ class CockpitFolder:
 
     def collections(self) -> dict[str, int]:
         """Every collection present, as `database/table`, with its count."""
+        if self.export is not None:
+            return self.export.collections()
         out: dict[str, int] = {}
         for db in self.databases:
             conn = self._db(db)
@@ -110,6 +127,8 @@ class CockpitFolder:
         return out
 
     def has(self, collection: str) -> bool:
+        if self.export is not None:
+            return self.export.has(collection)
         db, table = self.where(collection)
         if db not in self.databases:
             return False
@@ -117,6 +136,8 @@ class CockpitFolder:
         return found.fetchone() is not None
 
     def count(self, collection: str) -> int:
+        if self.export is not None:
+            return self.export.count(collection)
         if not self.has(collection):
             return 0
         db, table = self.where(collection)
@@ -126,6 +147,9 @@ class CockpitFolder:
         """The collection's documents in stored order, read a batch at a
         time. A row that is not a JSON object is left out and, when `bad` is
         given, noted there."""
+        if self.export is not None:
+            yield from self.export.documents(collection, bad)
+            return
         if not self.has(collection):
             return
         db, table = self.where(collection)

@@ -357,7 +357,9 @@ def _plan_keys(plan: Plan) -> None:
         name = str(doc.get("name") or "key")
         role = _role_name(str(doc.get("role") or ""))
         text = doc.get("key")
-        if not is_id(doc.get("_id")) or not isinstance(text, str):
+        if text == "public":  # Cockpit's access without a key: Quire's public role
+            _plan_public(plan, role, name)
+        elif not is_id(doc.get("_id")) or not isinstance(text, str):
             plan.report.note("key", name, "has no id or no key text: not imported")
         elif role not in roles:
             plan.report.note("key", name, f"its role {doc.get('role')!r} is not imported: not imported")
@@ -366,6 +368,22 @@ def _plan_keys(plan: Plan) -> None:
         else:
             plan.keys.append({"_id": doc["_id"], "name": name, "role": role, "key": text,
                               "_created": doc.get("_created") if isinstance(doc.get("_created"), int) else None})
+
+
+def _plan_public(plan: Plan, role: str, name: str) -> None:
+    """Cockpit serves requests without a key as the role of its key whose
+    text is `public`; Quire as its built-in `public` role, which gets that
+    role's permissions (never the admin role's: that is reported)."""
+    if role == "admin":
+        plan.report.note("key", name, "Cockpit lets requests without a key act as admin; Quire's public role "
+                         "does not get every permission: grant what is meant by hand")
+    elif role in plan.roles:
+        plan.roles["public"] = dict(plan.roles[role])
+        plan.report.note("key", name, f"Cockpit's access without a key (role {role}): Quire's public role "
+                         "gets that role's permissions")
+    else:
+        plan.report.note("key", name, f"Cockpit's access without a key has the role {role!r}, which is not "
+                         "imported: Quire's public role is left as it is")
 
 
 def _plan_rest(plan: Plan) -> None:
