@@ -285,8 +285,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not args.file:
         print("error: give a bundle file (or - for stdin), or --from-cockpit FOLDER", file=sys.stderr)
         return 2
-    if args.dry_run or args.report or args.mongo_export:
-        print("error: --dry-run, --report and --mongo-export go with --from-cockpit", file=sys.stderr)
+    if args.dry_run or args.report or args.mongo_export or args.verify or args.key:
+        print("error: --dry-run, --report, --mongo-export, --verify and --key go with --from-cockpit",
+              file=sys.stderr)
         return 2
 
     try:
@@ -557,6 +558,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--mongo-export", metavar="DIR",
                      help="with --from-cockpit, for a site on MongoDB: the folder of its collections as "
                           "mongoexport wrote them (docs/moving.md)")
+    imp.add_argument("--verify", metavar="URL",
+                     help="with --from-cockpit: after the import, compare a sample of every model and asset as "
+                          "the running Cockpit at URL and Quire answer it (with --key)")
+    imp.add_argument("--key", help="with --verify: a Cockpit API key (imported with the site, so Quire takes it too)")
     imp.add_argument("--dry-run", action="store_true", help="with --from-cockpit: print the plan, store nothing")
     imp.add_argument("--report", metavar="FILE",
                      help="with --from-cockpit: where to write the report of what did not come over as it was "

@@ -159,3 +159,17 @@ def test_prefixed_svg_that_only_draws_is_accepted(admin: Api) -> None:
     asset = upload_one(admin, "d.xml", PREFIXED.format('<x:rect width="5" height="5" fill="url(#g)"/>').encode(),
                        "application/xml")
     assert asset["mime"] == "application/xml"
+
+
+@pytest.mark.parametrize(("head", "size"), [
+    ('width="120" height="80"', [120, 80]),
+    ('width="120px" height="80.4px" viewBox="0 0 12 8"', [120, 80]),
+    ('viewBox="0 0 300 150"', [300, 150]),
+    ('width="50%" height="50%" viewBox="0,0,64,32"', [64, 32]),
+    ('width="10em" height="3em"', [None, None]),
+    ("", [None, None]),
+])
+def test_an_svg_has_the_pixel_size_it_declares(admin: Api, head: str, size: list[int | None]) -> None:
+    data = f'<svg xmlns="http://www.w3.org/2000/svg" {head}><rect width="1" height="1"/></svg>'.encode()
+    asset = upload_one(admin, "shape.svg", data)
+    assert [asset["width"], asset["height"]] == size

@@ -295,6 +295,8 @@ class AssetService:
             except images.BadImage as exc:
                 raise BadRequest(f"File {name}: {exc}") from None
             width, height, colors, placeholder = info.width, info.height, info.colors, info.thumbhash
+        elif kind.mime == "image/svg+xml":
+            width, height = sniff.svg_dimensions(data) or (None, None)
         now = int(time.time())
         day = time.strftime("%Y/%m/%d", time.gmtime(now))
         doc = {

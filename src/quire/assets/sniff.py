@@ -217,3 +217,13 @@ def allowed(mime: str, allowed_patterns: Iterable[str], refused_patterns: Iterab
     if mime in ALWAYS_REFUSED or any(fnmatch.fnmatch(mime, p) for p in refused_patterns):
         return False
     return any(fnmatch.fnmatch(mime, p) for p in allowed_patterns)
+
+
+def svg_dimensions(data: bytes) -> tuple[int, int] | None:
+    """The pixel size an SVG declares (`svg.dimensions`); the file passed
+    `check_svg` before."""
+    try:
+        root = ElementTree.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except (ElementTree.ParseError, DefusedXmlException, ValueError):
+        return None
+    return svg.dimensions(root)

@@ -222,3 +222,24 @@ def check_css(css: str, where: str) -> None:
         lowered = function.lower()
         if lowered != "url" and lowered not in CSS_FUNCTIONS:
             raise UnsafeSvg(f"{where}: CSS function {function}() is not allowed")
+
+
+_LENGTH = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(px)?\s*$")
+
+
+def dimensions(root: Element) -> tuple[int, int] | None:
+    """The drawing's size in pixels: its `width` and `height` when both are
+    plain or `px` numbers, else the `viewBox`'s; None when neither says
+    (a size in %, em or mm has no pixel size of its own)."""
+    width, height = (_LENGTH.match(root.get(name) or "") for name in ("width", "height"))
+    if width and height:
+        return round(float(width.group(1))), round(float(height.group(1)))
+    box = (root.get("viewBox") or "").replace(",", " ").split()
+    if len(box) == 4:
+        try:
+            w, h = float(box[2]), float(box[3])
+        except ValueError:
+            return None
+        if w > 0 and h > 0:
+            return round(w), round(h)
+    return None

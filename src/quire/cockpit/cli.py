@@ -12,6 +12,7 @@ from typing import Any
 
 from quire.cockpit.folder import CockpitFolder, NotCockpit
 from quire.cockpit.migrate import make_plan, run_plan
+from quire.cockpit.verify import VerifyFailed
 from quire.errors import ApiError
 
 
@@ -50,6 +51,12 @@ class ProgressLine:
 
 
 def import_cockpit(args: argparse.Namespace, make_quire: Callable[[argparse.Namespace], Any]) -> int:
+    if args.verify and not args.key:
+        print("error: --verify needs --key, a Cockpit API key of the site", file=sys.stderr)
+        return 2
+    if args.verify and args.dry_run:
+        print("error: --verify compares the imported site: it cannot go with --dry-run", file=sys.stderr)
+        return 2
     try:
         folder = CockpitFolder(args.from_cockpit, args.mongo_export)
     except NotCockpit as exc:
@@ -69,8 +76,12 @@ def import_cockpit(args: argparse.Namespace, make_quire: Callable[[argparse.Name
             return 0
         counts = asyncio.run(run_plan(plan, quire, progress))
         progress.done()
-        plan.report.write(report_path, {**head, "imported": counts})
-    except NotCockpit as exc:
+        head["imported"] = counts
+        if args.verify:
+            found = _verify(plan, args, quire.settings)
+            head["verify"] = found
+        plan.report.write(report_path, head)
+    except (NotCockpit, VerifyFailed) as exc:
         progress.done()
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -90,4 +101,41 @@ def import_cockpit(args: argparse.Namespace, make_quire: Callable[[argparse.Name
         quire.close()
     print("Imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
     print(f"Report: {plan.report.summary()}; written to {report_path}")
+    if args.verify:
+        verified = head["verify"]
+        print(f"Verified against {args.verify}: {verified['requests']} requests, "
+              f"{len(verified['differences'])} differences")
+        for line in verified["differences"][:SHOWN]:
+            print(f"  {line}")
+        if len(verified["differences"]) > SHOWN:
+            print(f"  ... and {len(verified['differences']) - SHOWN} more in the report")
+        return 3 if verified["differences"] else 0
     return 0
+
+
+SHOWN = 20  # differences printed; all are in the report
+
+
+def _verify(plan: Any, args: argparse.Namespace, settings: Any) -> dict[str, Any]:
+    """The verification's requests and differences (VerifyFailed when
+    Cockpit does not answer)."""
+    import httpx2
+
+    from quire.app import build_app
+    from quire.cockpit.verify import verify
+
+    app = build_app(settings)
+    headers = {"api-key": args.key}
+
+    async def run() -> Any:
+        async with httpx2.AsyncClient(base_url=args.verify.rstrip("/"), headers=headers, timeout=30.0,
+                                      follow_redirects=False) as cockpit, \
+                httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://quire",
+                                   headers=headers) as quire:
+            return await verify(plan, cockpit, quire)
+
+    try:
+        verifier = asyncio.run(run())
+    finally:
+        app.state.quire.close()
+    return {"url": args.verify, "requests": verifier.compared, "differences": verifier.found}

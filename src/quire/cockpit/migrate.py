@@ -72,6 +72,7 @@ class Plan:
     roles: dict[str, dict[str, bool]] = field(default_factory=dict)
     folders: list[dict[str, Any]] = field(default_factory=list)  # parents first
     assets: int = 0
+    asset_ids: list[str] = field(default_factory=list)  # of the assets that come over
     skipped_assets: set[str] = field(default_factory=set)
     keys: list[dict[str, Any]] = field(default_factory=list)
 
@@ -349,6 +350,7 @@ def _plan_assets(plan: Plan, quire: Services, bad: list[BadDocument], progress: 
             plan.skipped_assets.add(str(record.get("_id")))
             continue
         plan.assets += 1
+        plan.asset_ids.append(str(record["_id"]))
 
 
 def _plan_keys(plan: Plan) -> None:
