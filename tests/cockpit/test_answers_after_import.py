@@ -47,3 +47,13 @@ def test_quire_answers_as_cockpit_did(imported: Imported, recorded: dict[str, An
     theirs = comparable(recorded["body"], codes=CODES, unpublished_as_null="populate" in request["query"],
                         clean_html=True)
     assert differences(ours, theirs) == []
+
+
+def test_locale_default_answers_as_cockpit_does_without_a_locale(imported: Imported) -> None:
+    """Quire answers the per-locale keys as stored when no locale is asked
+    for; `locale=default` gives Cockpit's answer, without them."""
+    recorded = next(a for a in RECORDED if a["file"] == "admin-posts-items.json")
+    answer = imported.get("/api/content/items/posts", "admin", locale="default").json()
+    assert not any(key.endswith(("_de", "_fr")) for item in answer for key in item)
+    assert differences(comparable(answer, codes=CODES),
+                       comparable(recorded["body"], codes=CODES, clean_html=True)) == []
