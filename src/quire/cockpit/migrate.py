@@ -459,20 +459,29 @@ async def _run_items(plan: Plan, quire: Services, counts: dict[str, int], progre
         converter = ItemConverter(planned.raw, planned.mapped, plan.codes, Report())
         coll = quire.content.collection(planned.model)
 
-        def entries(planned: PlannedModel = planned, converter: ItemConverter = converter) -> Iterator[dict[str, Any]]:
+        def entries(planned: PlannedModel = planned,
+                    converter: ItemConverter = converter) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
             docs: Iterator[dict[str, Any]] = _documents(plan, planned.raw, None)
             if planned.mapped.kind == "tree":
                 docs = iter(_parents_first(list(docs)))
             for doc in docs:
-                item = converter.convert(doc)
+                item = converter.convert(doc, check=False)  # checked whole by `load`
                 if item is None or item["_id"] in planned.skipped:
                     continue
                 if item["_id"] in planned.roots:
                     item["_pid"] = None
-                yield item
+                yield doc, item
 
-        async def load(item: dict[str, Any], planned: PlannedModel = planned, coll: Any = coll) -> None:
-            checked = quire.content.check_imported(planned.model, item, IMPORTER, codes=codes)
+        async def load(entry: tuple[dict[str, Any], dict[str, Any]], planned: PlannedModel = planned,
+                       converter: ItemConverter = converter, coll: Any = coll) -> None:
+            doc, item = entry
+            try:
+                checked = quire.content.check_imported(planned.model, item, IMPORTER, codes=codes)
+            except ApiError:  # a value the plan left out (and reported): convert it with the checks
+                item = converter.convert(doc) or item
+                if item["_id"] in planned.roots:
+                    item["_pid"] = None
+                checked = quire.content.check_imported(planned.model, item, IMPORTER, codes=codes)
             await quire.content.store_imported(planned.model, coll, checked, IMPORTER)
             counts["items"] += 1
             if progress is not None and (counts["items"] % 100 == 0 or counts["items"] == total):

@@ -41,11 +41,13 @@ class ItemConverter:
                 if name in quire_fields:
                     self.fields[source] = (quire_fields[name], raw_field)
 
-    def convert(self, doc: dict[str, Any], facts: Facts | None = None) -> dict[str, Any] | None:
+    def convert(self, doc: dict[str, Any], facts: Facts | None = None, check: bool = True) -> dict[str, Any] | None:
         """The Quire item of a Cockpit document (None: it has no usable id,
         reported). With `facts`, what the values show is gathered there and
         nothing is reported; without, a value that does not fit is left out
-        and reported with the value."""
+        and reported with the value. `check=False` only shapes the values
+        (the caller checks the item whole, and converts again with checks
+        when that fails)."""
         model = self.mapped.source
         doc_id = doc.get("_id")
         if isinstance(doc_id, dict) and isinstance(doc_id.get("$oid"), str):  # MongoDB's extended JSON
@@ -84,7 +86,7 @@ class ItemConverter:
                     if index == 0 and facts is not None and raw_field.get("required"):
                         facts.of(model, source).empty_required += 1
                     continue
-                value = self._value(doc[from_key], quire_field, raw_field, source, f"{where} {from_key}", facts)
+                value = self._value(doc[from_key], quire_field, raw_field, source, f"{where} {from_key}", facts, check)
                 if index == 0 and facts is not None and raw_field.get("required") and is_empty(value):
                     facts.of(model, source).empty_required += 1
                 if value is not _LEFT_OUT and value is not None:
@@ -95,10 +97,12 @@ class ItemConverter:
         return item
 
     def _value(self, value: Any, field: dict[str, Any], raw: dict[str, Any], path: str, where: str,
-               facts: Facts | None) -> Any:
+               facts: Facts | None, check: bool = True) -> Any:
         if value is None:
             return None
         shaped = _shape(value, field, raw, where, self.report if facts is None else None)
+        if not check:
+            return shaped
         seen = facts.of(self.mapped.source, path) if facts is not None else None
         if seen is not None:
             seen.present += 1

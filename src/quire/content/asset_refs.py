@@ -80,12 +80,14 @@ class AssetRefs:
             self.refs.insert({"_id": new_id(), "asset": asset, "model": model.name, "item": item["_id"]})
         return len(ids)
 
-    def saved(self, model: str, item: dict[str, Any], **_: Any) -> None:
-        """`content.item.saved` (inside the write's transaction)."""
+    def saved(self, model: str, item: dict[str, Any], previous: dict[str, Any] | None = None, **_: Any) -> None:
+        """`content.item.saved` (inside the write's transaction). A new item
+        has no references yet (a removed one's went with it)."""
         found = self.models.find(model)
         if found is None or not isinstance(item.get("_id"), str):
             return
-        self.refs.delete_many({"item": item["_id"]})
+        if previous is not None:
+            self.refs.delete_many({"item": item["_id"]})
         if found.has_assets:
             self._put(found, item)
 
