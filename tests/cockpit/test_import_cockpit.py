@@ -22,7 +22,8 @@ def _notes(imported: Imported, kind: str) -> dict[str, str]:
 def test_the_summary_names_what_came_over(imported: Imported) -> None:
     assert "Imported 2 locales, 5 models, 21 items, 3 asset folders, 5 assets, 2 roles, 2 API keys" in imported.out
     assert imported.report["imported"] == {"locales": 2, "models": 5, "items": 21, "asset folders": 3,
-                                           "assets": 5, "roles": 2, "API keys": 2}
+                                           "assets": 5, "roles": 2, "API keys": 2, "forms": 0,
+                                           "form submissions": 0}
 
 
 def test_models_keep_every_field_type_and_option(imported: Imported) -> None:

@@ -23,6 +23,7 @@ import orjson
 from quire.assets import imported as imported_assets
 from quire.bundle import IMPORTER, store_in_batches
 from quire.cockpit.folder import BadDocument, CockpitFolder, NotCockpit
+from quire.cockpit.inbox import InboxPlan, plan_inbox, store_form, store_submission, submission
 from quire.cockpit.models import Facts, MappedModel, map_model
 from quire.cockpit.report import Report
 from quire.cockpit.values import ItemConverter
@@ -45,7 +46,8 @@ FOLDER_PERMISSIONS = {"assets/folders/create": "assets/edit", "assets/folders/ed
 CONTENT_ACTIONS = {"read", "create", "update", "delete", "publish"}
 # Collections the import reads (database/table as `CockpitFolder.collections` names them)
 TRANSLATED_ASSET_KEYS = {"title", "description", "altText"}
-READ = {"system/locales", "system/roles", "system/api_keys", "app/assets", "assets/folders", "content/singletons"}
+READ = {"system/locales", "system/roles", "system/api_keys", "app/assets", "assets/folders", "content/singletons",
+        "inbox/forms", "inbox/submissions"}
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -75,6 +77,7 @@ class Plan:
     asset_ids: list[str] = field(default_factory=list)  # of the assets that come over
     skipped_assets: set[str] = field(default_factory=set)
     keys: list[dict[str, Any]] = field(default_factory=list)
+    inbox: InboxPlan = field(default_factory=InboxPlan)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -85,6 +88,8 @@ class Plan:
             "assets": self.assets,
             "roles": len(self.roles),
             "API keys": len(self.keys),
+            "forms": len(self.inbox.forms),
+            "form submissions": self.inbox.submissions,
         }
 
     def describe(self) -> str:
@@ -101,6 +106,8 @@ class Plan:
                      + (f", {len(self.skipped_assets)} left out" if self.skipped_assets else ""))
         lines.append(f"  roles: {', '.join(sorted(self.roles)) or 'none'}")
         lines.append(f"  API keys: {len(self.keys)}")
+        if self.inbox.forms:
+            lines.append(f"  forms: {len(self.inbox.forms)}, with {self.inbox.submissions} submissions")
         lines.append(f"  report: {self.report.summary()}")
         return "\n".join(lines)
 
@@ -115,6 +122,7 @@ def make_plan(folder: CockpitFolder, quire: Services, progress: Progress | None 
     _plan_folders(plan)
     _plan_assets(plan, quire, bad, progress)
     _plan_keys(plan)
+    plan.inbox = plan_inbox(folder, plan.report)
     _plan_rest(plan)
     for row in bad:
         plan.report.note("document", f"{row.collection} row {row.row}", f"{row.problem}: left out")
@@ -422,8 +430,12 @@ async def run_plan(plan: Plan, quire: Services, progress: Progress | None = None
         for folder in plan.folders:
             imported_assets.store_folder(quire.assets, folder)
             counts["asset folders"] += 1
+        for form in plan.inbox.forms:
+            store_form(quire, form)
+            counts["forms"] += 1
     await _run_assets(plan, quire, counts, progress)
     await _run_items(plan, quire, counts, progress)
+    await _run_submissions(plan, quire, counts)
     async with store.atomic(timeout=store.blocking_timeout):
         for key in plan.keys:
             quire.auth.import_key(key["_id"], key["name"], key["role"], key["key"], key["_created"], IMPORTER)
@@ -488,6 +500,23 @@ async def _run_items(plan: Plan, quire: Services, counts: dict[str, int], progre
                 progress("items", counts["items"], total)
 
         await store_in_batches(quire.store, entries(), load, quire.settings.store.import_batch_items)
+
+
+async def _run_submissions(plan: Plan, quire: Services, counts: dict[str, int]) -> None:
+    forms = {f["_id"] for f in plan.inbox.forms}
+
+    def entries() -> Iterator[dict[str, Any]]:
+        for doc in plan.folder.documents("inbox/submissions"):
+            if str(doc.get("_id")) not in plan.inbox.skipped:
+                record = submission(doc, forms, plan.folder, None)
+                if record is not None:
+                    yield record
+
+    async def load(record: dict[str, Any]) -> None:
+        store_submission(quire, record, plan.folder)
+        counts["form submissions"] += 1
+
+    await store_in_batches(quire.store, entries(), load, ITEM_BATCH)
 
 
 def _parents_first(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
