@@ -595,6 +595,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also copy the uploads into the bucket of [assets] storage (with --verify: compare them)")
     mig.set_defaults(func=cmd_migrate)
 
+    from quire.backup_cli import add_parsers as add_backup
+
+    add_backup(sub, common, _settings)
+
     from quire.l10n.cli import add_parser as add_l10n
 
     add_l10n(sub, common, _quire)

@@ -76,6 +76,51 @@ class Files(ABC):
     """Bytes by key under one root."""
 
     remote = False  # whether calls go over the network (run them off the event loop)
+    # Set by `under`: the storage's top (where a backup's hold is placed,
+    # `FileHold`) and this one's folder in it.
+    top: Files | None = None
+    folder: str = ""
+
+    def _made_under(self, made: Files, prefix: str) -> Files:
+        made.top = self.top or self
+        made.folder = f"{self.folder}/{prefix}" if self.folder else prefix
+        return made
+
+    def delete(self, key: str) -> None:
+        """Remove the file at `key`; nothing when there is none. While a
+        backup holds the site's uploads (`FileHold`), the file is moved
+        aside instead, so the backup still finds it."""
+        if not self._held([key]):
+            self._remove(key)
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        if not self._held(keys):
+            self._remove_many(keys)
+
+    def _held(self, keys: list[str]) -> bool:
+        """Move `keys` aside when a backup holds this folder: True when it did."""
+        if self.folder.split("/", 1)[0] != HELD_FOLDER or not keys:
+            return False
+        top = self.top or self
+        if not FileHold(top).active():
+            return False
+        for key in keys:
+            full = f"{self.folder}/{check_key(key)}"
+            top.move(full, f"{HELD}/{full}")
+        return True
+
+    @abstractmethod
+    def _remove(self, key: str) -> None:
+        """Remove the file at `key` (no hold)."""
+
+    def _remove_many(self, keys: list[str]) -> None:
+        for key in keys:
+            self._remove(key)
+
+    @abstractmethod
+    def move(self, key: str, to: str) -> None:
+        """Move the file at `key` to `to` (replacing it); nothing when there is none."""
 
     @abstractmethod
     def under(self, prefix: str) -> Files:
@@ -121,14 +166,6 @@ class Files(ABC):
         return self.stat(key) is not None
 
     @abstractmethod
-    def delete(self, key: str) -> None:
-        """Remove the file at `key`; nothing when there is none."""
-
-    def delete_many(self, keys: Iterable[str]) -> None:
-        for key in keys:
-            self.delete(key)
-
-    @abstractmethod
     def delete_prefix(self, prefix: str) -> int:
         """Remove every file in the folder `prefix`; answers their bytes."""
 
@@ -159,7 +196,9 @@ class LocalFiles(Files):
         self._real_root: Path | None = None  # resolved once it exists (it may be made after us)
 
     def under(self, prefix: str) -> LocalFiles:
-        return LocalFiles(self.root / check_key(prefix))
+        made = LocalFiles(self.root / check_key(prefix))
+        self._made_under(made, prefix)
+        return made
 
     def path(self, key: str) -> Path:
         """The file of `key`; never outside the root (symbolic links too)."""
@@ -251,9 +290,15 @@ class LocalFiles(Files):
             return None
         return FileInfo(key, found.st_size, found.st_mtime_ns, found.st_atime_ns)
 
-    def delete(self, key: str) -> None:
+    def _remove(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError, BadKey):
             self.path(key).unlink()
+
+    def move(self, key: str, to: str) -> None:
+        target = self.path(to)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(self.path(key), target)
 
     def delete_prefix(self, prefix: str) -> int:
         size = sum(info.size for info in self.list(prefix))
@@ -317,6 +362,7 @@ class S3Files(Files):
     def under(self, prefix: str) -> S3Files:
         made = S3Files(self.client, self.bucket, f"{self.prefix}{check_key(prefix)}/", self._locks)
         made.conditional = self.conditional
+        self._made_under(made, prefix)
         return made
 
     def _key(self, key: str) -> str:
@@ -439,11 +485,24 @@ class S3Files(Files):
         written = int(head["LastModified"].timestamp()) * 1_000_000_000
         return FileInfo(key, int(head["ContentLength"]), written, written)
 
-    def delete(self, key: str) -> None:
+    def _remove(self, key: str) -> None:
         with contextlib.suppress(BadKey), self._answering("delete", key):
             self.client.delete_object(Bucket=self.bucket, Key=self._key(key))  # a missing key is no error in S3
 
-    def delete_many(self, keys: Iterable[str]) -> None:
+    def move(self, key: str, to: str) -> None:
+        from botocore.exceptions import ClientError
+
+        with self._answering("move", key):
+            try:
+                self.client.copy_object(Bucket=self.bucket, Key=self._key(to),
+                                        CopySource={"Bucket": self.bucket, "Key": self._key(key)})
+            except ClientError as exc:
+                if _code(exc) in ("NoSuchKey", "404"):
+                    return
+                raise
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def _remove_many(self, keys: list[str]) -> None:
         names = [self._key(key) for key in keys]
         for start in range(0, len(names), DELETE_BATCH):
             batch = [{"Key": name} for name in names[start:start + DELETE_BATCH]]
@@ -547,6 +606,44 @@ def _shared_session() -> Any:
     import boto3
 
     return boto3.session.Session()
+
+
+# A backup's hold on the uploads: while the marker at the top of the
+# storage says so, a deleted upload is moved under HELD (its key kept
+# after the prefix) instead of removed, so a backup copying files after
+# its database moment finds every file that moment's records name.
+HOLD_MARKER = ".backup-hold"
+HELD = "held"
+HELD_FOLDER = "uploads"  # the folder a hold covers (generated images are made again)
+
+
+class FileHold:
+    """The hold of one storage (its top `Files`): placed with a lease, so
+    a backup that dies lets go by itself."""
+
+    def __init__(self, top: Files) -> None:
+        self.top = top
+
+    def active(self) -> bool:
+        try:
+            until = float(self.top.read(HOLD_MARKER).decode().strip() or 0)
+        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            return False
+        return until > time.time()
+
+    def place(self, seconds: float) -> None:
+        self.top.put(HOLD_MARKER, f"{time.time() + seconds:.3f}".encode())
+
+    def release(self) -> None:
+        """Let go, then remove what was held (when no other backup holds)."""
+        self.top._remove(HOLD_MARKER)
+        if not self.active():
+            self.top.delete_prefix(HELD)
+
+    def held_keys(self) -> Iterator[tuple[str, str]]:
+        """(key under the held folder, key it had) of every file held."""
+        for info in self.top.list(f"{HELD}/{HELD_FOLDER}"):
+            yield info.key, info.key[len(HELD) + len(HELD_FOLDER) + 2:]
 
 
 def discard(files: Files, keys: Iterable[str]) -> None:

@@ -71,6 +71,34 @@ STREAM_IDLE_MS = 300_000
 IDENT_MAX = 63  # PostgreSQL's identifier length
 
 
+# the tables of the collection shape `(seq, id, body, data)` of the site's schema
+COLLECTION_TABLES = ("SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                     "GROUP BY table_name HAVING array_agg(column_name::text ORDER BY column_name::text) "
+                     "= ARRAY['body', 'data', 'id', 'seq'] ORDER BY table_name")
+
+
+class PgSnapshot:
+    """Reads of `PostgresStore.snapshot`: every one sees the same moment."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def names(self) -> list[str]:
+        """The collections (tables of the shape `(seq, id, body, data)`)."""
+        return [r[0] for r in self.conn.execute(COLLECTION_TABLES)]
+
+    def rows(self, name: str, chunk: int = 500) -> Iterator[list[bytes]]:
+        """A collection's documents as stored, in insertion order, through
+        a server-side cursor."""
+        with self.conn.cursor(name="quire_snapshot") as cursor:
+            cursor.execute(f"SELECT body FROM {ident(name)} ORDER BY seq")
+            while rows := cursor.fetchmany(chunk):
+                yield [r[0].encode() for r in rows]
+
+    def meta(self) -> dict[str, str]:
+        return {k: v for k, v in self.conn.execute("SELECT key, value FROM _quire_meta").fetchall()}
+
+
 def raw_ident(name: str) -> str:
     """The identifier of `name`: names longer than PostgreSQL keeps are
     shortened with a digest, so two never meet."""
@@ -400,6 +428,16 @@ class PostgresStore(Transactions):
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise self._down(exc) from None
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[PgSnapshot]:
+        """The whole schema as it is at one moment, for a long read (a
+        backup): a read-only REPEATABLE READ transaction on a connection of
+        its own. Writers go on meanwhile; what they commit is not seen."""
+        with self.open_stream_connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            conn.execute("SELECT 1").fetchone()  # the read that fixes the moment
+            yield PgSnapshot(conn)
+
     # -- collections ------------------------------------------------------
 
     def collection(self, name: str, hints: Hints | None = None) -> PgCollection:
@@ -456,10 +494,7 @@ class PostgresStore(Transactions):
         """The tables of the collection shape `(seq, id, body, data)` of the
         site's schema (a name longer than PostgreSQL keeps appears as its
         shortened identifier). Read-only, for `quire migrate`."""
-        return [r[0] for r in self.execute_read(
-            "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
-            "GROUP BY table_name HAVING array_agg(column_name::text ORDER BY column_name::text) "
-            "= ARRAY['body', 'data', 'id', 'seq'] ORDER BY table_name")]
+        return [r[0] for r in self.execute_read(COLLECTION_TABLES)]
 
     def drop_collection(self, name: str) -> None:
         self._write(f"DROP TABLE IF EXISTS {ident(name)}", table=name)

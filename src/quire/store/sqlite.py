@@ -10,6 +10,7 @@ process when another one has committed, so its caches can be dropped.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import sqlite3
@@ -46,6 +47,35 @@ log = logging.getLogger("quire.store")
 # write lock is set per transaction (see `_try_begin`).
 BUSY_TIMEOUT_MS = 10_000
 _REGEX_CACHE_SIZE = 256
+
+
+class SqliteSnapshot:
+    """Reads of `SqliteStore.snapshot`: every one sees the same moment."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def names(self) -> list[str]:
+        """The collections (tables of the shape `(id, data)`), by name."""
+        return _collection_tables(self.conn.execute)
+
+    def rows(self, name: str, chunk: int = 500) -> Iterator[list[bytes]]:
+        """A collection's documents as stored, in insertion order."""
+        cursor = self.conn.execute(f"SELECT data FROM {_table(name)} ORDER BY rowid")
+        while rows := cursor.fetchmany(chunk):
+            yield [r[0].encode() if isinstance(r[0], str) else r[0] for r in rows]
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM _quire_meta").fetchall())
+
+
+def _collection_tables(execute: Callable[..., Any]) -> list[str]:
+    """The tables of the collection shape `(id, data)`, by name."""
+    tables = [r[0] for r in execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+        "ORDER BY name")]
+    return [name for name in tables if [r[0] for r in execute(
+        "SELECT name FROM pragma_table_info(?) ORDER BY cid", (name,))] == ["id", "data"]]
 
 
 def _table(name: str) -> str:
@@ -287,7 +317,20 @@ class SqliteStore(Transactions):
         conn.execute("PRAGMA cache_size = -2000")
         return conn
 
-    # -- transactions -----------------------------------------------------
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[SqliteSnapshot]:
+        """The whole database as it is at one moment, for a long read (a
+        backup): a read transaction on a private connection. Writers go on
+        meanwhile (WAL); what they commit is not seen."""
+        conn = self.open_stream_connection()
+        try:
+            conn.execute("BEGIN")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the read that fixes the moment
+            yield SqliteSnapshot(conn)
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            conn.close()
 
     # -- transactions (the primitives of `base.Transactions`) -------------
 
@@ -368,11 +411,7 @@ class SqliteStore(Transactions):
         """The tables of the collection shape `(id, data)`, by name: not the
         store's own (metadata, automatic index registry) nor other modules'
         (the search queue). Read-only, for `quire migrate`."""
-        tables = [r[0] for r in self.execute_read(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
-            "ORDER BY name")]
-        return [name for name in tables if [r[0] for r in self.execute_read(
-            "SELECT name FROM pragma_table_info(?) ORDER BY cid", (name,))] == ["id", "data"]]
+        return _collection_tables(self.execute_read)
 
     def drop_collection(self, name: str) -> None:
         self._write(f"DROP TABLE IF EXISTS {_table(name)}")

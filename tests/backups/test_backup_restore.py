@@ -1,0 +1,121 @@
+"""`quire backup` and `quire restore`: the whole site (store and files)
+round trip byte for byte, checked archives, refusals, damage."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.assets.helpers import solid, upload_one
+from tests.backups.conftest import Target, rows
+from tests.commands import run_quire
+from tests.conftest import Api, create_item, put_model
+
+PNG = solid(4, 3)
+
+
+def _site(admin: Api) -> dict[str, Any]:
+    put_model(admin, "posts", type="collection",
+              fields=[{"name": "title", "type": "text", "i18n": True}, {"name": "image", "type": "asset"}])
+    assert admin.put("/api/system/locales", json=[{"i18n": "de", "name": "Deutsch"}]).status_code == 200
+    picture = upload_one(admin, "dot.png", PNG)
+    post = create_item(admin, "posts", {"title": "Hello", "title_de": "Hallo", "image": {"_id": picture["_id"]}})
+    hook = admin.post("/api/webhooks", json={"name": "site", "url": "https://example.com/hook", "events": ["content.*"]})
+    assert hook.status_code == 200, hook.text
+    return {"picture": picture, "post": post, "hook": hook.json()}
+
+
+def test_a_site_comes_back_whole(admin: Api, quire: Any, data_dir: Path, target: Target, tmp_path: Path) -> None:
+    made = _site(admin)
+    archive = tmp_path / "site.tar"
+    done = run_quire("backup", "--data", str(data_dir), str(archive))
+    assert "Backed up" in done.stdout and "1 files" in done.stdout
+    checked = run_quire("restore", "--verify", str(archive))
+    assert "is whole" in checked.stdout
+    restored = run_quire("restore", "--data", str(target.data), str(archive), env=target.env)
+    assert "Restored" in restored.stdout
+
+    app = target.open()
+    try:
+        ours = app.state.quire
+        assert rows(ours.store) == rows(quire.store)  # every document, byte for byte, in order
+        picture = made["picture"]
+        stored = ours.assets.uploads.read(picture["path"].lstrip("/"))
+        assert stored == PNG
+        from tests.client import TestClient
+
+        client = Api(TestClient(app), admin.key)  # the keys came back too
+        post = client.get(f"/api/content/item/posts/{made['post']['_id']}", params={"locale": "de"}).json()
+        assert post["title"] == "Hallo" and post["image"]["_id"] == picture["_id"]
+        # the webhook's secret opens with the restored key (it signs as before)
+        sealed = ours.store.collection("system/webhooks").get(made["hook"]["_id"])["secret"]
+        assert ours.webhooks.sealer.open(sealed) == made["hook"]["secret"]
+    finally:
+        app.state.quire.close()
+
+
+def test_restore_refuses_a_site_that_is_there(admin: Api, data_dir: Path, target: Target, tmp_path: Path) -> None:
+    _site(admin)
+    archive = tmp_path / "site.tar"
+    run_quire("backup", "--data", str(data_dir), str(archive))
+    done = run_quire("restore", "--data", str(data_dir), str(archive), check=False)
+    assert done.returncode == 1
+    assert "the target already holds a site" in done.stderr and "--force" in done.stderr
+    again = run_quire("restore", "--data", str(data_dir), str(archive), "--force")
+    assert "Restored" in again.stdout
+
+
+def _rewrite(archive: Path, change: Any) -> Path:
+    """A copy of the archive with each member passed through `change`."""
+    damaged = archive.with_name("damaged.tar")
+    with tarfile.open(archive) as source, tarfile.open(damaged, "w", format=tarfile.PAX_FORMAT) as out:
+        for member in source:
+            data = source.extractfile(member).read() if member.isfile() else b""  # type: ignore[union-attr]
+            data = change(member, data)
+            if data is None:
+                continue
+            member.size = len(data)
+            out.addfile(member, io.BytesIO(data))
+    return damaged
+
+
+@pytest.mark.parametrize("damage", ["flipped byte in a file", "collection cut", "manifest gone", "not a tar"])
+def test_a_damaged_archive_is_refused_and_leaves_the_target_empty(
+        admin: Api, data_dir: Path, target: Target, tmp_path: Path, damage: str) -> None:
+    _site(admin)
+    archive = tmp_path / "site.tar"
+    run_quire("backup", "--data", str(data_dir), str(archive))
+    if damage == "flipped byte in a file":
+        bad = _rewrite(archive, lambda m, d: bytes([d[0] ^ 1]) + d[1:] if m.name.startswith("files/") else d)
+        expected = "is damaged: its checksum does not match"
+    elif damage == "collection cut":
+        bad = _rewrite(archive, lambda m, d: d[: len(d) // 2] if "content%2Fposts" in m.name else d)
+        expected = "is damaged"
+    elif damage == "manifest gone":
+        bad = _rewrite(archive, lambda m, d: None if m.name.endswith("manifest.json") else d)
+        expected = "cut short: it has no manifest"
+    else:
+        bad = tmp_path / "bad.tar"
+        bad.write_bytes(b"this is no archive" * 100)
+        expected = "is not a Quire backup"
+    verify = run_quire("restore", "--verify", str(bad), check=False)
+    assert verify.returncode == 1 and expected in verify.stderr, verify.stderr
+    done = run_quire("restore", "--data", str(target.data), str(bad), env=target.env, check=False)
+    assert done.returncode == 1 and expected in done.stderr and "Traceback" not in done.stderr
+    app = target.open()
+    try:
+        assert all(not docs for docs in rows(app.state.quire.store).values())
+        assert not list(app.state.quire.assets.uploads.list())
+    finally:
+        app.state.quire.close()
+
+
+def test_backup_needs_a_site_and_a_folder(tmp_path: Path) -> None:
+    done = run_quire("backup", "--data", str(tmp_path / "nothing"), str(tmp_path / "x.tar"), check=False)
+    assert done.returncode == 1 and "holds no site" in done.stderr
+    done = run_quire("restore", "--verify", str(tmp_path / "missing.tar"), check=False)
+    assert done.returncode == 2 and "does not exist" in done.stderr
