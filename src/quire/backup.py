@@ -160,8 +160,9 @@ def write_backup(store: Any, files: Files, data_dir: Path, path: Path, backend: 
     """The archive of the site at one moment, written to `path` (replaced
     only once whole: a failed or killed backup leaves the old one)."""
     summary = Summary(backend=backend)
-    work = Path(tempfile.mkdtemp(prefix=".quire-backup-", dir=path.parent))
-    partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.part")
+    _remove_leftovers(path)
+    work = Path(tempfile.mkdtemp(prefix=f".quire-backup-{os.getpid()}-", dir=path.parent))
+    partial = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.part")
     hold = FileHold(files)
     hold.place(HOLD_SECONDS)
     try:
@@ -181,6 +182,30 @@ def write_backup(store: Any, files: Files, data_dir: Path, path: Path, backend: 
         partial.unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
     return summary
+
+
+def _remove_leftovers(path: Path) -> None:
+    """What a killed backup of `path` left beside it (its partial archive
+    and work folder), named by the process that wrote them: removed when
+    that process is gone."""
+    for leftover in [*path.parent.glob(f".{path.name}.*.part"), *path.parent.glob(".quire-backup-*")]:
+        marks = leftover.name.removeprefix(f".{path.name}.").removeprefix(".quire-backup-")
+        pid = marks.split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _write_store(store: Any, tar: tarfile.TarFile, work: Path, summary: Summary,

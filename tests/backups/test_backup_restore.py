@@ -119,3 +119,111 @@ def test_backup_needs_a_site_and_a_folder(tmp_path: Path) -> None:
     assert done.returncode == 1 and "holds no site" in done.stderr
     done = run_quire("restore", "--verify", str(tmp_path / "missing.tar"), check=False)
     assert done.returncode == 2 and "does not exist" in done.stderr
+
+
+def test_an_upload_deleted_while_files_are_copied_is_in_the_archive(
+        admin: Api, quire: Any, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The moment's records name a picture whose deletion commits after the
+    moment and removes its file before the backup copies it: the hold moves
+    the file aside, the backup takes it from there, and once the backup is
+    done the file is gone as the deletion meant."""
+    import anyio
+
+    from quire import backup
+
+    picture = upload_one(admin, "dot.png", PNG)
+    key = picture["path"].lstrip("/")
+    copying = backup._write_files
+
+    def delete_first(*args: Any, **kwargs: Any) -> Any:
+        anyio.run(quire.assets.delete, picture["_id"], quire.auth.role_identity("admin", "x", "x"))
+        assert not quire.assets.uploads.exists(key)  # removed from the uploads (held aside)
+        return copying(*args, **kwargs)
+
+    monkeypatch.setattr(backup, "_write_files", delete_first)
+    archive = tmp_path / "site.tar"
+    summary = backup.write_backup(quire.store, quire.assets.files, data_dir, archive, "test")
+    assert summary.missing == [] and summary.files == 1
+    with tarfile.open(archive) as tar:
+        assert tar.extractfile(f"files/uploads/{key}").read() == PNG  # type: ignore[union-attr]
+    assert not list(quire.assets.files.list("held"))  # the hold let go, what it held is removed
+
+
+def test_a_killed_backup_keeps_the_last_archive_and_is_cleaned_up_by_the_next(
+        admin: Api, data_dir: Path, tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    _site(admin)
+    for n in range(150):
+        upload_one(admin, f"p{n}.png", solid(200, 150, (n, 0, 0)))
+    archive = tmp_path / "site.tar"
+    run_quire("backup", "--data", str(data_dir), str(archive))
+    kept = archive.read_bytes()
+    run = subprocess.Popen([sys.executable, "-m", "quire", "backup", "--data", str(data_dir), str(archive)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".site.tar.*.part")):
+        assert run.poll() is None and time.monotonic() < deadline, "the backup ended before it could be killed"
+        time.sleep(0.005)
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    assert archive.read_bytes() == kept  # the last whole archive is untouched
+    assert list(tmp_path.glob(".site.tar.*.part"))  # what the killed one left
+    run_quire("backup", "--data", str(data_dir), str(archive))
+    assert not list(tmp_path.glob(".site.tar.*.part")) and not list(tmp_path.glob(".quire-backup-*"))
+    assert "is whole" in run_quire("restore", "--verify", str(archive)).stdout
+
+
+def test_files_in_a_bucket_go_into_the_archive_and_back_into_a_bucket(
+        s3_server: Any, tmp_path: Path) -> None:
+    """[assets] storage on S3 (moto on 127.0.0.1): the uploads come from the
+    bucket and are restored into the target's bucket."""
+    from quire.app import build_app
+    from quire.config import load_settings
+    from tests.client import TestClient
+
+    source_env = {"QUIRE_SERVER_QUIET": "1", **s3_server.env(s3_server.new_bucket())}
+    target_env = dict(s3_server.env(s3_server.new_bucket()))
+    app = build_app(load_settings(tmp_path / "site", env=source_env))
+    try:
+        admin = Api(TestClient(app), app.state.quire.auth.create_key("k", "admin")["key"])
+        picture = upload_one(admin, "dot.png", PNG)
+    finally:
+        app.state.quire.close()
+    archive = tmp_path / "site.tar"
+    run_quire("backup", "--data", str(tmp_path / "site"), str(archive), env=source_env)
+    run_quire("restore", "--data", str(tmp_path / "restored"), str(archive), env=target_env)
+    restored = build_app(load_settings(tmp_path / "restored", env={"QUIRE_SERVER_QUIET": "1", **target_env}))
+    try:
+        files = restored.state.quire.assets.uploads
+        assert files.remote and files.read(picture["path"].lstrip("/")) == PNG
+    finally:
+        restored.state.quire.close()
+
+
+def test_an_sqlite_sites_archive_restores_into_postgresql(pg_url: str, tmp_path: Path) -> None:
+    """The archive is the store's documents, not a database file: it
+    restores into the other backend, byte for byte."""
+    from quire.app import build_app
+    from quire.config import load_settings
+    from tests.client import TestClient
+
+    env = {"QUIRE_SERVER_QUIET": "1", "QUIRE_MODULES_PACKAGES": "false"}
+    app = build_app(load_settings(tmp_path / "site", env=env))
+    try:
+        admin = Api(TestClient(app), app.state.quire.auth.create_key("k", "admin")["key"])
+        _site(admin)
+        archive = tmp_path / "site.tar"
+        run_quire("backup", "--data", str(tmp_path / "site"), str(archive), env={"QUIRE_STORE_URL": ""})
+        run_quire("restore", "--data", str(tmp_path / "pg"), str(archive), env={"QUIRE_STORE_URL": pg_url})
+        target = Target(tmp_path / "pg", {"QUIRE_STORE_URL": pg_url}).open()
+        try:
+            assert rows(target.state.quire.store) == rows(app.state.quire.store)
+        finally:
+            target.state.quire.close()
+    finally:
+        app.state.quire.close()
