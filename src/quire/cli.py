@@ -599,6 +599,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_backup(sub, common, _settings)
 
+    from quire.schema_cli import add_parser as add_schema
+
+    add_schema(sub, common, _quire)
+
     from quire.l10n.cli import add_parser as add_l10n
 
     add_l10n(sub, common, _quire)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from quire.cache import Cache
     from quire.config import Settings
     from quire.events import Events
+    from quire.schemaparts import SchemaPart
     from quire.store import Store
 
 T = TypeVar("T")
@@ -249,6 +250,9 @@ class Module:
     - `field_types`: field types it adds to content models
       (`quire.content.types.FieldType`, one record each).
     - `events`: the events it sends (`quire.catalogue.EventSpec`).
+    - `schema(services)`: its parts of schema snapshots (schemaparts.py),
+      in the order their changes are made; schema.py takes them in module
+      order.
     """
 
     name: str
@@ -267,3 +271,4 @@ class Module:
     usage: Callable[[Services, Any, str, str, int], Usage | None] | None = None
     field_types: Sequence[Any] = ()  # quire.content.types.FieldType records
     events: Sequence[EventSpec] = ()
+    schema: Callable[[Services], Sequence[SchemaPart]] | None = None

@@ -90,4 +90,5 @@ SENT = [
 ]
 
 
-module = Module("auth", events=SENT, build=build, bundle=bundle, permissions=("system/manage",))
+module = Module("auth", events=SENT, build=build, bundle=bundle, permissions=("system/manage",),
+                schema=lambda services: [services.get(AuthService).roles_schema_part()])

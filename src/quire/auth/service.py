@@ -15,6 +15,7 @@ from quire.cache import Cache, SystemValue
 from quire.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from quire.events import Events, refusals_as_412
 from quire.ids import new_id
+from quire.schemaparts import Effect, SchemaPart
 from quire.store import Store
 
 KEYS = "system/keys"
@@ -157,6 +158,28 @@ class AuthService:
         for role in roles:
             self.save_role(role["name"], {"permissions": role.get("permissions", {})}, identity)
         return len(roles)
+
+    def roles_schema_part(self) -> SchemaPart:
+        """Roles in schema snapshots (not `admin`, which is built in): a
+        role keys or users have cannot be removed."""
+        def entries() -> list[dict[str, Any]]:
+            return [{"name": r["name"], "permissions": r["permissions"]} for r in self.list_roles()
+                    if r["name"] != "admin"]
+
+        def effect(current: dict[str, Any] | None, wanted: dict[str, Any] | None) -> Effect:
+            if wanted is not None or current is None or current["name"] == "public":
+                return Effect()
+            name = current["name"]
+            used = self.keys.count({"role": name}) + self.store.collection(USERS).count({"role": name})
+            return Effect(used, blocked=f"{used} keys or users have this role" if used else None)
+
+        async def apply(current: dict[str, Any] | None, wanted: dict[str, Any] | None, identity: Any) -> None:
+            if wanted is None:
+                self.delete_role(str((current or {}).get("name")), identity)
+            else:
+                self.save_role(str(wanted["name"]), {"permissions": wanted.get("permissions") or {}}, identity)
+
+        return SchemaPart("roles", entries, effect, apply)
 
     def get_role(self, name: str) -> dict[str, Any]:
         for role in self.list_roles():

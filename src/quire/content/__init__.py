@@ -24,9 +24,11 @@ from quire.content.asset_refs import AssetRefs
 from quire.content.bundle import items_part
 from quire.content.locales import LocaleService, content_rename_part
 from quire.content.models import ModelService
+from quire.content.schema import locale_part, model_part
 from quire.content.screens import editor, home, lists, locales, models, pickers, previews
 from quire.content.service import AssetLookup, ContentService
 from quire.modules import Module, NavEntry, Services
+from quire.schemaparts import SchemaPart
 from quire.store.budget import Limits
 
 
@@ -123,7 +125,13 @@ SENT = [
 ]
 
 
-module = Module("content", events=SENT, build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
+def schema(services: Services) -> list[SchemaPart]:
+    """Locales, then models."""
+    return [locale_part(services.get(LocaleService)), model_part(services.get(ModelService))]
+
+
+module = Module("content", events=SENT, build=build, subscribe=subscribe, bundle=bundle, schema=schema,
+                openapi=openapi.paths,
                 routes=[*routes.routes, *home.routes, *models.routes, *lists.routes, *editor.routes,
                         *locales.routes, *previews.routes],
                 templates=HERE / "templates", static=HERE / "static",

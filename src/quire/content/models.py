@@ -369,6 +369,16 @@ class ModelService:
                                    renames=renames, dropped=drop, identity=identity)
         return model
 
+    def check_change(self, model: Model) -> None:
+        """The checks `save` makes of a changed definition against the
+        stored items (400 naming what is in the way), without saving."""
+        previous = self.find(model.name)
+        if previous is None:
+            return
+        moves = _moved_keys(previous, model, {}, self.locales.codes())
+        self._check_stored_values_fit(previous, model, {}, moves)
+        self._check_targets_free(model, {}, moves)
+
     async def asave(self, model: Model, renames: Mapping[str, str] | None = None,
                     drop_values: bool = False, identity: Identity | None = None) -> Model:
         """`save` for async code: waits for the write lock off the event loop."""

@@ -4,12 +4,13 @@ spam defences, events and notification e-mail."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from quire.assets.service import AssetService
 from quire.bundleparts import BundlePart
 from quire.catalogue import AFTER, BEFORE, spec
 from quire.inbox import openapi, routes, screens
-from quire.inbox.forms import FormService
+from quire.inbox.forms import FormService, check_form
 from quire.inbox.mailer import Mailer
 from quire.inbox.reads import ReadState
 from quire.inbox.service import SubmitService
@@ -17,6 +18,7 @@ from quire.inbox.submissions import SubmissionService
 from quire.jobs import Jobs
 from quire.modules import Module, NavEntry, Services
 from quire.ratelimit import RateLimiter
+from quire.schemaparts import Effect, SchemaPart, without
 
 
 def build(services: Services) -> None:
@@ -36,6 +38,33 @@ def bundle(services: Services) -> list[BundlePart]:
     return [services.get(FormService).bundle_part()]
 
 
+def schema(services: Services) -> list[SchemaPart]:
+    """Forms in schema snapshots, by name, without their ids and tokens
+    (each environment's form addresses are its own). Removing one removes
+    its submissions."""
+    forms, submissions = services.get(FormService), services.get(SubmissionService)
+
+    def entries() -> list[dict[str, Any]]:
+        return [without(f, "_id", "token", "_created", "_modified") for f in forms.forms.find(None, [(("name",), 1)])]
+
+    def effect(current: dict[str, Any] | None, wanted: dict[str, Any] | None) -> Effect:
+        if wanted is not None or current is None:
+            return Effect()
+        found = forms.by_name(str(current["name"]))
+        count = submissions.total(found["_id"]) if found else 0
+        return Effect(count, f"its {count} submissions" if count else None)
+
+    async def apply(current: dict[str, Any] | None, wanted: dict[str, Any] | None, identity: Any) -> None:
+        found = forms.by_name(str((wanted or current or {}).get("name")))
+        if wanted is None:
+            if found is not None:
+                await submissions.delete_form(found["_id"], identity)
+            return
+        await forms.save({**wanted, **({"_id": found["_id"]} if found else {})}, identity)
+
+    return [SchemaPart("forms", entries, effect, apply, check=check_form)]
+
+
 HERE = Path(__file__).parent
 
 # the events it sends (catalogue.py; docs/hooks.md describes each)
@@ -53,7 +82,7 @@ SENT = [
 ]
 
 
-module = Module("inbox", events=SENT, build=build, bundle=bundle, openapi=openapi.paths,
+module = Module("inbox", events=SENT, build=build, bundle=bundle, schema=schema, openapi=openapi.paths,
                 routes=[*routes.routes, *screens.routes], templates=HERE / "templates", static=HERE / "static",
                 nav=[NavEntry("Forms", "/studio/forms", "Content", screens.may_read, badge=screens.unread_badge,
                               order=40)],

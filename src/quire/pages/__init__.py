@@ -80,7 +80,8 @@ SENT = [
 ]
 
 
-module = Module("pages", events=SENT, build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
+module = Module("pages", events=SENT, build=build, subscribe=subscribe, bundle=bundle,
+                schema=lambda services: [services.get(MenuService).settings_schema_part()], openapi=openapi.paths,
                 routes=[*routes.routes, *page_screens.routes, *menus.routes], find=page_screens.find, usage=page_screens.locale_usage,
                 templates=HERE / "templates", static=HERE / "static",
                 nav=[

@@ -30,6 +30,7 @@ from quire.pages.validate import (
     check_settings,
     page_ids,
 )
+from quire.schemaparts import Effect, SchemaPart, without
 from quire.store import Store
 
 MENUS = "pages/menus"
@@ -179,6 +180,22 @@ class MenuService:
         out["locales"] = self.pages.content.locales.list()
         out["_modified"] = doc.get("_modified")
         return out
+
+    def settings_schema_part(self) -> SchemaPart:
+        """The page settings in schema snapshots: one entry, `settings`,
+        holding the stored keys (every locale's)."""
+        def entries() -> list[dict[str, Any]]:
+            doc = self.settings_coll.get("settings")
+            if doc is None:
+                return []
+            return [{"name": "settings", **without(doc, "_id", "_modified")}]
+
+        async def apply(current: dict[str, Any] | None, wanted: dict[str, Any] | None, identity: Any) -> None:
+            keys = set(without(current or {}, "name")) | set(without(wanted or {}, "name"))
+            # every key the wanted entry lacks is emptied (sent as null)
+            await self.save_settings({k: (wanted or {}).get(k) for k in keys}, identity)
+
+        return SchemaPart("pageSettings", entries, lambda current, wanted: Effect(), apply)
 
     async def save_settings(self, data: Any, identity: Identity) -> dict[str, Any]:
         """Change the keys sent (a key sent as null is emptied)."""

@@ -47,4 +47,5 @@ def _searcher(identity: Any) -> bool:
 module = Module("searchmod", build=build, subscribe=subscribe, openapi=openapi.paths,
                 routes=[*routes.routes, *screens.routes], templates=HERE / "templates",
                 nav=[NavEntry("Search", "/studio/search", "Site", _searcher, order=60)],
-                permissions=("searchmod/read", "searchmod/manage"))
+                permissions=("searchmod/read", "searchmod/manage"),
+                schema=lambda services: [services.get(SearchService).schema_part()])

@@ -37,6 +37,7 @@ from quire.content.service import PUBLISHED, ContentService
 from quire.errors import BadRequest, NotFound, Unavailable, ValidationError
 from quire.events import Events
 from quire.outages import Outage
+from quire.schemaparts import Effect, SchemaPart, without
 from quire.searchmod.engine import Doc, Engine, Hit, Writer
 from quire.searchmod.follow import POLL, Follower, Marks, ensure_queue, push, queue_end
 from quire.searchmod.highlight import Marker
@@ -238,6 +239,21 @@ class SearchService:
         assert model is not None and isinstance(fields, list)
         return {"_id": name, "name": name, "label": label, "model": model.name, "fields": fields,
                 "filter": spec, "locales": list(dict.fromkeys(locales)), "weights": weights}
+
+    def schema_part(self) -> SchemaPart:
+        """Search index definitions in schema snapshots; their documents are
+        built from the content, so no change loses data."""
+        def entries() -> list[dict[str, Any]]:
+            return [without(d, "_id", "_created", "_modified", "build", "built_at") for d in self._all_definitions()]
+
+        async def apply(current: dict[str, Any] | None, wanted: dict[str, Any] | None, identity: Any) -> None:
+            # checked here, not before: the index may name a model the same plan adds
+            if wanted is None:
+                await self.delete(str((current or {}).get("name")), identity)
+            else:
+                await self.put(str(wanted["name"]), without(wanted, "name"), identity)
+
+        return SchemaPart("searchIndexes", entries, lambda current, wanted: Effect(), apply)
 
     async def delete(self, name: str, identity: Identity) -> None:
         identity.require(MANAGE)

@@ -3,13 +3,14 @@ permission `system/manage`) and of the OpenAPI document (public)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from quire import openapi
+from quire import openapi, schema
 from quire.asgi import route
 from quire.auth.request import identify, require_manage
 from quire.auth.service import AuthService
@@ -114,6 +115,30 @@ async def put_locales(request: Request) -> Response:
     return json_response(saved)
 
 
+async def get_schema(request: Request) -> Response:
+    """The site's schema snapshot (docs/moving.md#schema)."""
+    require_manage(request)
+    return Response(schema.canonical(schema.snapshot(quire_of(request))), media_type="application/json")
+
+
+async def diff_schema(request: Request) -> Response:
+    """The plan that makes the site's schema the one sent."""
+    require_manage(request)
+    plan = schema.diff(quire_of(request), await _body(request))
+    return json_response({**plan.to_json(), "summary": plan.describe().splitlines()})
+
+
+async def apply_schema(request: Request) -> Response:
+    """A plan of `diff_schema` made: 412 when the site changed since,
+    400 when a change loses data and `allowDataLoss=1` is not sent."""
+    identity = require_manage(request)
+    allow = request.query_params.get("allowDataLoss", "") in ("1", "true")
+    plan = schema.read_plan(await _body(request))
+    done = await schema.apply(quire_of(request), plan, identity, allow_data_loss=allow)
+    return json_response({"applied": [asdict(step) for step in done.steps],
+                          "schema": schema.digest(schema.snapshot(quire_of(request)))})
+
+
 async def openapi_json(request: Request) -> Response:
     """The document, with the typed schemas and read paths of the models
     the caller's role may read (content/schemas.py). The routes' part never
@@ -158,5 +183,8 @@ routes = [
     route("/api/system/keys", get=list_keys, post=create_key),
     route("/api/system/keys/{id}", delete=delete_key),
     route("/api/system/locales", get=get_locales, put=put_locales),
+    route("/api/system/schema", get=get_schema),
+    route("/api/system/schema/diff", post=diff_schema),
+    route("/api/system/schema/apply", post=apply_schema),
     route("/api/openapi.json", get=openapi_json),
 ]

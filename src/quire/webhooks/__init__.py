@@ -94,4 +94,4 @@ module = Module("webhooks", events=SENT, build=build, subscribe=subscribe, opena
                 routes=[*routes.routes, *screens.routes], templates=HERE / "templates",
                 nav=[NavEntry("Webhooks", "/studio/settings/webhooks", "Settings",
                               lambda identity: identity.can("webhooks/manage"), order=85)],
-                permissions=(MANAGE,))
+                permissions=(MANAGE,), schema=lambda services: [services.get(WebhookService).schema_part()])

@@ -36,6 +36,7 @@ from quire.jobs import (
     Jobs,
     drop_older,
 )
+from quire.schemaparts import Effect, SchemaPart
 from quire.store import Store
 from quire.webhooks.checks import check_webhook, matches
 from quire.webhooks.deliver import MAX_LOGGED, Policy, Refused, Sender
@@ -69,6 +70,7 @@ MANAGE = "webhooks/manage"
 ROTATION_OVERLAP = DAY  # the old secret keeps signing this long after a rotation
 SHOWN = ("_id", "name", "url", "events", "models", "headers", "enabled", "failures", "disabled_reason",
          "disabled_at", "created", "modified", "rotated", "last_delivery")
+SCHEMA_KEYS = ("name", "url", "events", "models", "enabled")  # what a schema snapshot holds of a webhook
 
 
 def attempt_seconds(settings: WebhooksSettings) -> float:
@@ -191,6 +193,26 @@ class WebhookService:
             self.cache.bump_system()
             with refusals_as_412():
                 await self.events.emit("webhooks.webhook.remove", **self._told(hook, identity))
+
+    def schema_part(self) -> SchemaPart:
+        """Webhooks in schema snapshots, by name: what they send where, never
+        a secret, and not their headers (which may carry credentials: a
+        webhook keeps its own; one the apply makes has none). A webhook the
+        apply makes gets a secret of its own, read by rotating it."""
+        def entries() -> list[dict[str, Any]]:
+            return [{k: h[k] for k in SCHEMA_KEYS} for h in self.all()]
+
+        async def apply(current: dict[str, Any] | None, wanted: dict[str, Any] | None, identity: Any) -> None:
+            found = next((h for h in self.all() if h["name"] == (wanted or current or {}).get("name")), None)
+            if wanted is None:
+                if found is not None:
+                    await self.delete(found["_id"], identity)
+            elif found is None:
+                await self.create(wanted, identity)
+            else:
+                await self.update(found["_id"], wanted, identity)
+
+        return SchemaPart("webhooks", entries, lambda current, wanted: Effect(), apply)
 
     async def rotate(self, hook_id: str, identity: Identity | None = None) -> dict[str, Any]:
         """A new secret, answered once. The old one keeps signing beside it
