@@ -86,6 +86,25 @@ def paths() -> dict[str, Any]:
             "put": system("Replace the list of locales [{i18n, name}]", [], MANAGE,
                           body={"type": "array", "items": OBJECT}, schema=OBJECTS),
         },
+        "/api/system/schema": {
+            "get": system("The site's schema snapshot: models, locales, roles, page settings, search indexes, "
+                          "forms, webhooks (no ids, times or secrets)", [], (403,), schema=OBJECT),
+        },
+        "/api/system/schema/diff": {
+            "post": {**system("The plan that makes the site's schema the snapshot sent", [], (403,),
+                              body=OBJECT, schema=OBJECT),
+                     "description": "Each change (add, change, remove) with the documents it touches, what it "
+                                    "loses and what cannot be made, and `base`, the hash of the site's snapshot "
+                                    "the plan was made against. Parts the snapshot leaves out stay as they are."},
+        },
+        "/api/system/schema/apply": {
+            "post": {**system("Apply a plan of /api/system/schema/diff", [
+                param("allowDataLoss", "query", "string", "1: make changes that lose data", enum=["1", "true"])],
+                (403, 412), body=OBJECT, schema=OBJECT),
+                "description": "412 when the site's schema changed since the plan was made (diff again); 400 "
+                               "when a change loses data without allowDataLoss=1, or cannot be made. All "
+                               "changes in one transaction."},
+        },
         "/api/openapi.json": {
             "get": system("This document", [], (), security=False, schema=OBJECT),
         },
