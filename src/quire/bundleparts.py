@@ -26,6 +26,9 @@ class Checked:
 
     identity: Any  # the importer's auth.service.Identity (this bottom module imports no feature)
     values: dict[str, Any] = field(default_factory=dict)
+    # the bundle's files by key (`uploads/...`: the bytes, or None when the
+    # bundle has none of that name); None for a bundle without files
+    files: Callable[[str], bytes | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -34,9 +37,12 @@ class BundlePart:
 
     key: str  # its key in the bundle document
     counted: str | None  # its name in the import's counts; None: not counted
-    export: Callable[[], Any]  # the value to write under `key`
+    export: Callable[..., Any]  # the value to write under `key` (with_files: given the ids wanted, None: all)
     check: Callable[[Any, Checked], Any]  # (the bundle's value or None, earlier parts) -> ready value
     load: Callable[[Any, Any], Awaitable[int]]  # store the ready value; how many were stored
+    # only in bundles with files (`quire export --with-files`): records
+    # whose files travel with them; `export` then gets the ids wanted (None: all)
+    with_files: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,7 @@ class BatchedPart:
     export: Callable[[], Iterator[bytes]]  # the value as chunks of JSON
     check: Callable[[Any, Checked], list[Any]]  # the entries ready to load
     load_one: Callable[[Any, Any], Awaitable[None]]  # store one entry, inside the caller's transaction
+    with_files: bool = False
 
 
 def as_list(value: Any) -> list[Any]:

@@ -257,18 +257,43 @@ def cmd_types(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from quire.bundle import export_bundle
+    from quire.bundle import Selection
+    from quire.http import parse_json_text
 
+    if args.filter and not args.model:
+        return _refuse("--filter goes with --model: the filter of that model's items")
+    only = None
+    if args.model:
+        spec = parse_json_text(args.filter, "filter") if args.filter else None
+        if spec is not None and not isinstance(spec, dict):
+            return _refuse("--filter must be a JSON object (a MongoDB filter)")
+        only = Selection(args.model, spec)
     quire = _quire(args)
     try:
-        out = sys.stdout.buffer
-        for chunk in export_bundle(quire):
-            out.write(chunk)
-        out.write(b"\n")
-        out.flush()
+        if args.out in (None, "-"):
+            out = sys.stdout.buffer
+            _export_to(quire, out, only, args.with_files)
+        else:
+            target = Path(args.out)
+            partial = target.with_name(f".{target.name}.part")
+            with open(partial, "wb") as out:
+                _export_to(quire, out, only, args.with_files)
+            partial.replace(target)
     finally:
         quire.close()
     return 0
+
+
+def _export_to(quire: Any, out: Any, only: Any, with_files: bool) -> None:
+    from quire.bundle import export_bundle, write_archive
+
+    if with_files:
+        write_archive(quire, out, only)
+    else:
+        for chunk in export_bundle(quire, only=only):
+            out.write(chunk)
+        out.write(b"\n")
+    out.flush()
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -289,6 +314,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         print("error: --dry-run, --report, --mongo-export, --verify and --key go with --from-cockpit",
               file=sys.stderr)
         return 2
+    if args.file != "-" and _is_archive(args.file):
+        return _import_archive(args)
 
     try:
         raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
@@ -312,6 +339,43 @@ def cmd_import(args: argparse.Namespace) -> int:
         _stopped(progress, "interrupted")
         return 130
     finally:
+        quire.close()
+    print("Imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+    return 0
+
+
+def _is_archive(name: str) -> bool:
+    import tarfile
+
+    try:
+        return tarfile.is_tarfile(name)
+    except OSError:
+        return False
+
+
+def _import_archive(args: argparse.Namespace) -> int:
+    """A bundle with files (`quire export --with-files`)."""
+    from quire.bundle import Progress, import_bundle, read_archive
+    from quire.errors import ApiError
+
+    try:
+        bundle, files, close = read_archive(args.file)
+    except ApiError as exc:
+        print(f"error: {args.file}: {exc.message}", file=sys.stderr)
+        return 1
+    quire = _quire(args)
+    progress = Progress()
+    try:
+        counts = asyncio.run(import_bundle(quire, bundle, progress=progress, files=files))
+    except ApiError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        _stopped(progress, "the import stopped")
+        return 1
+    except KeyboardInterrupt:
+        _stopped(progress, "interrupted")
+        return 130
+    finally:
+        close()
         quire.close()
     print("Imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
     return 0
@@ -543,8 +607,16 @@ def build_parser() -> argparse.ArgumentParser:
     types.add_argument("--lang", choices=["typescript"], default="typescript", help="the language (typescript)")
     types.add_argument("--out", help="the file to write (standard output without it)")
     types.set_defaults(func=cmd_types)
-    sub.add_parser("export", parents=[common], help="write models, locales, roles and items as JSON to stdout",
-                   description="Export a bundle: quire export > bundle.json").set_defaults(func=cmd_export)
+    exp = sub.add_parser("export", parents=[common], help="write models, locales, roles and items as JSON to stdout",
+                         description="Export a bundle: quire export > bundle.json. With --with-files, a tar "
+                                     "archive of the bundle and its assets' files; with --model, one model's "
+                                     "items (--filter: those matching a MongoDB filter).")
+    exp.add_argument("--model", help="only this model's items (with its definition and the locales)")
+    exp.add_argument("--filter", metavar="JSON", help="with --model: only the items matching this filter")
+    exp.add_argument("--with-files", action="store_true",
+                     help="write a tar archive: the bundle with the assets (records and files) it needs")
+    exp.add_argument("--out", metavar="FILE", help="write here (replaced once whole) instead of standard output")
+    exp.set_defaults(func=cmd_export)
     imp = sub.add_parser("import", parents=[common], help="load a bundle written by export",
                          description="Import a bundle (models, locales, roles, pages, items, ...). "
                                      "The whole bundle is checked first: nothing is stored if any part "
@@ -624,3 +696,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`quire export | head`): nothing more to say
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141

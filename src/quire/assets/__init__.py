@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from quire import config
-from quire.assets import openapi, presets, routes, screens
+from quire.assets import imported, openapi, presets, routes, screens
 from quire.assets.service import AssetService
 from quire.catalogue import BEFORE, INSIDE, REMOVE, WRITE, Audit, spec, text
 from quire.files import open_files
@@ -53,4 +53,5 @@ module = Module("assets", events=SENT, build=build, openapi=openapi.paths, find=
                 routes=[*routes.routes, *screens.routes], templates=HERE / "templates", static=HERE / "static",
                 nav=[NavEntry("Assets", "/studio/assets", "Content", lambda identity: identity.can("assets/read"),
                               order=20)],
-                permissions=("assets/read", "assets/upload", "assets/edit", "assets/delete"))
+                permissions=("assets/read", "assets/upload", "assets/edit", "assets/delete"),
+                bundle=lambda services: imported.bundle_parts(services.get(AssetService)))

@@ -6,10 +6,13 @@ taking in the same asset again replaces it in place."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from quire.assets.service import AssetService, Upload
 from quire.auth.service import Identity
+from quire.bundleparts import BundlePart, Checked, check_list, naming
 from quire.errors import BadRequest, ValidationError
 from quire.events import Reject
 from quire.files import BadKey, check_key
@@ -82,3 +85,72 @@ def store_folder(assets: AssetService, folder: dict[str, Any]) -> None:
         assets.folders.insert(doc)
     else:
         assets.folders.replace(doc)
+
+
+def bundle_parts(assets: AssetService) -> list[BundlePart]:
+    """Asset folders and assets in bundles with files: records with their
+    ids, paths, metadata and times; the files travel beside the bundle
+    (`uploads/<path>`). A record whose file the bundle lacks refuses it."""
+
+    def export_folders(wanted: set[str] | None = None) -> list[dict[str, Any]]:
+        return assets.list_folders()
+
+    def export_assets(wanted: set[str] | None = None) -> list[dict[str, Any]]:
+        found = assets.assets.find(None, [(("_id",), 1)])
+        return [a for a in found if wanted is None or a["_id"] in wanted]
+
+    def check_folders(value: Any, checked: Checked) -> list[dict[str, Any]]:
+        folders = check_list(value, "assetFolders", "asset folder")
+        ids = {f.get("_id") for f in folders}
+        placed: list[dict[str, Any]] = []
+        left = list(folders)
+        while left:  # parents first; a parent outside the bundle must be the site's
+            done = {p["_id"] for p in placed}
+            ready = [f for f in left if f.get("parent") is None or f.get("parent") in done
+                     or (f.get("parent") not in ids and isinstance(f.get("parent"), str)
+                         and assets.folders.get(f["parent"]) is not None)]
+            if not ready:
+                raise BadRequest(f"asset folder {left[0].get('name')!r}: its parent is not a folder")
+            placed += ready
+            left = [f for f in left if f not in ready]
+        return placed
+
+    def check_assets(value: Any, checked: Checked) -> list[tuple[dict[str, Any], Callable[[], bytes]]]:
+        """Each record checked as an upload of its file is; the ready value
+        reads the file again when it is stored (files are not held)."""
+        records = check_list(value, "assets", "asset")
+        folders = {f["_id"] for f in checked.values.get("assetFolders") or []}
+        ready: list[tuple[dict[str, Any], Callable[[], bytes]]] = []
+        for record in records:
+            with naming(f"asset {record.get('_id')}: "):
+                prepare(assets, {**record, "folder": None}, _file_of(record, checked), checked.identity)
+                folder = record.get("folder")
+                if folder is not None and folder not in folders and assets.folders.get(folder) is None:
+                    raise BadRequest(f"its folder {folder} is not in the bundle or the site")
+            ready.append((record, functools.partial(_file_of, record, checked)))
+        return ready
+
+    async def load_folders(folders: list[dict[str, Any]], identity: Any) -> int:
+        for folder in folders:
+            store_folder(assets, folder)
+        return len(folders)
+
+    async def load_assets(ready: list[tuple[dict[str, Any], Callable[[], bytes]]], identity: Any) -> int:
+        for record, read in ready:
+            data = read()
+            await store(assets, prepare(assets, record, data, identity), data, identity)
+        return len(ready)
+
+    return [BundlePart("assetFolders", "asset folders", export_folders, check_folders, load_folders, with_files=True),
+            BundlePart("assets", "assets", export_assets, check_assets, load_assets, with_files=True)]
+
+
+def _file_of(record: dict[str, Any], checked: Checked) -> bytes:
+    path = record.get("path")
+    if checked.files is None:
+        raise BadRequest("a bundle with assets carries their files: export it with --with-files")
+    data = checked.files(f"uploads/{str(path).lstrip('/')}") if isinstance(path, str) else None
+    if data is None:
+        raise BadRequest(f"its file {path} is not in the bundle")
+    return data
+

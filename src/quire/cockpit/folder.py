@@ -14,32 +14,18 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
+from quire.cockpit.documents import BadDocument, NotCockpit
+from quire.cockpit.mongoexport import MongoExport
 from quire.cockpit.phparray import PhpError, read_php_return
 
-if TYPE_CHECKING:
-    from quire.cockpit.mongoexport import MongoExport
+__all__ = ["BadDocument", "CockpitFolder", "NotCockpit"]
 
 BATCH = 500  # documents read per query: memory stays flat on large tables
-
-
-class NotCockpit(Exception):
-    """The folder is not a Cockpit 2 storage folder we can read; the
-    message says what is missing or broken."""
-
-
-@dataclass
-class BadDocument:
-    """A row whose document is not a JSON object."""
-
-    collection: str
-    row: int
-    problem: str
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -71,8 +57,6 @@ class CockpitFolder:
         # a site on MongoDB: its documents from mongoexport files (mongoexport.py)
         self.export: MongoExport | None = None
         if mongo_export is not None:
-            from quire.cockpit.mongoexport import MongoExport
-
             if not (storage / "content").is_dir() and not (storage / "uploads").is_dir():
                 raise NotCockpit(f"{root} is not a Cockpit folder: it has no storage/content nor storage/uploads")
             self.export = MongoExport(mongo_export)

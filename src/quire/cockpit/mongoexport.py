@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from quire.cockpit.folder import BadDocument, NotCockpit
+from quire.cockpit.documents import BadDocument, NotCockpit
 
 SCALARS = {"$oid": str, "$numberLong": int, "$numberInt": int, "$numberDouble": float, "$numberDecimal": float}
 
