@@ -13,32 +13,26 @@ API keys and users are not part of a bundle: they are secrets of one instance.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import tarfile
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from quire.auth.service import SYSTEM, Identity
+from quire.batches import store_in_batches
 from quire.bundleparts import BatchedPart, BundlePart, Checked
 from quire.errors import BadRequest
 
 if TYPE_CHECKING:
     from quire.modules import Services
-    from quire.store import Store
 
 FORMAT = 1
 IMPORTER = Identity("admin", key_id="import", kind="system")
-# Items are committed in batches of `[store] import_batch_items`, and at the
-# latest after BATCH_SECONDS, so that other writers wait at most about that
-# long; BATCH_GAP is the pause between batches in which they get the lock.
-BATCH_SECONDS = 0.25
-BATCH_GAP = 0.025
 
 
 @dataclass
@@ -180,33 +174,6 @@ async def _load_batched(quire: Services, part: BatchedPart, entries: list[Any], 
     await store_in_batches(quire.store, iter(entries), load, size, committed)
 
 
-async def store_in_batches(store: Store, entries: Iterator[Any], load: Callable[[Any], Awaitable[None]],
-                           size: int, committed: Callable[[], None] | None = None) -> None:
-    """`load` each entry inside transactions of `size` entries (or
-    BATCH_SECONDS of work), with a short gap between them in which other
-    writers get the lock: a long import never locks out the API.
-    `committed` runs at each commit (a count read then is the batch's end)."""
-    pending = next(entries, _END)
-    while pending is not _END:
-        # steady: after each gap the import takes its next turn as soon as
-        # the writer then holding the lock is done (fair share, not starved)
-        async with store.atomic(timeout=store.blocking_timeout, steady=True):
-            # First of the batch's after-commit callbacks: it runs right at
-            # the commit, before the events' awaits, where a Ctrl-C may land.
-            if committed is not None:
-                store.after_commit(committed)
-            ends = time.monotonic() + BATCH_SECONDS
-            for _ in range(size):
-                await load(pending)
-                pending = next(entries, _END)
-                if pending is _END or time.monotonic() > ends:
-                    break  # done, or long enough holding the lock: commit here
-        # Writers of other processes poll for the lock (see
-        # SqliteStore.atomic); a short gap lets them in.
-        await asyncio.sleep(BATCH_GAP)
-
-
-_END = object()
 
 
 # -- bundles with files: a tar of bundle.json and files/uploads/... ---------------

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from quire.assets import imported as imported_assets
-from quire.bundle import IMPORTER, store_in_batches
+from quire.batches import store_in_batches
+from quire.bundle import IMPORTER
 from quire.cockpit.folder import BadDocument, CockpitFolder, NotCockpit
 from quire.cockpit.inbox import InboxPlan, plan_inbox, store_form, store_submission, submission
 from quire.cockpit.models import Facts, MappedModel, map_model
