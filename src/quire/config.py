@@ -101,6 +101,8 @@ class ContentSettings(Section):
     aggregate_max_bytes: int = setting(256 * 1024 * 1024, between=(1024 * 1024, 2**40))
     aggregate_max_seconds: int = setting(5, between=(1, 3600))
     aggregations_at_once: int = setting(2, between=(1, 64))
+    # the largest file `POST /api/content/import/{model}` takes (CSV, JSON, NDJSON)
+    import_max_bytes: int = setting(100 * 1024 * 1024, between=(1024, 2**40))
 
 
 @dataclass(frozen=True)

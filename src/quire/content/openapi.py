@@ -149,6 +149,41 @@ def paths() -> dict[str, Any]:
                       [MODEL, param("parent", "query", "string", "Answer the subtree under this item"),
                        LOCALE, FILTER, FIELDS, POPULATE, *PERSONA], READ_ERRORS, schema=OBJECTS),
         },
+        "/api/content/export/{model}": {
+            "get": op("A model's items as a download: CSV (a column per field and locale, formula-safe), JSON or "
+                      "NDJSON; the list the same parameters select",
+                      [MODEL, FILTER, SORT, FIELDS, LOCALE,
+                       param("format", "query", "string", "csv (default), json or ndjson",
+                             enum=["csv", "json", "ndjson"]),
+                       param("states", "query", "string", "all: every state, drafts and archived too "
+                             "(needs the update permission); published (default)", enum=["published", "all"])],
+                      READ_ERRORS, media="text/csv"),
+        },
+        "/api/content/import/{model}": {
+            "post": {**op("Store the rows of a CSV, JSON or NDJSON file (the body) as items",
+                          [MODEL,
+                           param("format", "query", "string", "csv (default), json or ndjson",
+                                 enum=["csv", "json", "ndjson"]),
+                           param("mapping", "query", "json", "column -> field name, or null to leave it out",
+                                 type="object"),
+                           param("mode", "query", "string", "all (default): a bad row stores nothing; skip: the "
+                                 "good rows are stored", enum=["all", "skip"]),
+                           param("preview", "query", "string", "1: store nothing, answer the first 20 rows",
+                                 enum=["1", "true"]),
+                           param("progress", "query", "string", "a key to ask /api/content/import-progress/{key}",
+                                 pattern="^[A-Za-z0-9_-]{1,64}$")],
+                          (*WRITE_ERRORS, 413), body=False, schema=OBJECT),
+                     "requestBody": {"required": True, "content": {
+                         "text/csv": {"schema": {"type": "string"}},
+                         "application/json": {"schema": {"type": "array", "items": OBJECT}},
+                         "application/x-ndjson": {"schema": {"type": "string"}}}},
+                     "description": "Every row is checked as an API write checks it; each problem names its row "
+                                    "(the line of the file) and field. Rows with an _id replace that item."},
+        },
+        "/api/content/import-progress/{key}": {
+            "get": op("How far an import given progress=<key> got: {done, total}",
+                      [param("key", "path", "string", "The import's progress key")], (404,), schema=OBJECT),
+        },
         "/api/content/aggregate/{model}": {
             "get": op("Run a MongoDB aggregation pipeline over published items; answers the array of result documents",
                        [MODEL, LOCALE,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import re
 import time
 from collections.abc import AsyncGenerator, Generator
 from typing import TYPE_CHECKING, Any
@@ -15,6 +18,7 @@ from starlette.responses import Response, StreamingResponse
 from quire.asgi import route
 from quire.auth.request import identify
 from quire.auth.service import Identity
+from quire.content import transfer
 from quire.content.aggregate import run_aggregate
 from quire.content.fill import rev_of
 from quire.content.models import ModelService
@@ -30,6 +34,7 @@ from quire.http import (
     parse_json_text,
     quire_of,
     raw_json_response,
+    read_body,
     read_data,
     read_json,
     service,
@@ -331,8 +336,9 @@ class _ListStream(StreamingResponse):
     closing the body, and the rows' private database connection would stay
     open until the garbage collector found it."""
 
-    def __init__(self, body: AsyncGenerator[bytes, None], media_type: str) -> None:
-        super().__init__(body, media_type=media_type)
+    def __init__(self, body: AsyncGenerator[bytes, None], media_type: str,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(body, media_type=media_type, headers=headers)
         self._body = body
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -482,11 +488,90 @@ def _pipeline_param(text: str | None) -> Any:
         raise
 
 
+async def export_items(request: Request) -> Response:
+    """A model's items as CSV, JSON or NDJSON (docs/content-api.md#import-and-export):
+    the list the same parameters select, as a download."""
+    identity = identify(request)
+    content = service(request, ContentService)
+    model = content.models.get(request.path_params["model"])
+    fmt = request.query_params.get("format", "csv")
+    if fmt not in transfer.FORMATS:
+        raise BadRequest(f"format must be one of {', '.join(transfer.FORMATS)}", fields=["format"])
+    opts = read_options(request)
+    states = request.query_params.get("states")
+    if states not in (None, "published", "all"):
+        raise BadRequest("states must be published (the default) or all", fields=["states"])
+    if states == "all":
+        identity.require(f"content/{model.name}/update")
+        opts = dataclasses.replace(opts, drafts=True)
+    chunks = transfer.export_rows(content, model, opts, identity, fmt)
+    first = next(chunks, b"")  # the query runs before the status is sent
+    headers = {"Content-Disposition": f'attachment; filename="{model.name}.{fmt}"'}
+    return _ListStream(_chained(first, chunks), media_type=transfer.FORMATS[fmt], headers=headers)
+
+
+async def _chained(first: bytes, rest: Generator[bytes, None, None]) -> AsyncGenerator[bytes, None]:
+    try:
+        yield first
+        for chunk in rest:
+            yield chunk
+    finally:
+        rest.close()  # its `finally` closes the database connection
+
+
+async def import_items(request: Request) -> Response:
+    """Rows of a CSV, JSON or NDJSON file (the body) as items; `preview=1`
+    stores nothing and answers the first rows."""
+    identity = identify(request)
+    quire = quire_of(request)
+    content = service(request, ContentService)
+    params = request.query_params
+    body = await read_body(request, quire.settings.content.import_max_bytes)
+    wanted = transfer.Request(body, params.get("format", "csv"),
+                              transfer.check_mapping(json_param(request, "mapping")),
+                              params.get("mode", "all"), params.get("preview") in ("1", "true"))
+    key = params.get("progress")
+    progress = None
+    if key is not None:
+        if not PROGRESS_KEY.match(key):
+            raise BadRequest("progress is a key of letters, digits, - and _ (up to 64)", fields=["progress"])
+        progress = functools.partial(_import_progress, content.store, key)
+    outcome = await transfer.import_rows(content, request.path_params["model"], wanted, identity, progress)
+    status = 400 if wanted.mode == "all" and outcome.problems and not wanted.preview else 200
+    answer = outcome.to_json()
+    if status == 400:
+        answer = {"error": f"{outcome.bad_rows} of {outcome.rows} rows are not items of this model: nothing "
+                           "was stored (mode=skip stores the others)", **answer}
+    return json_response(answer, status)
+
+
+PROGRESS_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _import_progress(store: Any, key: str, done: int, total: int) -> None:
+    """How far an import got, kept in the store's marks for any worker to answer."""
+    with store.transaction():
+        store.set_meta(f"content/import/{key}", orjson.dumps({"done": done, "total": total}).decode())
+
+
+async def import_progress(request: Request) -> Response:
+    """`{done, total}` of an import that was given `progress=<key>`."""
+    identify(request)
+    key = request.path_params["key"]
+    raw = service(request, ContentService).store.get_meta(f"content/import/{key}") if PROGRESS_KEY.match(key) else None
+    if raw is None:
+        raise NotFound("No import with that progress key")
+    return json_response(orjson.loads(raw))
+
+
 routes = [
     route("/api/content/item/{model}", get=get_item, post=save_item),
     route("/api/content/item/{model}/{id}", get=get_item, delete=delete_item),
     route("/api/content/items/{model}", get=list_items),
     route("/api/content/items", get=batch),
+    route("/api/content/export/{model}", get=export_items),
+    route("/api/content/import/{model}", post=import_items),
+    route("/api/content/import-progress/{key}", get=import_progress),
     route("/api/content/tree/{model}", get=get_tree),
     route("/api/content/aggregate/{model}", get=aggregate_items),
     route("/api/content/publish/{model}", post=publish_item),
