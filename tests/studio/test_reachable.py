@@ -22,7 +22,7 @@ from tests.studio.conftest import logged_in
 STUDIO_ROUTES = [r for m in MODULES for r in m.routes if r.path.startswith("/studio")]
 
 # Parts of pages (htmx fragments, files) rather than screens a user opens.
-NOT_SCREENS = re.compile(r"^/studio/((static|pick|fragments)/|.*/(job|progress)$)"
+NOT_SCREENS = re.compile(r"^/studio/((static|pick|fragments)/|.*/(job|progress)$|.*/progress/\{token\}$)"
                          r"|^/studio/assets/(pick|upload|thumb/.*|\{id\}/crop)$")
 
 
