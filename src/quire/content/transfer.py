@@ -19,6 +19,7 @@ between), with their events; a row with an `_id` replaces that item.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from quire.content.models import Model
 from quire.content.reads import ReadOptions
 from quire.content.service import ContentService
 from quire.errors import ApiError, BadRequest
-from quire.ids import is_id, new_id
+from quire.ids import is_id
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json", "ndjson": "application/x-ndjson"}
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
@@ -362,9 +363,12 @@ async def import_rows(content: ContentService, name: str, request: Request, iden
     coll = content.collection(model)
     outcome = Outcome(columns=header, preview=[] if request.preview else None)
     ready: list[tuple[int, dict[str, Any], bool]] = []
+    seen: dict[str, int] = {}
     for line, row in rows:
         outcome.rows += 1
         item, problems = to_item(model, row, request.mapping, typed, codes)
+        if "_id" not in item:
+            item["_id"] = row_id(model.name, row, seen)
         exists = False
         try:  # also when a cell was bad: the row's other problems are named too
             exists = _permitted(content, coll, model, item, identity)
@@ -389,7 +393,6 @@ async def import_rows(content: ContentService, name: str, request: Request, iden
 
     async def load(entry: tuple[int, dict[str, Any], bool]) -> None:
         _, item, exists = entry
-        item.setdefault("_id", new_id())  # a row without one is a new item
         await content.store_imported(model, coll, item, identity)
         if exists:
             outcome.updated += 1
@@ -402,6 +405,18 @@ async def import_rows(content: ContentService, name: str, request: Request, iden
 
     await store_in_batches(content.store, iter(ready), load, IMPORT_BATCH, committed)
     return outcome
+
+
+def row_id(model: str, row: dict[str, Any], seen: dict[str, int]) -> str:
+    """The id of a row that names none: made from the row's content (and
+    how many equal rows came before it), so importing the same file again,
+    after a stop half-way or after fixing other rows, replaces what the
+    first run stored instead of storing it twice. 24 hex digits, as every
+    id."""
+    content = hashlib.sha256(model.encode() + b"\0" + orjson.dumps(row, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    count = seen.get(content, 0)
+    seen[content] = count + 1
+    return hashlib.sha256(f"{content}:{count}".encode()).hexdigest()[:24]
 
 
 def _check_columns(model: Model, header: list[str], mapping: dict[str, str | None], codes: list[str]) -> None:
