@@ -251,3 +251,13 @@ def test_cockpits_public_key_becomes_the_public_role(tmp_path: Path) -> None:
         assert client.get("/api/content/items/authors").status_code == 401
     finally:
         app.state.quire.close()
+
+
+def test_the_plan_says_which_items_replace_the_sites_own(tmp_path: Path) -> None:
+    """An item of the site with a Cockpit item's id is replaced in place
+    (matched by id): the plan says so before anything is stored."""
+    site = copy_site(tmp_path / "cockpit")
+    data = tmp_path / "data"
+    run_quire("import", "--data", str(data), "--from-cockpit", str(site))
+    again = run_quire("import", "--data", str(data), "--from-cockpit", str(site), "--dry-run")
+    assert "model posts: collection, 21 fields, 5 items, 5 replacing items of the site with the same id" in again.stdout

@@ -62,6 +62,7 @@ class PlannedModel:
     items: int = 0
     skipped: set[str] = field(default_factory=set)  # ids whose item is left out (reported)
     roots: set[str] = field(default_factory=set)  # tree nodes whose parent did not come over
+    replaces: int = 0  # items of the site with the same id (replaced in place)
 
 
 @dataclass
@@ -100,6 +101,8 @@ class Plan:
             lines.append(f"  locales: {', '.join(self.new_locales)}")
         for planned in self.models:
             left = f", {len(planned.skipped)} left out" if planned.skipped else ""
+            if planned.replaces:
+                left += f", {planned.replaces} replacing items of the site with the same id"
             named = f" (from {planned.mapped.source})" if planned.mapped.source != planned.mapped.name else ""
             lines.append(f"  model {planned.mapped.name}{named}: {planned.mapped.kind}, "
                          f"{len(planned.model.fields)} fields, {planned.items} items{left}")
@@ -194,6 +197,8 @@ def _plan_models(plan: Plan, quire: Services, bad: list[BadDocument], progress: 
         converter = ItemConverter(planned.raw, planned.mapped, plan.codes, plan.report)
         parents: dict[str, Any] = {}
         seen_single = False
+        target = quire.store.collection(planned.model.collection)
+        there = set(target.ids()) if target.exists() else set()  # items the import replaces
         for doc in _documents(plan, planned.raw, bad):
             done += 1
             if progress is not None and done % 1000 == 0:
@@ -222,6 +227,7 @@ def _plan_models(plan: Plan, quire: Services, bad: list[BadDocument], progress: 
                 planned.skipped.add(item["_id"])
                 continue
             planned.items += 1
+            planned.replaces += item["_id"] in there
             if planned.mapped.kind == "tree":
                 parents[item["_id"]] = item.get("_pid")
         if planned.mapped.kind == "tree":
