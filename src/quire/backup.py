@@ -48,7 +48,7 @@ import orjson
 
 from quire import __version__
 from quire.config import Settings
-from quire.files import FileHold, Files, open_files
+from quire.files import FileHold, Files, PiecesReader, open_files
 from quire.migrate import is_copied, is_data_meta
 from quire.store import open_store
 from quire.webhooks.sealing import KEY_FILE
@@ -121,30 +121,6 @@ def _referenced(name: str, row: bytes, into: set[str]) -> None:
 
 
 # -- writing ------------------------------------------------------------------
-
-
-class _Hashing(io.RawIOBase):
-    """A reader over pieces of bytes that hashes what it gives."""
-
-    def __init__(self, pieces: Iterator[bytes]) -> None:
-        self.pieces = pieces
-        self.left = b""
-        self.sha = hashlib.sha256()
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self.left:
-            piece = next(self.pieces, None)
-            if piece is None:
-                return 0
-            self.left = piece
-        n = min(len(buffer), len(self.left))
-        buffer[:n] = self.left[:n]
-        self.sha.update(self.left[:n])
-        self.left = self.left[n:]
-        return n
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, **headers: str) -> None:
@@ -254,7 +230,8 @@ def _write_files(files: Files, hold: FileHold, tar: tarfile.TarFile, summary: Su
         if opened is None:  # deleted (held) since the listing: found in the held folder next
             return
         info, pieces = opened
-        reader = _Hashing(iter(pieces))
+        sha = hashlib.sha256()
+        reader = PiecesReader(iter(pieces), sha.update)
         member = tarfile.TarInfo(f"files/{UPLOADS}/{as_key}")
         member.size = info.size
         member.mtime = int(info.modified)
@@ -265,7 +242,7 @@ def _write_files(files: Files, hold: FileHold, tar: tarfile.TarFile, summary: Su
             tar.addfile(member, io.BufferedReader(reader))
         finally:
             pieces.close()
-        _rewrite_sha(tar, start, member, reader.sha.hexdigest())
+        _rewrite_sha(tar, start, member, sha.hexdigest())
         added.add(as_key)
         summary.files += 1
         summary.file_bytes += info.size

@@ -13,7 +13,6 @@ API keys and users are not part of a bundle: they are secrets of one instance.
 
 from __future__ import annotations
 
-import io
 import tarfile
 import tempfile
 import time
@@ -27,6 +26,7 @@ from quire.auth.service import SYSTEM, Identity
 from quire.batches import store_in_batches
 from quire.bundleparts import BatchedPart, BundlePart, Checked
 from quire.errors import BadRequest
+from quire.files import PiecesReader
 
 if TYPE_CHECKING:
     from quire.modules import Services
@@ -205,28 +205,10 @@ def write_archive(quire: Services, out: IO[bytes], only: Selection | None = None
                 member = tarfile.TarInfo(f"files/{key}")
                 member.size, member.mtime = found.size, int(found.modified)
                 try:
-                    tar.addfile(member, _Pieces(pieces))
+                    tar.addfile(member, PiecesReader(iter(pieces)))
                 finally:
                     pieces.close()
     return len(keys)
-
-
-class _Pieces(io.RawIOBase):
-    def __init__(self, pieces: Iterator[bytes]) -> None:
-        self.pieces, self.left = pieces, b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self.left:
-            piece = next(self.pieces, None)
-            if piece is None:
-                return 0
-            self.left = piece
-        n = min(len(buffer), len(self.left))
-        buffer[:n], self.left = self.left[:n], self.left[n:]
-        return n
 
 
 def read_archive(path: Any) -> tuple[Any, Callable[[str], bytes | None], Callable[[], None]]:

@@ -297,9 +297,6 @@ def _export_to(quire: Any, out: Any, only: Any, with_files: bool) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from quire.bundle import Progress, import_bundle
-    from quire.errors import ApiError
-
     if args.from_cockpit:
         from quire.cockpit.cli import import_cockpit
 
@@ -327,21 +324,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     except orjson.JSONDecodeError as exc:
         print(f"error: {args.file} is not valid JSON: {exc}", file=sys.stderr)
         return 1
-    quire = _quire(args)
-    progress = Progress()
-    try:
-        counts = asyncio.run(import_bundle(quire, bundle, progress=progress))
-    except ApiError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        _stopped(progress, "the import stopped")
-        return 1
-    except KeyboardInterrupt:
-        _stopped(progress, "interrupted")
-        return 130
-    finally:
-        quire.close()
-    print("Imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
-    return 0
+    return _run_import(args, bundle, None, lambda: None)
 
 
 def _is_archive(name: str) -> bool:
@@ -355,7 +338,7 @@ def _is_archive(name: str) -> bool:
 
 def _import_archive(args: argparse.Namespace) -> int:
     """A bundle with files (`quire export --with-files`)."""
-    from quire.bundle import Progress, import_bundle, read_archive
+    from quire.bundle import read_archive
     from quire.errors import ApiError
 
     try:
@@ -363,6 +346,15 @@ def _import_archive(args: argparse.Namespace) -> int:
     except ApiError as exc:
         print(f"error: {args.file}: {exc.message}", file=sys.stderr)
         return 1
+    return _run_import(args, bundle, files, close)
+
+
+def _run_import(args: argparse.Namespace, bundle: Any, files: Any, close: Any) -> int:
+    """Store a bundle (and the files of an archive), saying how far it got
+    when it stops."""
+    from quire.bundle import Progress, import_bundle
+    from quire.errors import ApiError
+
     quire = _quire(args)
     progress = Progress()
     try:

@@ -28,7 +28,7 @@ import stat
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -558,6 +558,32 @@ class Pieces:
 
     def close(self) -> None:
         self._source.close()
+
+
+class PiecesReader(io.RawIOBase):
+    """A file-like reader over pieces of bytes (a file's `Pieces`, as
+    `tarfile` and other readers want them); `seen` gets every piece read."""
+
+    def __init__(self, pieces: Iterator[bytes], seen: Callable[[bytes], Any] | None = None) -> None:
+        self.pieces = pieces
+        self.left = b""
+        self.seen = seen
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.left:
+            piece = next(self.pieces, None)
+            if piece is None:
+                return 0
+            self.left = piece
+        n = min(len(buffer), len(self.left))
+        buffer[:n] = self.left[:n]
+        if self.seen is not None:
+            self.seen(self.left[:n])
+        self.left = self.left[n:]
+        return n
 
 
 class _KeyLocks:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -29,7 +28,7 @@ from quire.l10n.service import MANAGE, READ, GridPage, L10nService, canonical_lo
 from quire.ui.screens import (
     back_to,
     checked_form,
-    multipart_form,
+    multipart_file,
     need,
     redirect_flash,
     render,
@@ -351,7 +350,7 @@ async def import_file(request: Request, login: Login) -> Response:
         need(login, MANAGE)
         l10n = service(request, L10nService)
         l10n.get(name, login.identity)  # 404 before reading a file for no project
-        fields, filename, raw = await _multipart(request, quire_of(request).max_body)
+        fields, filename, raw = await multipart_file(request, quire_of(request).max_body)
         token = fields.get("csrf") or request.headers.get("x-csrf-token", "")
         if not same_token(login.session["csrf"], token):
             raise Forbidden("The form has expired or did not come from this site; reload the page and try again")
@@ -378,18 +377,6 @@ async def import_file(request: Request, login: Login) -> Response:
         response.headers["set-cookie"] = flash.headers["set-cookie"]
         return response
     return redirect_flash(request, f"/studio/l10n/{name}", message)
-
-
-async def _multipart(request: Request, limit: int) -> tuple[dict[str, str], str, bytes | None]:
-    form = await multipart_form(request, limit, 1)
-    try:
-        fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
-        part = form.get("file")
-        if not isinstance(part, UploadFile):
-            return fields, "", None
-        return fields, part.filename or "", await part.read()
-    finally:
-        await form.close()
 
 
 routes = [

@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import orjson
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -110,6 +110,20 @@ async def multipart_form(request: Request, limit: int, max_files: int) -> FormDa
         raise
     except Exception as exc:  # a malformed multipart body
         raise BadRequest(f"Malformed multipart body: {exc}") from None
+
+
+async def multipart_file(request: Request, limit: int) -> tuple[dict[str, str], str, bytes | None]:
+    """The text fields, the file's name and its bytes (None: no file) of a
+    multipart form of one file named `file` (`multipart_form`'s limits)."""
+    form = await multipart_form(request, limit, 1)
+    try:
+        fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
+        part = form.get("file")
+        if not isinstance(part, UploadFile):
+            return fields, "", None
+        return fields, part.filename or "", await part.read()
+    finally:
+        await form.close()
 
 
 def json_of(text: str) -> Any:

@@ -11,7 +11,6 @@ import secrets
 import time
 from typing import Any
 
-from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
@@ -30,7 +29,7 @@ from quire.content.service import ContentService
 from quire.errors import ApiError, BadRequest, Forbidden, NotFound
 from quire.files import Files
 from quire.http import quire_of, service
-from quire.ui.screens import Form, checked_form, multipart_form, need, render, studio_page
+from quire.ui.screens import Form, checked_form, multipart_file, need, render, studio_page
 from quire.ui.web import Login, same_origin, same_token
 
 UPLOADS = "imports"  # where a file waits between its upload and its import
@@ -222,17 +221,10 @@ async def _multipart(request: Request, login: Login, limit: int) -> tuple[dict[s
         raise BadRequest("Send the file as multipart/form-data")
     if not same_origin(request):
         raise Forbidden("The form has expired or did not come from this site; reload the page and try again")
-    form = await multipart_form(request, limit, 1)
-    try:
-        fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
-        if not same_token(login.session["csrf"], fields.get("csrf") or request.headers.get("x-csrf-token", "")):
-            raise Forbidden("The form has expired or did not come from this site; reload the page and try again")
-        part = form.get("file")
-        if not isinstance(part, UploadFile):
-            return fields, "", None
-        return fields, part.filename or "", await part.read()
-    finally:
-        await form.close()
+    fields, filename, raw = await multipart_file(request, limit)
+    if not same_token(login.session["csrf"], fields.get("csrf") or request.headers.get("x-csrf-token", "")):
+        raise Forbidden("The form has expired or did not come from this site; reload the page and try again")
+    return fields, filename, raw
 
 
 def _remove_old(waiting: Files) -> None:
