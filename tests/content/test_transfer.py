@@ -111,7 +111,10 @@ def test_bad_rows_are_named_and_all_or_nothing_is_the_default(site: Api) -> None
 @pytest.mark.parametrize(("body", "params", "message"), [
     (b"title\nok\x00\n", {}, "line 2: the file holds a NUL byte"),
     (b"title\n\xff\xfe broken\n", {}, "line 2: the file is not UTF-8"),
-    (b"title,n\na,1,extra\n", {}, "line 2: 3 cells, the header names 2"),
+    (b"title,n\na,1,extra\n", {}, "row 2 (line 2): 3 cells, the header names 2"),
+    (b"title,title\na,b\n", {}, "line 1: the column title is named twice"),
+    (b"--xyz\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\na\r\n--xyz--", {},
+     "send the file itself as the body"),
     (b"", {}, "The file is empty"),
     (b'{"title": "x"}', {"format": "json"}, "A JSON file holds a list of objects"),
     (b'{"title": "x"}\n[1]\n', {"format": "ndjson"}, "line 2: not a JSON object"),
@@ -160,4 +163,50 @@ def test_the_same_file_again_replaces_instead_of_doubling(site: Api) -> None:
     again = site.post("/api/content/import/copy", content=body + b"more,3\n").json()
     assert again["created"] == 1 and again["updated"] == 3
     assert sorted(i["title"] for i in site.get("/api/content/items/copy").json()) == ["more", "other", "same", "same"]
+
+
+def test_what_new_users_tried(site: Api, admin_key: str) -> None:
+    """Every state with states=all; a JSON or NDJSON export imports back; an
+    export of some fields changes only those when imported back; an edited
+    row takes this write's stamps; a text starting with ' comes back."""
+    draft = create_item(site, "copy", {"title": "draft", "n": 1, "_state": 0})
+    create_item(site, "copy", {"title": "'=kept as typed", "n": 2, "tags": ["t"]})
+    listed = site.get("/api/content/export/copy", params={"format": "ndjson", "states": "all"}).text.splitlines()
+    assert len(listed) == 2 and any(json.loads(line)["_id"] == draft["_id"] for line in listed)
+    assert site.get("/api/content/export/copy", params={"locale": "de"}).json()["error"].endswith(
+        "leave locale out")
+    for fmt in ("json", "ndjson"):
+        exported = site.get("/api/content/export/copy", params={"format": fmt, "states": "all"}).content
+        done = site.post("/api/content/import/copy", content=exported)  # format guessed from the body
+        assert done.status_code == 200 and done.json()["updated"] == 2, done.text
+    only = site.get("/api/content/export/copy", params={"fields": '{"title": 1}', "states": "all"}).text
+    assert _rows(only)[0].keys() == {"_id", "title"}
+    edited = only.replace("draft", "draft edited")
+    assert site.post("/api/content/import/copy", content=edited.encode()).json()["updated"] == 2
+    stored = site.get(f"/api/content/item/copy/{draft['_id']}", params={"draft": "1"}).json()
+    assert stored["title"] == "draft edited" and stored["n"] == 1  # the other fields kept
+    assert stored["_modified"] >= draft["_modified"] and stored["_created"] == draft["_created"]
+    round_trip = site.get("/api/content/export/copy").content
+    site.post("/api/content/import/copy", content=round_trip)
+    assert any(i["title"] == "'=kept as typed" for i in site.get("/api/content/items/copy").json())
+
+
+def test_a_singleton_and_a_trees_parents(site: Api) -> None:
+    put_model(site, "settings", type="singleton", fields=[{"name": "name", "type": "text"}])
+    refused = site.post("/api/content/import/settings", content=b"name\nOne\n")
+    assert refused.status_code == 400 and "is a singleton" in refused.json()["error"]
+    put_model(site, "nav", type="tree", fields=[{"name": "label", "type": "text"}])
+    body = b"_id,label,_pid\n" + b"aaaaaaaaaaaaaaaaaaaaaaaa,Home,\n" + b"bbbbbbbbbbbbbbbbbbbbbbbb,Sub,aaaaaaaaaaaaaaaaaaaaaaaa\n" \
+        + b"cccccccccccccccccccccccc,Orphan,dddddddddddddddddddddddd\n"
+    done = site.post("/api/content/import/nav", content=body, params={"mode": "skip"}).json()
+    assert done["created"] == 2
+    assert done["problems"] == [{"row": 4, "field": "_pid", "error": "is not an item of this model (nor of the file)"}]
+
+
+def test_a_long_cell_and_rows_counted_as_a_spreadsheet_does(site: Api) -> None:
+    long = "x" * 300_000
+    body = f'title,n\n"{long}",1\n"two\nlines",2\n,3\n'.encode()
+    done = site.post("/api/content/import/copy", content=body, params={"mode": "skip"}).json()
+    assert done["created"] == 2
+    assert done["problems"] == [{"row": 4, "field": "title", "error": "is required"}]
 

@@ -248,7 +248,7 @@ class ContentReader:
             raise BadRequest(_AFTER_NEEDS_LIMIT)
         model = self.readable(name, identity)
         coll = self.collection(model)
-        node = self.query(model, opts.filter, identity)
+        node = self.query(model, opts.filter, identity, opts.drafts)
         sort = self._sort(opts.sort)
         projection = parse_fields(opts.fields)
 

@@ -527,7 +527,7 @@ async def import_items(request: Request) -> Response:
     content = service(request, ContentService)
     params = request.query_params
     body = await read_body(request, quire.settings.content.import_max_bytes)
-    wanted = transfer.Request(body, params.get("format", "csv"),
+    wanted = transfer.Request(body, params.get("format") or transfer.guess_format(body),
                               transfer.check_mapping(json_param(request, "mapping")),
                               params.get("mode", "all"), params.get("preview") in ("1", "true"))
     key = params.get("progress")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,13 +35,17 @@ from quire.content.reads import ReadOptions
 from quire.content.service import ContentService
 from quire.errors import ApiError, BadRequest
 from quire.ids import is_id
+from quire.trees import MISSING, parent_problem
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json", "ndjson": "application/x-ndjson"}
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
 SYSTEM_COLUMNS = ("_id", "_state", "_created", "_modified")
 TREE_COLUMNS = ("_pid", "_o")
-# what a row may carry besides fields: kept when imported (as a bundle's items are)
-KEPT = ("_id", "_state", "_created", "_modified", "_cby", "_mby", "_pid", "_o", "_publish_at", "_unpublish_at")
+# what a row may carry besides fields: kept when imported
+KEPT = ("_id", "_state", "_created", "_cby", "_pid", "_o", "_publish_at", "_unpublish_at")
+# what an export holds that an import does not take: the write stamps these
+# (who changed the item and when: the import), or they are read-only
+IGNORED = ("_rev", "_modified", "_mby", "_model", "_children", "_draft")
 PREVIEW_ROWS = 20
 SHOWN_PROBLEMS = 1000  # problems listed in an answer (all are counted)
 MAX_COLUMNS = 1000
@@ -62,8 +67,11 @@ def columns(model: Model, codes: list[str]) -> list[str]:
 
 
 def safe_text(text: str) -> str:
-    """A text a spreadsheet would run as a formula, made inert."""
-    return "'" + text if text.startswith(FORMULA) else text
+    """A text a spreadsheet would run as a formula, made inert with a
+    leading `'` (and a text that starts so already, so that the import,
+    which takes one off, gives it back as it was)."""
+    return "'" + text if text.startswith(FORMULA) or (text.startswith("'") and text[1:].startswith(FORMULA)) \
+        else text
 
 
 def cell(kind: str | None, value: Any) -> str:
@@ -87,14 +95,21 @@ def cell(kind: str | None, value: Any) -> str:
 def export_rows(content: ContentService, model: Model, opts: ReadOptions, identity: Identity,
                 fmt: str) -> Generator[bytes, None, None]:
     """The list `opts` selects, as `fmt`, in chunks."""
+    if opts.locale:
+        raise BadRequest("An export holds every locale's values as stored (title, title_de): leave locale out",
+                         fields=["locale"])
+    projection = None
+    if isinstance(opts.fields, dict) and any(v for v in opts.fields.values()):
+        projection = {k for k, v in opts.fields.items() if v}
     stream = content.list_stream(model.name, opts, identity)
     try:
-        yield from _formatted(content, model, stream, fmt)
+        yield from _formatted(content, model, stream, fmt, projection)
     finally:
         stream.close()  # its `finally` closes the database connection
 
 
-def _formatted(content: ContentService, model: Model, stream: Iterator[list[bytes]], fmt: str) -> Iterator[bytes]:
+def _formatted(content: ContentService, model: Model, stream: Iterator[list[bytes]], fmt: str,
+               projection: set[str] | None = None) -> Iterator[bytes]:
     if fmt == "json":
         yield b"["
         first = True
@@ -111,6 +126,8 @@ def _formatted(content: ContentService, model: Model, stream: Iterator[list[byte
         return
     codes = content.locales.codes()
     names = columns(model, codes)
+    if projection:  # the columns asked for (and the id, which a re-import needs); a locale's by its key
+        names = [n for n in names if n == "_id" or n in projection]
     kinds = {f["name"]: f["type"] for f in model.fields}
     for f in model.fields:
         if f.get("i18n"):
@@ -131,9 +148,21 @@ def _formatted(content: ContentService, model: Model, stream: Iterator[list[byte
 # -- reading a file -------------------------------------------------------------------
 
 
+def guess_format(data: bytes) -> str:
+    """The format of a file sent without one: a JSON list, NDJSON (an
+    object a line) or CSV."""
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    return "json" if head == b"[" else "ndjson" if head == b"{" else "csv"
+
+
 def read_rows(data: bytes, fmt: str) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
-    """The columns and the rows (line, values) of a file; 400 naming the
-    line when it cannot be read."""
+    """The columns and the rows (row number, values) of a file; 400 naming
+    the line when it cannot be read. A CSV row's number counts the header
+    as row 1, as a spreadsheet numbers rows; a JSON row's is its place in
+    the list; an NDJSON row's its line."""
+    if data.startswith(b"--") and b"\r\nContent-Disposition: form-data" in data[:2000]:
+        raise BadRequest("The body is a form upload: send the file itself as the body "
+                         "(curl --data-binary @file), not as a form field")
     if fmt not in FORMATS:
         raise BadRequest(f"format must be one of {', '.join(FORMATS)}", fields=["format"])
     if fmt == "json":
@@ -182,6 +211,7 @@ def _csv(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
         dialect: Any = csv.Sniffer().sniff(sample, delimiters=",;\t") if sample else csv.excel
     except csv.Error:
         dialect = csv.excel
+    csv.field_size_limit(max(len(text), 131072))  # a cell may be as long as the file (the file is capped)
     reader = csv.reader(io.StringIO(text, newline=""), dialect)
     try:
         header = next(reader, None)
@@ -190,17 +220,25 @@ def _csv(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
     if not header:
         raise BadRequest("The file is empty: the first line names the columns")
     header = [h.strip() for h in header]
-    if len(header) > MAX_COLUMNS or len(set(header)) != len(header) or "" in header:
-        raise BadRequest("line 1: the columns need names, each once (at most 1000)")
+    if len(header) > MAX_COLUMNS:
+        raise BadRequest(f"line 1: more than {MAX_COLUMNS} columns")
+    if "" in header:
+        raise BadRequest(f"line 1: column {header.index('') + 1} has no name")
+    twice = [h for h in dict.fromkeys(header) if header.count(h) > 1]
+    if twice:
+        raise BadRequest(f"line 1: the column {twice[0]} is named twice")
 
     def rows() -> Iterator[tuple[int, dict[str, Any]]]:
+        number = 1  # the header
         try:
             for values in reader:
+                number += 1
                 if not any(v.strip() for v in values):
                     continue
                 if len(values) > len(header):
-                    raise BadRequest(f"line {reader.line_num}: {len(values)} cells, the header names {len(header)}")
-                yield reader.line_num, {h: v for h, v in zip(header, values, strict=False)}
+                    raise BadRequest(f"row {number} (line {reader.line_num}): {len(values)} cells, the header "
+                                     f"names {len(header)}")
+                yield number, {h: v for h, v in zip(header, values, strict=False)}
         except csv.Error as exc:
             raise BadRequest(f"line {reader.line_num}: {exc}") from None
 
@@ -220,8 +258,8 @@ def _number(text: str) -> int | float:
 
 def value_of(kind: str, multiple: bool, text: str) -> Any:
     """A CSV cell as the value of a field of type `kind` (ValueError: it is not one)."""
-    if text.startswith("'") and text[1:].startswith(FORMULA):
-        text = text[1:]  # the mark of an exported formula-like text
+    if text.startswith("'") and (text[1:].startswith(FORMULA) or text[1:2] == "'" and text[2:].startswith(FORMULA)):
+        text = text[1:]  # the mark of an exported formula-like text (`safe_text`)
     if text == "":
         return None
     if multiple or kind in ("object", "set", "table", "json", "variants"):
@@ -269,7 +307,7 @@ def to_item(model: Model, row: dict[str, Any], mapping: dict[str, str | None], t
     problems: list[tuple[str, str]] = []
     for column, raw in row.items():
         target = mapping.get(column, column)
-        if target is None:
+        if target is None or target in IGNORED:
             continue
         if target in KEPT:
             value: Any = raw
@@ -281,16 +319,12 @@ def to_item(model: Model, row: dict[str, Any], mapping: dict[str, str | None], t
         if target not in kinds:
             continue  # (the columns were checked against the fields before the rows)
         if typed or not isinstance(raw, str):
-            if raw is not None:
-                item[target] = raw
+            item[target] = raw
             continue
         try:
-            value = value_of(*kinds[target], raw)
+            item[target] = value_of(*kinds[target], raw)  # None: an empty cell, which clears the field
         except (ValueError, orjson.JSONDecodeError):
             problems.append((target, f"{raw[:40]!r} is not a {kinds[target][0]} value"))
-            continue
-        if value is not None:
-            item[target] = value
     return item, problems
 
 
@@ -356,6 +390,9 @@ async def import_rows(content: ContentService, name: str, request: Request, iden
                          fields=["mode"])
     model = content.models.get(name)
     identity.require(f"content/{name}/create")
+    if model.type == "singleton":
+        raise BadRequest(f"{name} is a singleton: it has one item, edited as such; a file of items goes into a "
+                         "collection or a tree")
     codes = content.locales.codes()
     header, rows = read_rows(request.data, request.fmt)
     _check_columns(model, header, request.mapping, codes)
@@ -371,7 +408,9 @@ async def import_rows(content: ContentService, name: str, request: Request, iden
             item["_id"] = row_id(model.name, row, seen)
         exists = False
         try:  # also when a cell was bad: the row's other problems are named too
-            exists = _permitted(content, coll, model, item, identity)
+            current = _permitted(content, coll, model, item, identity)
+            exists = current is not None
+            item = _merged(item, current)
             checked = content.check_imported(model, item, identity, codes=codes)
         except ApiError as exc:
             problems += [p for p in _named(exc) if p[0] not in {f for f, _ in problems}]
@@ -387,12 +426,18 @@ async def import_rows(content: ContentService, name: str, request: Request, iden
                                                                                for f, e in problems]})
         if request.preview and outcome.rows >= PREVIEW_ROWS:
             break
+    if model.type == "tree" and not request.preview:
+        _check_parents(coll, ready, outcome)
+        if request.mode == "all" and outcome.problems:
+            return outcome
     if request.preview or (request.mode == "all" and outcome.problems) or not ready:
         return outcome
     total = len(ready)
+    now = int(time.time())
 
     async def load(entry: tuple[int, dict[str, Any], bool]) -> None:
         _, item, exists = entry
+        item.update(_modified=now, _mby=identity.actor)  # this write's, not the file's
         await content.store_imported(model, coll, item, identity)
         if exists:
             outcome.updated += 1
@@ -424,9 +469,9 @@ def _check_columns(model: Model, header: list[str], mapping: dict[str, str | Non
     mapping: 400 naming those that do not."""
     known = {f["name"] for f in model.fields} | set(KEPT)
     known |= {f"{f['name']}_{code}" for f in model.fields if f.get("i18n") for code in codes}
-    unknown = [c for c in header if mapping.get(c, c) is not None and mapping.get(c, c) not in known]
+    unknown = [c for c in header if mapping.get(c, c) is not None and mapping.get(c, c) not in known | set(IGNORED)]
     if unknown:
-        shown = ", ".join(unknown[:10])
+        shown = ", ".join(c if mapping.get(c, c) == c else f"{c} (mapped to {mapping[c]})" for c in unknown[:10])
         raise BadRequest(f"Columns that are not fields of {model.name}: {shown} (map them to fields, or leave them "
                          f'out with "mapping": {{"{unknown[0]}": null}})', fields=["mapping"])
     targets = [str(mapping.get(c, c)) for c in header if mapping.get(c, c) is not None]
@@ -436,18 +481,46 @@ def _check_columns(model: Model, header: list[str], mapping: dict[str, str | Non
 
 
 def _permitted(content: ContentService, coll: Any, model: Model, item: dict[str, Any],
-               identity: Identity) -> bool:
-    """The permissions a row needs, as an API write of it would; whether it
-    replaces a stored item."""
+               identity: Identity) -> dict[str, Any] | None:
+    """The permissions a row needs, as an API write of it would; the stored
+    item it changes (None: a new item)."""
     item_id = item.get("_id")
     if item_id is not None and not is_id(item_id):
         raise BadRequest("_id must be an item id (24 hex digits)", fields=["_id"])
-    exists = item_id is not None and coll.get(item_id) is not None
-    if exists:
+    current = coll.get(item_id) if item_id is not None else None
+    if current is not None:
         identity.require(f"content/{model.name}/update")
     if any(k in item for k in ("_state", "_publish_at", "_unpublish_at")):
         identity.require(f"content/{model.name}/publish")
-    return exists
+    return current
+
+
+def _merged(item: dict[str, Any], current: dict[str, Any] | None) -> dict[str, Any]:
+    """A row as the item to store: a new item as the row has it; a stored
+    one changed by the columns the file has (an empty cell clears its
+    field, a column the file lacks leaves it), its creation kept."""
+    if current is None:
+        return {k: v for k, v in item.items() if v is not None}
+    merged = {k: v for k, v in current.items() if k not in ("_rev", "_modified", "_mby", "_created", "_cby")}
+    merged.update(item)
+    merged.update(_created=current.get("_created"), _cby=current.get("_cby"))
+    return {k: v for k, v in merged.items() if v is not None or k == "_cby"}
+
+
+def _check_parents(coll: Any, ready: list[tuple[int, dict[str, Any], bool]], outcome: Outcome) -> None:
+    """A tree's rows: each parent an item of the file or of the site, and
+    no row its own ancestor (a bad row is left out, named)."""
+    parents = {d["_id"]: d.get("_pid") for d in coll.pick(["_pid"])} if coll.exists() else {}
+    parents.update((item["_id"], item.get("_pid")) for _, item, _ in ready)
+    bad = set()
+    for line, item, _ in ready:
+        problem = parent_problem(item["_id"], item.get("_pid"), lambda node: parents.get(node, MISSING))
+        if problem:
+            outcome.bad_rows += 1
+            outcome.problems.append(Problem(line, "_pid", "is not an item of this model (nor of the file)"
+                                            if problem == "missing" else "would make the item its own ancestor"))
+            bad.add(item["_id"])
+    ready[:] = [entry for entry in ready if entry[1]["_id"] not in bad]
 
 
 def _named(exc: ApiError) -> list[tuple[str, str]]:
