@@ -38,6 +38,7 @@ import shutil
 import tarfile
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -326,7 +327,7 @@ def _lines(member: tarfile.TarInfo, source: IO[bytes]) -> Iterator[list[bytes]]:
             count += len(batch)
             if batch:
                 yield batch
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise BackupError(f"{member.name} is damaged: {exc}") from None
     if member.pax_headers.get(SHA) != sha.hexdigest() or member.pax_headers.get(COUNT) != str(count):
         raise BackupError(f"{member.name} is damaged: its checksum or count does not match")
@@ -388,10 +389,21 @@ def verify_backup(path: Path) -> Summary:
             checked.done()
     if manifest is None:
         raise BackupError(f"{path} is cut short: it has no manifest (the backup did not finish)")
-    if manifest.get("collections") != summary.collections or manifest.get("files") != summary.files:
-        raise BackupError(f"{path} does not hold what its manifest lists")
+    _matches(path, manifest, summary)
     summary.missing = sorted(referenced - files)
     return summary
+
+
+def _matches(path: Path, manifest: dict[str, Any], summary: Summary) -> None:
+    """The archive holds what its manifest lists (BackupError naming what not)."""
+    listed = manifest.get("collections") or {}
+    for name in sorted(set(listed) | set(summary.collections)):
+        if listed.get(name) != summary.collections.get(name):
+            raise BackupError(f"{path} does not hold what its manifest lists: collection {name} has "
+                              f"{summary.collections.get(name, 0)} documents, the manifest says {listed.get(name, 0)}")
+    if manifest.get("files") != summary.files:
+        raise BackupError(f"{path} does not hold what its manifest lists: {summary.files} files, the manifest "
+                          f"says {manifest.get('files')}")
 
 
 def _document(row: bytes, name: str) -> dict[str, Any]:
@@ -493,8 +505,7 @@ def _restore(store: Any, files: Files, data_dir: Path, path: Path, force: bool,
             manifest = orjson.loads(source.read())
     if manifest is None:
         raise BackupError(f"{path} is cut short: it has no manifest (the backup did not finish)")
-    if manifest.get("collections") != summary.collections or manifest.get("files") != summary.files:
-        raise BackupError(f"{path} does not hold what its manifest lists")
+    _matches(path, manifest, summary)
     summary.missing = list(manifest.get("missing") or [])
     return summary
 
@@ -516,12 +527,10 @@ def _restore_collection(store: Any, name: str, member: tarfile.TarInfo, source: 
 
 
 def _restore_key(data_dir: Path, key: bytes, force: bool) -> None:
-    """The webhook key file: written when the folder has none (or `force`);
-    another key there would leave the restored webhook secrets unreadable."""
+    """The webhook key file, replacing one the folder has: the target is
+    empty (or was emptied), so no stored secret is sealed with its key,
+    and the restored secrets are sealed with this one."""
     target = data_dir / KEY_FILE
-    if target.is_file() and target.read_bytes() != key and not force:
-        raise BackupError(f"{target} holds another webhook key: the restored webhooks' secrets could not be "
-                          "read with it (remove the file, or add --force)")
     data_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(target.with_suffix(".restore"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out:

@@ -39,6 +39,9 @@ def cmd_backup(args: argparse.Namespace) -> int:
     if not path.parent.is_dir():
         print(f"error: {path.parent} is not a folder", file=sys.stderr)
         return 2
+    if path.is_dir():
+        print(f"error: {path} is a folder: name the archive to write (like {path / 'site.tar'})", file=sys.stderr)
+        return 2
     if not settings.store.url and not settings.db_path.is_file():
         print(f"error: {settings.data_dir} holds no site (no {settings.db_path.name})", file=sys.stderr)
         return 1

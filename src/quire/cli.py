@@ -259,6 +259,7 @@ def cmd_types(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from quire.bundle import Selection
     from quire.http import parse_json_text
+    from quire.store.query import parse_filter
 
     if args.filter and not args.model:
         return _refuse("--filter goes with --model: the filter of that model's items")
@@ -267,7 +268,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         spec = parse_json_text(args.filter, "filter") if args.filter else None
         if spec is not None and not isinstance(spec, dict):
             return _refuse("--filter must be a JSON object (a MongoDB filter)")
+        if spec is not None:
+            parse_filter(spec)  # a bad filter is refused before anything is written
         only = Selection(args.model, spec)
+    problem = _no_site(args) or _no_folder(args.out)
+    if problem:
+        return _refuse(problem)
     quire = _quire(args)
     try:
         if args.out in (None, "-"):
@@ -282,6 +288,20 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         quire.close()
     return 0
+
+
+def _no_site(args: argparse.Namespace) -> str | None:
+    """Why a command that reads a site cannot (a mistyped --data), or None."""
+    settings = _settings(args)
+    if settings.store.url or settings.db_path.is_file():
+        return None
+    return f"{settings.data_dir} holds no site (no {settings.db_path.name}): check --data"
+
+
+def _no_folder(out: str | None) -> str | None:
+    if out in (None, "-") or Path(out).parent.is_dir():
+        return None
+    return f"{Path(out).parent} is not a folder: the file {out} cannot be written there"
 
 
 def _export_to(quire: Any, out: Any, only: Any, with_files: bool) -> None:
@@ -319,6 +339,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 1
+    if args.file == "-" and raw[257:262] == b"ustar":  # an archive of `quire export --with-files` on stdin
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(suffix=".tar") as held:
+            held.write(raw)
+            held.flush()
+            args.file = held.name
+            return _import_archive(args)
     try:
         bundle = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -665,7 +693,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from quire.schema_cli import add_parser as add_schema
 
-    add_schema(sub, common, _quire)
+    add_schema(sub, common, _quire, _settings)
 
     from quire.l10n.cli import add_parser as add_l10n
 

@@ -32,6 +32,8 @@ def _read(name: str) -> Any:
 
 
 def _write(out: str | None, data: bytes) -> None:
+    if out not in (None, "-") and not Path(out).parent.is_dir():
+        raise ApiError(f"{Path(out).parent} is not a folder: the file {out} cannot be written there")
     if out in (None, "-"):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -40,6 +42,10 @@ def _write(out: str | None, data: bytes) -> None:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    if args.schema_cmd == "snapshot" and not args.load_settings(args).store.url \
+            and not args.load_settings(args).db_path.is_file():
+        print(f"error: {args.data} holds no site: check --data", file=sys.stderr)
+        return 2
     quire = args.open_services(args)
     try:
         if args.schema_cmd == "snapshot":
@@ -74,7 +80,8 @@ def _apply(quire: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser, open_services: Callable[[argparse.Namespace], Any]) -> None:
+def add_parser(sub: Any, common: argparse.ArgumentParser, open_services: Callable[[argparse.Namespace], Any],
+               load_settings: Callable[[argparse.Namespace], Any]) -> None:
     parser = sub.add_parser("schema", help="the schema as JSON for git: snapshot, diff, apply",
                             description="The site's schema (models, locales, roles, page settings, search "
                                         "indexes, forms, webhooks) as stable JSON, the plan to make a site's "
@@ -97,4 +104,4 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, open_services: Callabl
     apply.add_argument("--base", help="with a snapshot: the base hash `quire schema diff` printed")
     apply.add_argument("--allow-data-loss", action="store_true",
                        help="make changes that lose data (models, fields or forms removed with their values)")
-    parser.set_defaults(func=cmd_schema, open_services=open_services)
+    parser.set_defaults(func=cmd_schema, open_services=open_services, load_settings=load_settings)

@@ -83,7 +83,8 @@ def _rewrite(archive: Path, change: Any) -> Path:
     return damaged
 
 
-@pytest.mark.parametrize("damage", ["flipped byte in a file", "collection cut", "manifest gone", "not a tar"])
+@pytest.mark.parametrize("damage", ["flipped byte in a file", "flipped byte in a collection", "collection cut",
+                                    "manifest gone", "not a tar"])
 def test_a_damaged_archive_is_refused_and_leaves_the_target_empty(
         admin: Api, data_dir: Path, target: Target, tmp_path: Path, damage: str) -> None:
     _site(admin)
@@ -92,6 +93,14 @@ def test_a_damaged_archive_is_refused_and_leaves_the_target_empty(
     if damage == "flipped byte in a file":
         bad = _rewrite(archive, lambda m, d: bytes([d[0] ^ 1]) + d[1:] if m.name.startswith("files/") else d)
         expected = "is damaged: its checksum does not match"
+    elif damage == "flipped byte in a collection":
+        def flip(m: Any, d: bytes) -> bytes:
+            if "content%2Fposts" not in m.name:
+                return d
+            middle = len(d) // 2
+            return d[:middle] + bytes([d[middle] ^ 0xFF]) + d[middle + 1:]
+        bad = _rewrite(archive, flip)
+        expected = "is damaged"
     elif damage == "collection cut":
         bad = _rewrite(archive, lambda m, d: d[: len(d) // 2] if "content%2Fposts" in m.name else d)
         expected = "is damaged"
@@ -227,3 +236,18 @@ def test_an_sqlite_sites_archive_restores_into_postgresql(pg_url: str, tmp_path:
             target.state.quire.close()
     finally:
         app.state.quire.close()
+
+
+def test_a_folder_is_no_archive_and_an_initialised_folder_takes_a_restore(admin: Api, data_dir: Path,
+                                                                          tmp_path: Path) -> None:
+    _site(admin)
+    done = run_quire("backup", "--data", str(data_dir), str(tmp_path), check=False)
+    assert done.returncode == 2 and "is a folder: name the archive" in done.stderr
+    archive = tmp_path / "site.tar"
+    run_quire("backup", "--data", str(data_dir), str(archive))
+    fresh = tmp_path / "fresh"
+    run_quire("init", "--data", str(fresh), env={"QUIRE_STORE_URL": ""})
+    assert (fresh / "webhooks.key").is_file()  # a key of its own, sealing nothing yet
+    done = run_quire("restore", "--data", str(fresh), str(archive), env={"QUIRE_STORE_URL": ""})
+    assert "Restored" in done.stdout
+

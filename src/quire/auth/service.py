@@ -179,7 +179,18 @@ class AuthService:
             else:
                 self.save_role(str(wanted["name"]), {"permissions": wanted.get("permissions") or {}}, identity)
 
-        return SchemaPart("roles", entries, effect, apply)
+        def check(wanted: dict[str, Any]) -> None:
+            extra = sorted(set(wanted) - {"name", "permissions"})
+            if extra:
+                raise BadRequest(f"unknown keys {', '.join(extra)} (a role has name and permissions)")
+            permissions = wanted.get("permissions")
+            if not isinstance(permissions, dict) or not all(v in (True, False) for v in permissions.values()):
+                raise BadRequest('permissions must be an object of permission -> true or false')
+            unknown = sorted(p for p in permissions if not is_known(p, self.permissions))
+            if unknown:
+                raise BadRequest(f"Unknown permissions: {', '.join(unknown)}")
+
+        return SchemaPart("roles", entries, effect, apply, check=check)
 
     def get_role(self, name: str) -> dict[str, Any]:
         for role in self.list_roles():

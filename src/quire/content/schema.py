@@ -10,7 +10,7 @@ from typing import Any
 
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService, parse_model
-from quire.errors import ApiError
+from quire.errors import ApiError, BadRequest
 from quire.schemaparts import Effect, Entry, SchemaPart, without
 
 
@@ -74,6 +74,9 @@ def locale_part(locales: LocaleService) -> SchemaPart:
         locales.save(listed)
 
     def check(wanted: Entry) -> None:
+        extra = sorted(set(wanted) - {"i18n", "name"})
+        if extra:
+            raise BadRequest(f"unknown keys {', '.join(extra)} (a locale has i18n and name)")
         locales._checked([wanted])
 
     return SchemaPart("locales", entries, effect, apply, identity="i18n", check=check)

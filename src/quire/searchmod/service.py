@@ -253,7 +253,13 @@ class SearchService:
             else:
                 await self.put(str(wanted["name"]), without(wanted, "name"), identity)
 
-        return SchemaPart("searchIndexes", entries, lambda current, wanted: Effect(), apply)
+        def check(wanted: dict[str, Any]) -> None:
+            # the rest is checked when applied: the model may be one the same plan adds
+            extra = sorted(set(wanted) - set(KEYS) - {"name"})
+            if extra:
+                raise BadRequest(f"unknown keys {', '.join(extra)} (an index has name, {', '.join(sorted(KEYS))})")
+
+        return SchemaPart("searchIndexes", entries, lambda current, wanted: Effect(), apply, check=check)
 
     async def delete(self, name: str, identity: Identity) -> None:
         identity.require(MANAGE)

@@ -212,7 +212,13 @@ class WebhookService:
             else:
                 await self.update(found["_id"], wanted, identity)
 
-        return SchemaPart("webhooks", entries, lambda current, wanted: Effect(), apply)
+        def check(wanted: dict[str, Any]) -> None:
+            extra = sorted(set(wanted) - set(SCHEMA_KEYS))
+            if extra:
+                raise BadRequest(f"unknown keys {', '.join(extra)} (a webhook has {', '.join(SCHEMA_KEYS)})")
+            check_webhook(wanted, None, self.policy)
+
+        return SchemaPart("webhooks", entries, lambda current, wanted: Effect(), apply, check=check)
 
     async def rotate(self, hook_id: str, identity: Identity | None = None) -> dict[str, Any]:
         """A new secret, answered once. The old one keeps signing beside it
