@@ -21,7 +21,8 @@ def test_an_imported_site_answers_as_cockpit_did(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "differences" in done.stdout and ", 0 differences" in done.stdout
     verified = json.loads((data / "cockpit-import-report.json").read_text())["verify"]
-    assert verified["differences"] == [] and verified["requests"] == len(asked) >= 35
+    # every request compared, and one before the import: is the site there, does it take the key?
+    assert verified["differences"] == [] and verified["requests"] == len(asked) - 1 >= 35
     assert any(path.startswith("/api/content/tree/navigation?locale=de") for path in asked)
     assert any(path.startswith("/api/assets/") for path in asked)
 
@@ -50,3 +51,7 @@ def test_verify_needs_a_key_and_a_cockpit_that_answers(tmp_path: Path) -> None:
     done = run_quire("import", "--data", str(tmp_path / "d"), "--from-cockpit", str(site), "--verify",
                      "http://127.0.0.1:9", "--key", KEYS["admin"], check=False)
     assert done.returncode == 1 and "Cockpit did not answer" in done.stderr and "Traceback" not in done.stderr
+    assert "nothing was imported" in done.stderr and "Imported" not in done.stdout
+    done = run_quire("import", "--data", str(tmp_path / "d"), "--from-cockpit", str(site), "--verify",
+                     "cms.example.com", "--key", KEYS["admin"], check=False)
+    assert done.returncode == 2 and "--verify takes the Cockpit site's address" in done.stderr

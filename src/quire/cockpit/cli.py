@@ -57,6 +57,10 @@ def import_cockpit(args: argparse.Namespace, make_quire: Callable[[argparse.Name
     if args.verify and args.dry_run:
         print("error: --verify compares the imported site: it cannot go with --dry-run", file=sys.stderr)
         return 2
+    if args.verify and not args.verify.startswith(("http://", "https://")):
+        print(f"error: --verify takes the Cockpit site's address, like https://cms.example.com (not {args.verify})",
+              file=sys.stderr)
+        return 2
     try:
         folder = CockpitFolder(args.from_cockpit, args.mongo_export)
     except NotCockpit as exc:
@@ -74,6 +78,8 @@ def import_cockpit(args: argparse.Namespace, make_quire: Callable[[argparse.Name
             plan.report.write(report_path, head)
             print(f"Dry run: nothing stored. The report is in {report_path}")
             return 0
+        if args.verify:  # before anything is stored: a Cockpit that cannot be asked stops here
+            _ask_cockpit(args, plan)
         counts = asyncio.run(run_plan(plan, quire, progress))
         progress.done()
         head["imported"] = counts
@@ -114,6 +120,25 @@ def import_cockpit(args: argparse.Namespace, make_quire: Callable[[argparse.Name
 
 
 SHOWN = 20  # differences printed; all are in the report
+
+
+def _ask_cockpit(args: argparse.Namespace, plan: Any) -> None:
+    """One request to the Cockpit site with the key (VerifyFailed when it
+    does not answer, or refuses the key)."""
+    import httpx2
+
+    from quire.cockpit.verify import VerifyFailed
+
+    model = next((m.mapped.source for m in plan.models if m.mapped.kind != "singleton"), None)
+    path = f"/api/content/items/{model}" if model else "/api/system/healthcheck"
+    try:
+        answer = httpx2.get(args.verify.rstrip("/") + path, params={"limit": "1"} if model else None,
+                            headers={"api-key": args.key}, timeout=30.0, follow_redirects=False)
+    except httpx2.HTTPError as exc:
+        raise VerifyFailed(f"Cockpit did not answer at {args.verify} ({exc}): nothing was imported") from None
+    if answer.status_code in (401, 403, 412):
+        raise VerifyFailed(f"Cockpit refuses the key ({answer.status_code}): give an API key of the site "
+                           "(--key); nothing was imported")
 
 
 def _verify(plan: Any, args: argparse.Namespace, settings: Any) -> dict[str, Any]:

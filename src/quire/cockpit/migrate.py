@@ -63,6 +63,7 @@ class PlannedModel:
     skipped: set[str] = field(default_factory=set)  # ids whose item is left out (reported)
     roots: set[str] = field(default_factory=set)  # tree nodes whose parent did not come over
     replaces: int = 0  # items of the site with the same id (replaced in place)
+    site_model: int | None = None  # the site's model of the same name: its items (None: no such model)
 
 
 @dataclass
@@ -103,6 +104,9 @@ class Plan:
             left = f", {len(planned.skipped)} left out" if planned.skipped else ""
             if planned.replaces:
                 left += f", {planned.replaces} replacing items of the site with the same id"
+            if planned.site_model is not None:
+                left += (f"; REPLACES the site's model {planned.mapped.name} (its {planned.site_model} items stay, "
+                         "under this definition)")
             named = f" (from {planned.mapped.source})" if planned.mapped.source != planned.mapped.name else ""
             lines.append(f"  model {planned.mapped.name}{named}: {planned.mapped.kind}, "
                          f"{len(planned.model.fields)} fields, {planned.items} items{left}")
@@ -199,6 +203,8 @@ def _plan_models(plan: Plan, quire: Services, bad: list[BadDocument], progress: 
         seen_single = False
         target = quire.store.collection(planned.model.collection)
         there = set(target.ids()) if target.exists() else set()  # items the import replaces
+        if quire.models.find(planned.mapped.name) is not None:
+            planned.site_model = len(there)
         for doc in _documents(plan, planned.raw, bad):
             done += 1
             if progress is not None and done % 1000 == 0:
