@@ -95,6 +95,11 @@ def test_assets_without_their_files_are_refused(admin: Api, data_dir: Path, tmp_
     plain.write_bytes(bundle)
     done = run_quire("import", "--data", str(tmp_path / "a"), str(plain), env={"QUIRE_STORE_URL": ""}, check=False)
     assert done.returncode == 1 and "holds assets" in done.stderr
+    # a bundle written without files: its items' pictures are not in the new site, and the import says so
+    without = tmp_path / "without.json"
+    without.write_bytes(run_quire("export", "--data", str(data_dir)).stdout.encode())
+    done = run_quire("import", "--data", str(tmp_path / "c"), str(without), env={"QUIRE_STORE_URL": ""})
+    assert "note: 2 items refer to 2 assets this site does not have" in done.stderr
     # an archive that lost a file
     cut = tmp_path / "cut.tar"
     with tarfile.open(archive) as source, tarfile.open(cut, "w") as out:

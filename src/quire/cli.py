@@ -387,6 +387,7 @@ def _run_import(args: argparse.Namespace, bundle: Any, files: Any, close: Any) -
     progress = Progress()
     try:
         counts = asyncio.run(import_bundle(quire, bundle, progress=progress, files=files))
+        items, assets = quire.asset_refs.missing() if files is None else (0, 0)
     except ApiError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         _stopped(progress, "the import stopped")
@@ -398,6 +399,9 @@ def _run_import(args: argparse.Namespace, bundle: Any, files: Any, close: Any) -
         close()
         quire.close()
     print("Imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+    if items:
+        print(f"note: {items} items refer to {assets} assets this site does not have; a bundle brings assets "
+              "with their files when written with quire export --with-files", file=sys.stderr)
     return 0
 
 

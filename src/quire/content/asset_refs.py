@@ -100,6 +100,19 @@ class AssetRefs:
 
     # -- reading --------------------------------------------------------------
 
+    def missing(self) -> tuple[int, int]:
+        """(items, assets): the items that refer to assets the site does not
+        have, and how many such assets (a bundle brought without its files)."""
+        assets = self.store.collection("assets/assets")
+        known = set(assets.ids()) if assets.exists() else set()
+        items: set[str] = set()
+        gone: set[str] = set()
+        for ref in self.refs.find():
+            if ref["asset"] not in known:
+                gone.add(ref["asset"])
+                items.add(ref["item"])
+        return len(items), len(gone)
+
     def count(self, asset_id: str) -> int:
         """How many items refer to the asset (one indexed count)."""
         return self.refs.count({"asset": asset_id}) if is_id(asset_id) else 0
