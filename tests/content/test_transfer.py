@@ -113,6 +113,7 @@ def test_bad_rows_are_named_and_all_or_nothing_is_the_default(site: Api) -> None
     (b"title\n\xff\xfe broken\n", {}, "line 2: the file is not UTF-8"),
     (b"title,n\na,1,extra\n", {}, "row 2 (line 2): 3 cells, the header names 2"),
     (b"title,title\na,b\n", {}, "line 1: the column title is named twice"),
+    (b'title,n\nok,1\n"broken,2\nlast,3\n', {}, "a quote opened and never closed?"),
     (b"--xyz\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\na\r\n--xyz--", {},
      "send the file itself as the body"),
     (b"", {}, "The file is empty"),

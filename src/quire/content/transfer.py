@@ -212,7 +212,9 @@ def _csv(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
     except csv.Error:
         dialect = csv.excel
     csv.field_size_limit(max(len(text), 131072))  # a cell may be as long as the file (the file is capped)
-    reader = csv.reader(io.StringIO(text, newline=""), dialect)
+    # strict: a quote left open is an error (naming where the file ends), not a
+    # cell that swallows the rows after it
+    reader = csv.reader(io.StringIO(text, newline=""), dialect, strict=True)
     try:
         header = next(reader, None)
     except csv.Error as exc:
@@ -240,7 +242,8 @@ def _csv(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
                                      f"names {len(header)}")
                 yield number, {h: v for h, v in zip(header, values, strict=False)}
         except csv.Error as exc:
-            raise BadRequest(f"line {reader.line_num}: {exc}") from None
+            hint = " (a quote opened and never closed?)" if "unexpected end of data" in str(exc) else ""
+            raise BadRequest(f"row {number} (line {reader.line_num}): {exc}{hint}") from None
 
     return header, rows()
 
