@@ -17,13 +17,13 @@ from tests.cockpit.scale import scale_site
 # Ctrl-C working as in a terminal, also when the suite runs in the background
 INTERRUPTIBLE = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
                  "sys.argv[0] = 'quire'; runpy.run_module('quire', run_name='__main__')")
-ITEMS = 8_000
+ITEMS = 4_000
 
 
 def _start(site: Path, data: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE, "import", "--data", str(data), "--from-cockpit",
                              str(site)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "QUIRE_STORE_IMPORT_BATCH_ITEMS": "500"})
+                            env={**os.environ, "QUIRE_STORE_IMPORT_BATCH_ITEMS": "250"})
 
 
 def _posts(data: Path) -> int:
@@ -42,7 +42,7 @@ def _posts(data: Path) -> int:
 def _stop_while_storing(run: subprocess.Popen[str], data: Path, sig: int) -> tuple[int, str]:
     """Items stored once the import is stopped with `sig`, and its stderr."""
     deadline = time.monotonic() + 120
-    while _posts(data) < 1000:
+    while _posts(data) < 500:
         assert run.poll() is None, "the import ended before it could be stopped"
         assert time.monotonic() < deadline
         time.sleep(0.02)
