@@ -49,7 +49,7 @@ import orjson
 
 from quire import __version__
 from quire.config import Settings
-from quire.files import FileHold, Files, PiecesReader, open_files
+from quire.files import BadKey, FileHold, Files, PiecesReader, check_key, open_files
 from quire.migrate import is_copied, is_data_meta
 from quire.store import open_store
 from quire.webhooks.sealing import KEY_FILE
@@ -374,6 +374,7 @@ def verify_backup(path: Path) -> Summary:
                 count += len(batch)
             summary.collections[name] = count
         elif member.name.startswith(f"files/{UPLOADS}/"):
+            _upload_key(member)
             checked = _Checked(member, source)
             while checked.read(1 << 20):
                 pass
@@ -404,6 +405,16 @@ def _matches(path: Path, manifest: dict[str, Any], summary: Summary) -> None:
     if manifest.get("files") != summary.files:
         raise BackupError(f"{path} does not hold what its manifest lists: {summary.files} files, the manifest "
                           f"says {manifest.get('files')}")
+
+
+def _upload_key(member: tarfile.TarInfo) -> str:
+    """The upload key of a file member (BackupError for a name that would
+    leave the uploads: a name Quire never writes)."""
+    key = member.name.removeprefix(f"files/{UPLOADS}/")
+    try:
+        return check_key(key)
+    except BadKey:
+        raise BackupError(f"{member.name} is not a file of the uploads (a name Quire never writes)") from None
 
 
 def _document(row: bytes, name: str) -> dict[str, Any]:
@@ -489,7 +500,7 @@ def _restore(store: Any, files: Files, data_dir: Path, path: Path, force: bool,
             name = _collection_of(member.name)
             summary.collections[name] = _restore_collection(store, name, member, source, progress)
         elif member.name.startswith(f"files/{UPLOADS}/"):
-            key = member.name.removeprefix(f"files/{UPLOADS}/")
+            key = _upload_key(member)
             checked = _Checked(member, source)
             uploads.put_stream(key, cast(IO[bytes], checked))
             checked.done()

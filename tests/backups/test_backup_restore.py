@@ -84,7 +84,7 @@ def _rewrite(archive: Path, change: Any) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["flipped byte in a file", "flipped byte in a collection", "collection cut",
-                                    "manifest gone", "not a tar"])
+                                    "manifest gone", "not a tar", "a file outside the uploads"])
 def test_a_damaged_archive_is_refused_and_leaves_the_target_empty(
         admin: Api, data_dir: Path, target: Target, tmp_path: Path, damage: str) -> None:
     _site(admin)
@@ -107,6 +107,13 @@ def test_a_damaged_archive_is_refused_and_leaves_the_target_empty(
     elif damage == "manifest gone":
         bad = _rewrite(archive, lambda m, d: None if m.name.endswith("manifest.json") else d)
         expected = "cut short: it has no manifest"
+    elif damage == "a file outside the uploads":
+        def escape(m: Any, d: bytes) -> bytes:
+            if m.name.startswith("files/uploads/"):
+                m.name = "files/uploads/../../../escaped.png"
+            return d
+        bad = _rewrite(archive, escape)
+        expected = "is not a file of the uploads"
     else:
         bad = tmp_path / "bad.tar"
         bad.write_bytes(b"this is no archive" * 100)
