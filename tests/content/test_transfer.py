@@ -66,10 +66,10 @@ def test_a_csv_export_imports_back_the_same(site: Api) -> None:
     done = site.post("/api/content/import/copy", content=exported)
     assert done.status_code == 200, done.text
     assert done.json()["created"] == 3 and done.json()["problems"] == []
-    strip = ("_rev", "_cby", "_mby")
+    strip = ("_rev", "_cby", "_mby", "_created", "_modified")  # this import's stamps, as an API write's
     ours = [{k: v for k, v in i.items() if k not in strip} for i in site.get("/api/content/items/copy").json()]
     theirs = [{k: v for k, v in i.items() if k not in strip} for i in site.get("/api/content/items/posts").json()]
-    assert ours == theirs  # ids, states, times, every field and locale
+    assert ours == theirs  # ids, states, every field and locale
     again = site.post("/api/content/import/copy", content=exported).json()
     assert again["updated"] == 3 and again["created"] == 0  # matched by id
 
@@ -210,4 +210,39 @@ def test_a_long_cell_and_rows_counted_as_a_spreadsheet_does(site: Api) -> None:
     done = site.post("/api/content/import/copy", content=body, params={"mode": "skip"}).json()
     assert done["created"] == 2
     assert done["problems"] == [{"row": 4, "field": "title", "error": "is required"}]
+
+
+@pytest.mark.parametrize("cell", ["99999999999999999999999", "nan", "inf", "1e400"])
+def test_numbers_no_store_holds_are_a_rows_problem(site: Api, cell: str) -> None:
+    good = b"".join(f"ok {i},{i}\n".encode() for i in range(600))
+    done = site.post("/api/content/import/copy", content=b"title,n\n" + good + f"bad,{cell}\n".encode())
+    assert done.status_code == 400 and done.json()["problems"][0]["row"] == 602
+    assert site.get("/api/content/items/copy").json() == []  # nothing stored
+
+
+def test_deep_values_and_forged_stamps(site: Api) -> None:
+    deep: Any = "x"
+    for _ in range(300):
+        deep = {"a": deep}
+    done = site.post("/api/content/import/copy", json=[{"title": "deep", "seo": deep}], params={"format": "json"})
+    assert done.status_code == 400 and "the row" in done.json()["problems"][0]["error"]
+    writer = role_key(site, "maker", {"content/copy/read": True, "content/copy/create": True})
+    writer.post("/api/content/import/copy", content=b"title,_cby,_created\nnew,someone-else,1\n")
+    (item,) = site.get("/api/content/items/copy").json()
+    assert item["_cby"] != "someone-else" and item["_created"] > 1  # the write's own stamps
+
+
+def test_import_needs_read_and_json_text_round_trips(site: Api) -> None:
+    blind = role_key(site, "blind", {"content/copy/create": True, "content/copy/update": True})
+    assert blind.post("/api/content/import/copy", content=b"title\nx\n", params={"preview": "1"}).status_code == 403
+    put_model(site, "raw", type="collection", fields=[{"name": "title", "type": "text"}, {"name": "data", "type": "json"}])
+    for value in ("hello", "123", ["a", {"b": 1}], "''=x", "line\u2028break"):
+        create_item(site, "raw", {"title": "''=x" if value == "''=x" else "t", "data": value})
+    for fmt in ("csv", "ndjson"):
+        exported = site.get("/api/content/export/raw", params={"format": fmt}).content
+        done = site.post("/api/content/import/raw", content=exported, params={"format": fmt})
+        assert done.status_code == 200 and done.json()["updated"] == 5, done.text
+    assert sorted(str(i["data"]) for i in site.get("/api/content/items/raw").json()) == sorted(
+        str(v) for v in ("hello", "123", ["a", {"b": 1}], "''=x", "line\u2028break"))
+    assert any(i["title"] == "''=x" for i in site.get("/api/content/items/raw").json())
 

@@ -18,9 +18,11 @@ between), with their events; a row with an `_id` replaces that item.
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import hashlib
 import io
+import math
 import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
@@ -34,7 +36,9 @@ from quire.content.models import Model
 from quire.content.reads import ReadOptions
 from quire.content.service import ContentService
 from quire.errors import ApiError, BadRequest
+from quire.http import check_depth
 from quire.ids import is_id
+from quire.store.values import unsafe
 from quire.trees import MISSING, parent_problem
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json", "ndjson": "application/x-ndjson"}
@@ -42,14 +46,16 @@ FORMULA = ("=", "+", "-", "@", "\t", "\r")
 SYSTEM_COLUMNS = ("_id", "_state", "_created", "_modified")
 TREE_COLUMNS = ("_pid", "_o")
 # what a row may carry besides fields: kept when imported
-KEPT = ("_id", "_state", "_created", "_cby", "_pid", "_o", "_publish_at", "_unpublish_at")
+KEPT = ("_id", "_state", "_pid", "_o", "_publish_at", "_unpublish_at")
 # what an export holds that an import does not take: the write stamps these
-# (who changed the item and when: the import), or they are read-only
-IGNORED = ("_rev", "_modified", "_mby", "_model", "_children", "_draft")
+# (who made or changed the item and when: this import, as an API write
+# does), or they are read-only
+IGNORED = ("_rev", "_created", "_cby", "_modified", "_mby", "_model", "_children", "_draft")
 PREVIEW_ROWS = 20
 SHOWN_PROBLEMS = 1000  # problems listed in an answer (all are counted)
 MAX_COLUMNS = 1000
 IMPORT_BATCH = 500  # rows per transaction
+MAX_DEPTH = 64  # nesting a value may have, as in an API write's body
 
 
 # -- export -----------------------------------------------------------------------
@@ -70,8 +76,7 @@ def safe_text(text: str) -> str:
     """A text a spreadsheet would run as a formula, made inert with a
     leading `'` (and a text that starts so already, so that the import,
     which takes one off, gives it back as it was)."""
-    return "'" + text if text.startswith(FORMULA) or (text.startswith("'") and text[1:].startswith(FORMULA)) \
-        else text
+    return "'" + text if text.startswith((*FORMULA, "'")) else text
 
 
 def cell(kind: str | None, value: Any) -> str:
@@ -87,9 +92,9 @@ def cell(kind: str | None, value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value) if isinstance(value, float) else str(value)
-    if isinstance(value, str):
+    if isinstance(value, str) and kind != "json":
         return safe_text(value)
-    return safe_text(orjson.dumps(value).decode())
+    return safe_text(orjson.dumps(value).decode())  # (a json field's text too: the import reads JSON)
 
 
 def export_rows(content: ContentService, model: Model, opts: ReadOptions, identity: Identity,
@@ -99,6 +104,9 @@ def export_rows(content: ContentService, model: Model, opts: ReadOptions, identi
         raise BadRequest("An export holds every locale's values as stored (title, title_de): leave locale out",
                          fields=["locale"])
     projection = None
+    if isinstance(opts.fields, dict) and opts.fields.get("_id", 1) in (0, False):
+        raise BadRequest("An export keeps each item's _id (a re-import needs it): leave _id in fields",
+                         fields=["fields"])
     if isinstance(opts.fields, dict) and any(v for v in opts.fields.values()):
         projection = {k for k, v in opts.fields.items() if v}
     stream = content.list_stream(model.name, opts, identity)
@@ -176,7 +184,7 @@ def read_rows(data: bytes, fmt: str) -> tuple[list[str], Iterator[tuple[int, dic
     text = _text(data)
     if fmt == "ndjson":
         rows = []
-        for number, line in enumerate(text.splitlines(), 1):
+        for number, line in enumerate(text.split("\n"), 1):  # (not splitlines: U+2028 may be in a value)
             if not line.strip():
                 continue
             try:
@@ -252,17 +260,22 @@ def _csv(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, Any]]]]:
 
 
 def _number(text: str) -> int | float:
+    """A number cell (ValueError: none, or one no store holds: not finite,
+    or an integer beyond 64 bits)."""
     cleaned = text.strip()
     try:
-        return int(cleaned)
+        number: int | float = int(cleaned)
     except ValueError:
-        return float(cleaned.replace(",", ".") if cleaned.count(",") == 1 and "." not in cleaned else cleaned)
+        number = float(cleaned.replace(",", ".") if cleaned.count(",") == 1 and "." not in cleaned else cleaned)
+    if isinstance(number, float) and not math.isfinite(number) or isinstance(number, int) and not -(2**63) <= number < 2**63:
+        raise ValueError("not a number a store holds")
+    return number
 
 
 def value_of(kind: str, multiple: bool, text: str) -> Any:
     """A CSV cell as the value of a field of type `kind` (ValueError: it is not one)."""
-    if text.startswith("'") and (text[1:].startswith(FORMULA) or text[1:2] == "'" and text[2:].startswith(FORMULA)):
-        text = text[1:]  # the mark of an exported formula-like text (`safe_text`)
+    if text.startswith("'"):
+        text = text[1:]  # the mark `safe_text` puts before a formula-like text (or one starting with ')
     if text == "":
         return None
     if multiple or kind in ("object", "set", "table", "json", "variants"):
@@ -393,6 +406,7 @@ async def import_rows(content: ContentService, name: str, request: Request, iden
                          fields=["mode"])
     model = content.models.get(name)
     identity.require(f"content/{name}/create")
+    identity.require(f"content/{name}/read")  # a preview and the problems show stored items
     if model.type == "singleton":
         raise BadRequest(f"{name} is a singleton: it has one item, edited as such; a file of items goes into a "
                          "collection or a tree")
@@ -406,7 +420,14 @@ async def import_rows(content: ContentService, name: str, request: Request, iden
     seen: dict[str, int] = {}
     for line, row in rows:
         outcome.rows += 1
+        if outcome.rows % 500 == 0:
+            await asyncio.sleep(0)  # a long file: other requests of this worker get their turn
         item, problems = to_item(model, row, request.mapping, typed, codes)
+        hostile = unsafe(item) or _too_deep(item)
+        if hostile:  # a value no store holds (a number beyond 64 bits, NaN, nesting too deep)
+            outcome.bad_rows += 1
+            outcome.problems.append(Problem(line, None, f"the row {hostile}"))
+            continue
         if "_id" not in item:
             item["_id"] = row_id(model.name, row, seen)
         exists = False
@@ -455,6 +476,14 @@ async def import_rows(content: ContentService, name: str, request: Request, iden
     return outcome
 
 
+def _too_deep(item: dict[str, Any]) -> str | None:
+    try:
+        check_depth(item, MAX_DEPTH)
+    except BadRequest:
+        return f"holds a value nested deeper than {MAX_DEPTH} levels"
+    return None
+
+
 def row_id(model: str, row: dict[str, Any], seen: dict[str, int]) -> str:
     """The id of a row that names none: made from the row's content (and
     how many equal rows came before it), so importing the same file again,
@@ -493,7 +522,11 @@ def _permitted(content: ContentService, coll: Any, model: Model, item: dict[str,
     current = coll.get(item_id) if item_id is not None else None
     if current is not None:
         identity.require(f"content/{model.name}/update")
-    if any(k in item for k in ("_state", "_publish_at", "_unpublish_at")):
+    # as an API write: the publish permission for a state or a schedule sent, unless it
+    # is the stored one (a re-imported export of unchanged items needs none)
+    changes = [k for k in ("_state", "_publish_at", "_unpublish_at")
+               if k in item and (current is None or current.get(k) != item[k])]
+    if changes:
         identity.require(f"content/{model.name}/publish")
     return current
 
