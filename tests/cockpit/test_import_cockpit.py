@@ -261,3 +261,31 @@ def test_the_plan_says_which_items_replace_the_sites_own(tmp_path: Path) -> None
     run_quire("import", "--data", str(data), "--from-cockpit", str(site))
     again = run_quire("import", "--data", str(data), "--from-cockpit", str(site), "--dry-run")
     assert "model posts: collection, 21 fields, 5 items, 5 replacing items of the site with the same id" in again.stdout
+
+
+def test_a_linked_upload_is_not_followed(tmp_path: Path) -> None:
+    """An upload that is a link (to any file of the machine) is left out:
+    its target would be served as the asset's file."""
+    site = copy_site(tmp_path / "cockpit")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the web")
+    portrait = FACTS["assets"]["portrait.jpg"]
+    upload = site / "storage" / "uploads" / portrait["path"].lstrip("/")
+    upload.unlink()
+    upload.symlink_to(secret)
+    data = tmp_path / "data"
+    done = run_quire("import", "--data", str(data), "--from-cockpit", str(site))
+    assert "4 assets" in done.stdout
+    assert not (data / "uploads" / portrait["path"].lstrip("/")).exists()
+
+
+def test_a_folder_with_a_question_mark_and_hostile_php(tmp_path: Path) -> None:
+    site = copy_site(tmp_path / "odd?name")
+    assert "model posts: collection, 21 fields, 5 items" in run_quire("import", "--data", str(tmp_path / "d"), "--from-cockpit", str(site),
+                                   "--dry-run").stdout
+    for text, message in [("<?php return [1e999 => 1];", "too large a number"),
+                          ("<?php return " + "[" * 3000 + "];", "nested too deep"),
+                          ('<?php return ["\\u{110000}" => 1];', "evil.model.php")]:
+        (site / "storage" / "content" / "evil.model.php").write_text(text)
+        done = run_quire("import", "--data", str(tmp_path / "d2"), "--from-cockpit", str(site), check=False)
+        assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr, done.stderr

@@ -31,7 +31,7 @@ BATCH = 500  # documents read per query: memory stays flat on large tables
 def _connect(path: Path) -> sqlite3.Connection:
     # read-only, and immutable when the file has no journal next to it:
     # a copied folder may sit on a read-only disk
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=10)  # (a ? in a folder's name too)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
@@ -169,7 +169,9 @@ class CockpitFolder:
         the PHP literal Cockpit writes."""
         try:
             value = read_php_return(path.read_text(encoding="utf-8"))
-        except (PhpError, UnicodeDecodeError) as exc:
+        except RecursionError:
+            raise NotCockpit(f"{path.relative_to(self.storage)}: nested too deep to be a model definition") from None
+        except (PhpError, UnicodeDecodeError, ValueError, OverflowError) as exc:
             raise NotCockpit(f"{path.relative_to(self.storage)}: {exc}") from None
         if not isinstance(value, dict):
             raise NotCockpit(f"{path.relative_to(self.storage)}: the file returns no model definition")
@@ -182,4 +184,8 @@ class CockpitFolder:
         if relative.is_absolute() or ".." in relative.parts:
             return None
         found = self.uploads / relative
-        return found if found.is_file() else None
+        if found.is_symlink() or not found.is_file():
+            return None  # a link could point at any file of the machine, which would then be served
+        if not found.resolve().is_relative_to(self.uploads.resolve()):
+            return None  # a linked folder on the way
+        return found

@@ -269,6 +269,9 @@ def _plan_roles(plan: Plan, quire: Services) -> None:
         name = _role_name(source)
         if name != source:
             plan.report.note("role", source, f"renamed to {name}: Quire role names are letters, digits, - and _")
+        if name == "public":
+            plan.report.note("role", source, "Quire's public role (requests without a key) gets this role's "
+                             "permissions")
         permissions: dict[str, bool] = {}
         raw = doc.get("permissions")
         for permission, granted in (raw.items() if isinstance(raw, dict) else []):

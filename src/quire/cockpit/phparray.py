@@ -135,7 +135,10 @@ def _number(text: str) -> int | float:
     if text.lower().startswith(("0x", "-0x")):
         return int(text, 16)
     if any(c in text for c in ".eE"):
-        return float(text)
+        value = float(text)
+        if value in (float("inf"), float("-inf")):
+            raise PhpError(f"{text} is too large a number")
+        return value
     return int(text)
 
 
