@@ -364,7 +364,7 @@ def verify_backup(path: Path) -> Summary:
         if source is None:
             continue
         if member.name.startswith("store/") and member.name.endswith(".jsonl.gz"):
-            name = _collection_of(member.name)
+            name = _store_name(member)
             count = 0
             for batch in _lines(member, source):
                 for row in batch:
@@ -383,7 +383,7 @@ def verify_backup(path: Path) -> Summary:
             summary.files += 1
             summary.file_bytes += member.size
         elif member.name == MANIFEST_MEMBER:
-            manifest = orjson.loads(source.read())
+            manifest = _json_member(member, source.read(), dict)
         else:
             checked = _Checked(member, source)
             checked.read()
@@ -405,6 +405,25 @@ def _matches(path: Path, manifest: dict[str, Any], summary: Summary) -> None:
     if manifest.get("files") != summary.files:
         raise BackupError(f"{path} does not hold what its manifest lists: {summary.files} files, the manifest "
                           f"says {manifest.get('files')}")
+
+
+def _store_name(member: tarfile.TarInfo) -> str:
+    """The collection a store member holds (BackupError for a name Quire
+    never writes, such as its own meta table)."""
+    name = _collection_of(member.name)
+    if not name or not is_copied(name):
+        raise BackupError(f"{member.name}: not a collection of a site (a name Quire never writes)")
+    return name
+
+
+def _json_member(member: tarfile.TarInfo, data: bytes, kind: type) -> Any:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise BackupError(f"{member.name} is damaged: not JSON") from None
+    if not isinstance(value, kind):
+        raise BackupError(f"{member.name} is damaged: not a JSON object")
+    return value
 
 
 def _upload_key(member: tarfile.TarInfo) -> str:
@@ -490,14 +509,14 @@ def _restore(store: Any, files: Files, data_dir: Path, path: Path, force: bool,
             continue
         if member.name == META_MEMBER:
             checked = _Checked(member, source)
-            meta = orjson.loads(checked.read())
+            meta = _json_member(member, checked.read(), dict)
             checked.done()
             with store.transaction():
                 for key, value in meta.items():
-                    if is_data_meta(key):
+                    if is_data_meta(key) and isinstance(value, str):
                         store.set_meta(key, value)
         elif member.name.startswith("store/") and member.name.endswith(".jsonl.gz"):
-            name = _collection_of(member.name)
+            name = _store_name(member)
             summary.collections[name] = _restore_collection(store, name, member, source, progress)
         elif member.name.startswith(f"files/{UPLOADS}/"):
             key = _upload_key(member)
@@ -513,7 +532,7 @@ def _restore(store: Any, files: Files, data_dir: Path, path: Path, force: bool,
             _restore_key(data_dir, checked.read(), force)
             checked.done()
         elif member.name == MANIFEST_MEMBER:
-            manifest = orjson.loads(source.read())
+            manifest = _json_member(member, source.read(), dict)
     if manifest is None:
         raise BackupError(f"{path} is cut short: it has no manifest (the backup did not finish)")
     _matches(path, manifest, summary)
@@ -530,6 +549,8 @@ def _restore_collection(store: Any, name: str, member: tarfile.TarInfo, source: 
         docs = [_document(row, name) for row in batch]
         with store.transaction():
             for doc in docs:
+                if into.get(doc["_id"]) is not None:
+                    raise BackupError(f"{member.name}: the id {doc['_id']} is there twice")
                 into.insert(doc)
         count += len(docs)
         if progress is not None:

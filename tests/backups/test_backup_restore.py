@@ -84,7 +84,8 @@ def _rewrite(archive: Path, change: Any) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["flipped byte in a file", "flipped byte in a collection", "collection cut",
-                                    "manifest gone", "not a tar", "a file outside the uploads"])
+                                    "manifest gone", "not a tar", "a file outside the uploads",
+                                    "manifest not JSON", "a store table of its own"])
 def test_a_damaged_archive_is_refused_and_leaves_the_target_empty(
         admin: Api, data_dir: Path, target: Target, tmp_path: Path, damage: str) -> None:
     _site(admin)
@@ -107,6 +108,16 @@ def test_a_damaged_archive_is_refused_and_leaves_the_target_empty(
     elif damage == "manifest gone":
         bad = _rewrite(archive, lambda m, d: None if m.name.endswith("manifest.json") else d)
         expected = "cut short: it has no manifest"
+    elif damage == "manifest not JSON":
+        bad = _rewrite(archive, lambda m, d: b"{nope" if m.name.endswith("manifest.json") else d)
+        expected = "manifest.json is damaged: not JSON"
+    elif damage == "a store table of its own":
+        def rename(m: Any, d: bytes) -> bytes:
+            if "content%2Fposts" in m.name:
+                m.name = "store/_quire_meta.jsonl.gz"
+            return d
+        bad = _rewrite(archive, rename)
+        expected = "not a collection of a site"
     elif damage == "a file outside the uploads":
         def escape(m: Any, d: bytes) -> bytes:
             if m.name.startswith("files/uploads/"):
