@@ -3,11 +3,11 @@ used by the dispatcher (`asgi.py`) and by every route (through `http.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Generator, Mapping
 from typing import Any
 
 import orjson
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 JSON_TYPE = "application/json; charset=utf-8"
 _CONTENT_TYPE = (b"content-type", JSON_TYPE.encode("latin-1"))
@@ -46,3 +46,32 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
 
 def raw_json_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return JsonResponse(body, status, headers)
+
+
+class ClosingStream(StreamingResponse):
+    """A streamed answer that closes its body when the answer ends, also
+    when the client went away half-way: Starlette then stops sending
+    without closing the body, and the rows' private database connection
+    would stay open until the garbage collector found it."""
+
+    def __init__(self, body: AsyncGenerator[bytes, None], media_type: str,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(body, media_type=media_type, headers=headers)
+        self._body = body
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._body.aclose()
+
+
+async def chained(first: bytes, rest: Generator[bytes, None, None]) -> AsyncGenerator[bytes, None]:
+    """`first`, then the chunks of `rest`, closing `rest` however it ends
+    (its `finally` closes the database connection)."""
+    try:
+        yield first
+        for chunk in rest:
+            yield chunk
+    finally:
+        rest.close()

@@ -154,6 +154,20 @@ def test_progress_is_answered_for_a_key(site: Api) -> None:
     assert site.get("/api/content/import-progress/nope").status_code == 404
 
 
+def test_progress_is_answered_to_whoever_imports_and_admins(site: Api) -> None:
+    """A progress key is chosen by the client, so it can be guessed: the
+    answer goes to the key that runs the import (and to admins) only."""
+    rights = {"content/copy/read": True, "content/copy/create": True}
+    writer, other = role_key(site, "writer", rights), role_key(site, "other", rights)
+    assert writer.post("/api/content/import/copy", content=b"title\na\nb\n", params={"progress": "mine"}).json()[
+        "created"] == 2
+    assert writer.get("/api/content/import-progress/mine").json() == {"done": 2, "total": 2}
+    assert site.get("/api/content/import-progress/mine").json() == {"done": 2, "total": 2}
+    for stranger in (other, site.with_key(None)):
+        refused = stranger.get("/api/content/import-progress/mine")
+        assert refused.status_code in (401, 404) and "error" in refused.json()
+
+
 def test_the_same_file_again_replaces_instead_of_doubling(site: Api) -> None:
     """A row without an _id gets one made from its content: a file imported
     again (after a stop half-way, or with other rows fixed) replaces what

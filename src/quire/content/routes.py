@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 import time
 from collections.abc import AsyncGenerator, Generator
@@ -13,7 +12,7 @@ from urllib.parse import quote, unquote_plus
 import anyio.to_thread
 import orjson
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from quire.asgi import route
 from quire.auth.request import identify
@@ -40,6 +39,7 @@ from quire.http import (
     service,
 )
 from quire.persona.request import Persona, persona_of
+from quire.responses import ClosingStream, chained
 
 if TYPE_CHECKING:
     from quire.cache import Region
@@ -270,7 +270,7 @@ async def list_items(request: Request) -> Response:
         # break off the answer (see asgi.App._http).
         first = _personalized(next(stream, []), persona, quire, view)
         chunks = (_personalized(rows, persona, quire, view) for rows in stream)
-        return _ListStream(_stream_array(first, chunks, stream, total), media_type=JSON_TYPE)
+        return ClosingStream(_stream_array(first, chunks, stream, total), media_type=JSON_TYPE)
     page = content.list_page(model, opts, identity)
     body = b"[" + b",".join(_personalized(page.rows, persona, quire, view)) + b"]"
     headers = None
@@ -328,24 +328,6 @@ def _next_link(request: Request, cursor: str) -> str:
     kept.append(f"after={cursor}")  # a cursor only holds [A-Za-z0-9_-.]: nothing to escape
     path = quote(scope.get("root_path", "") + scope["path"], safe="/:@!$&'()*+,;=-._~")
     return f'<{path}?{"&".join(kept)}>; rel="next"'
-
-
-class _ListStream(StreamingResponse):
-    """A streamed list that closes its rows when the answer ends, also when
-    the client went away half-way: Starlette then stops sending without
-    closing the body, and the rows' private database connection would stay
-    open until the garbage collector found it."""
-
-    def __init__(self, body: AsyncGenerator[bytes, None], media_type: str,
-                 headers: dict[str, str] | None = None) -> None:
-        super().__init__(body, media_type=media_type, headers=headers)
-        self._body = body
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            await self._body.aclose()
 
 
 async def _stream_array(head: list[bytes], chunks: Any, rows: Generator[Any, None, None],
@@ -507,16 +489,7 @@ async def export_items(request: Request) -> Response:
     chunks = transfer.export_rows(content, model, opts, identity, fmt)
     first = next(chunks, b"")  # the query runs before the status is sent
     headers = {"Content-Disposition": f'attachment; filename="{model.name}.{fmt}"'}
-    return _ListStream(_chained(first, chunks), media_type=transfer.FORMATS[fmt], headers=headers)
-
-
-async def _chained(first: bytes, rest: Generator[bytes, None, None]) -> AsyncGenerator[bytes, None]:
-    try:
-        yield first
-        for chunk in rest:
-            yield chunk
-    finally:
-        rest.close()  # its `finally` closes the database connection
+    return ClosingStream(chained(first, chunks), media_type=transfer.FORMATS[fmt], headers=headers)
 
 
 async def import_items(request: Request) -> Response:
@@ -535,7 +508,7 @@ async def import_items(request: Request) -> Response:
     if key is not None:
         if not PROGRESS_KEY.match(key):
             raise BadRequest("progress is a key of letters, digits, - and _ (up to 64)", fields=["progress"])
-        progress = functools.partial(_import_progress, content.store, key)
+        progress = transfer.progress_recorder(content.store, key, identity)
     outcome = await transfer.import_rows(content, request.path_params["model"], wanted, identity, progress)
     status = 400 if wanted.mode == "all" and outcome.problems and not wanted.preview else 200
     answer = outcome.to_json()
@@ -548,20 +521,16 @@ async def import_items(request: Request) -> Response:
 PROGRESS_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-def _import_progress(store: Any, key: str, done: int, total: int) -> None:
-    """How far an import got, kept in the store's marks for any worker to answer."""
-    with store.transaction():
-        store.set_meta(f"content/import/{key}", orjson.dumps({"done": done, "total": total}).decode())
-
-
 async def import_progress(request: Request) -> Response:
-    """`{done, total}` of an import that was given `progress=<key>`."""
-    identify(request)
+    """`{done, total}` of an import that was given `progress=<key>`, answered
+    to whoever runs it (or an admin)."""
+    identity = identify(request)
     key = request.path_params["key"]
-    raw = service(request, ContentService).store.get_meta(f"content/import/{key}") if PROGRESS_KEY.match(key) else None
-    if raw is None:
+    store = service(request, ContentService).store
+    answer = transfer.progress_of(store, key, identity) if PROGRESS_KEY.match(key) else None
+    if answer is None:
         raise NotFound("No import with that progress key")
-    return json_response(orjson.loads(raw))
+    return json_response(answer)
 
 
 routes = [

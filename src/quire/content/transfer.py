@@ -566,3 +566,26 @@ def _named(exc: ApiError) -> list[tuple[str, str]]:
         return [(str(k), str(v)) for k, v in errors.items()]
     fields = getattr(exc, "fields", None) or [None]
     return [(str(fields[0]) if fields[0] else "", exc.message)]
+
+
+def progress_recorder(store: Any, key: str, identity: Identity) -> Callable[[int, int], None]:
+    """How far an import got, kept in the store's marks so that any worker
+    can answer; the record names who imports, and only they (or an admin)
+    are answered."""
+    def record(done: int, total: int) -> None:
+        mark = {"done": done, "total": total, "by": identity.actor}
+        with store.transaction():
+            store.set_meta(f"content/import/{key}", orjson.dumps(mark).decode())
+    return record
+
+
+def progress_of(store: Any, key: str, identity: Identity) -> dict[str, int] | None:
+    """`{done, total}` of the import given `key`, if `identity` runs it (or
+    is an admin); None for one unknown or someone else's."""
+    raw = store.get_meta(f"content/import/{key}")
+    if raw is None:
+        return None
+    mark = orjson.loads(raw)
+    if mark.get("by") != identity.actor and not identity.is_admin:
+        return None
+    return {"done": mark["done"], "total": mark["total"]}

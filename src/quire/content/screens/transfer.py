@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from quire.asgi import route
 from quire.assets.service import AssetService
@@ -28,7 +28,8 @@ from quire.content.screens.lists import search_found
 from quire.content.service import ContentService
 from quire.errors import ApiError, BadRequest, Forbidden, NotFound
 from quire.files import Files
-from quire.http import quire_of, service
+from quire.http import json_response, quire_of, service
+from quire.responses import ClosingStream, chained
 from quire.ui.screens import Form, checked_form, multipart_file, need, render, studio_page
 from quire.ui.web import Login, same_origin, same_token
 
@@ -66,15 +67,7 @@ async def export_list(request: Request, login: Login) -> Response:
     first = next(chunks, b"")
     stamp = time.strftime("%Y-%m-%d")
 
-    async def body() -> Any:
-        try:
-            yield first
-            for chunk in chunks:
-                yield chunk
-        finally:
-            chunks.close()
-
-    return StreamingResponse(body(), media_type=transfer.FORMATS[fmt], headers={
+    return ClosingStream(chained(first, chunks), media_type=transfer.FORMATS[fmt], headers={
         "Content-Disposition": f'attachment; filename="{model.name}-{stamp}.{fmt}"'})
 
 
@@ -186,11 +179,7 @@ async def run_import(request: Request, login: Login) -> Response:
     mode = form.get("mode") or "all"
     content = service(request, ContentService)
     wanted = transfer.Request(raw, fmt, mapping, mode)
-    store = content.store
-
-    def progress(done: int, total: int) -> None:
-        with store.transaction():
-            store.set_meta(f"content/import/{token}", f'{{"done": {done}, "total": {total}}}')
+    progress = transfer.progress_recorder(content.store, token, login.identity)
 
     try:
         outcome = await transfer.import_rows(content, model.name, wanted, login.identity, progress)
@@ -211,8 +200,8 @@ async def run_import(request: Request, login: Login) -> Response:
 async def import_progress(request: Request, login: Login) -> Response:
     _model(request, login)
     token = request.path_params["token"]
-    raw = service(request, ContentService).store.get_meta(f"content/import/{token}")
-    return Response(raw or '{"done": 0, "total": 0}', media_type="application/json")
+    done = transfer.progress_of(service(request, ContentService).store, token, login.identity)
+    return json_response(done or {"done": 0, "total": 0})
 
 
 async def _multipart(request: Request, login: Login, limit: int) -> tuple[dict[str, str], str, bytes | None]:
