@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from quire.assets.service import AssetService, Upload
+from quire.assets.service import PRIVATE_DIR, AssetService, Upload
 from quire.auth.service import Identity
 from quire.bundleparts import BundlePart, Checked, check_list, naming
 from quire.errors import BadRequest, ValidationError
@@ -33,7 +33,7 @@ def prepare(assets: AssetService, record: dict[str, Any], data: bytes, identity:
     doc["_id"] = record["_id"]
     doc["folder"] = record.get("folder") or None  # checked against the folders when stored
     path = record.get("path")
-    if isinstance(path, str) and _valid_path(path):
+    if isinstance(path, str) and _valid_path(path) and _free(assets, "/" + path.lstrip("/"), record["_id"]):
         doc["path"] = "/" + path.lstrip("/")
     for key in ("_created", "_modified"):
         if isinstance(record.get(key), int) and not isinstance(record[key], bool):
@@ -41,6 +41,15 @@ def prepare(assets: AssetService, record: dict[str, Any], data: bytes, identity:
     if isinstance(record.get("_cby"), str) or record.get("_cby") is None:
         doc["_cby"] = record.get("_cby")
     return doc
+
+
+def _free(assets: AssetService, path: str, asset_id: str) -> bool:
+    """Whether an asset taken in may keep `path`: not where form attachments
+    live (never served) and not the file of another asset (whose bytes it
+    would replace). Otherwise it gets a new path, as an upload does."""
+    if path.lstrip("/").split("/", 1)[0] == PRIVATE_DIR:
+        return False
+    return all(other["_id"] == asset_id for other in assets.assets.find({"path": path}, None, limit=2))
 
 
 def _valid_path(path: str) -> bool:

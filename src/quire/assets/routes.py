@@ -24,7 +24,7 @@ from starlette.responses import (
 
 from quire.asgi import route
 from quire.assets import presets
-from quire.assets.service import AssetService, Upload
+from quire.assets.service import PRIVATE_DIR, AssetService, Upload
 from quire.auth.request import identify
 from quire.errors import BadRequest, NotFound, PayloadTooLarge
 from quire.files import FileInfo, Files, Pieces
@@ -48,7 +48,6 @@ SMALL_FILE = 256 * 1024
 # SVG (checked at upload) still runs nothing even if opened directly.
 FILE_HEADERS = {"X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
 SANDBOX_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
-PRIVATE_DIR = "inbox"  # <data>/uploads/inbox holds form attachments, never public
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
 

@@ -57,6 +57,7 @@ T = TypeVar("T")
 
 ASSETS = "assets/assets"
 FOLDERS = "assets/folders"
+PRIVATE_DIR = "inbox"  # <data>/uploads/inbox holds form attachments, never public
 RENDERS = "assets/renders"  # distinct renders per source and hour, shared by all workers
 ASSETS_KEPT = 10_000  # asset documents kept in memory (and as many JSON answers)
 TITLES_KEPT = 50_000  # libraries up to this size are searched by title in memory
