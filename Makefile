@@ -12,7 +12,7 @@ PORT ?= 8080
 # worker, so compiling everything afresh each time costs minutes.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test test-backends lint bench install dev clean vendor
+.PHONY: run login test test-backends lint bench install dev clean vendor
 
 $(BIN)/quire: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,8 +33,11 @@ dev: $(VENV)/.dev
 
 ## make run: set up, create the demo data dir (once) and serve it
 run: $(BIN)/quire
-	QUIRE_SERVER_HOST=$(HOST) QUIRE_SERVER_PORT=$(PORT) $(BIN)/quire demo --data $(DATA)
-	$(BIN)/quire serve --data $(DATA) --host $(HOST) --port $(PORT)
+	@QUIRE_SERVER_HOST=$(HOST) QUIRE_SERVER_PORT=$(PORT) $(BIN)/quire demo --data $(DATA) --serve --make
+
+## make login: the running demo's login again (user, password, API key, form token)
+login:
+	@$(BIN)/quire demo --login --data $(DATA)
 
 tests/oidc/node_modules/.installed: tests/oidc/package-lock.json
 	npm ci --prefix tests/oidc --no-audit --no-fund

@@ -4,10 +4,12 @@ into errors (a library that warns at import fails here first)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -61,3 +63,41 @@ def test_demo_and_serve_run_clean(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(15)
     _no_warnings(log.read_text())
+
+
+def test_make_runs_demo_is_quiet_and_ends_with_the_login(tmp_path: Path) -> None:
+    """What `make run` runs: the server's start-up lines, then the login
+    (password, key, form token) last, and no line per request after it, so
+    the login stays on screen; `make login` prints it again."""
+    data = tmp_path / "demo"
+    port = free_port()
+    log = tmp_path / "run.log"
+    with open(log, "w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-W", "error", "-m", "quire", "demo", "--data", str(data), "--serve", "--make",
+             "--port", str(port)], stdout=sink, stderr=subprocess.STDOUT, env=STRICT)
+    try:
+        deadline = time.monotonic() + 90
+        while "These again: make login" not in log.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        for path in ("/studio", "/auth/login", "/api/content/items/posts", "/nope"):
+            with contextlib.suppress(urllib.error.HTTPError):
+                urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30).close()
+        time.sleep(0.5)
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    text = log.read_text()
+    _no_warnings(text)
+    lines = text.splitlines()
+    assert "Serve it with" not in text and not any("/api/content" in line and " 200 " in line for line in lines)
+    ready = lines.index(next(line for line in lines if line.startswith("The demo is ready at")))
+    assert any("Listening at" in line for line in lines[:ready])  # the server's own lines come first
+    tail = "\n".join(lines[ready:])
+    password = tail.split("password ")[1].split()[0]
+    key = next(line for line in lines[ready:] if line.startswith("qk_"))
+    again = _quire("demo", "--login", "--data", str(data))
+    assert again.returncode == 0 and f"password {password}" in again.stdout
+    assert again.stdout.strip().splitlines()[-1] == key  # the key stays the last line
+    assert (data / "demo-login.txt").stat().st_mode & 0o077 == 0  # only its owner reads the password

@@ -7,7 +7,10 @@ import asyncio
 import os
 import secrets
 import sys
+import threading
 import time
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +44,17 @@ STOP_SECONDS = 10
 
 def cmd_serve(args: argparse.Namespace) -> int:
     overrides: dict[str, dict[str, Any]] = {"server": {}}
-    for key in ("host", "port", "workers"):
-        if getattr(args, key) is not None:
+    for key in ("host", "port", "workers", "access_log"):
+        if getattr(args, key, None) is not None:
             overrides["server"][key] = getattr(args, key)
     if args.quiet:
         overrides["server"]["quiet"] = True
+    return _serve(args, overrides)
+
+
+def _serve(args: argparse.Namespace, overrides: dict[str, dict[str, Any]],
+           when_up: Callable[[str], None] | None = None) -> int:
+    """Serve until stopped; `when_up(url)` runs once the server answers."""
     settings = load_settings(args.data, args.config, overrides=overrides)
     log_deprecations(settings)  # here once; the workers read the same settings again
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -56,8 +65,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for key, value in overrides["server"].items():
         os.environ[f"QUIRE_SERVER_{key.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
     print(f"Quire serving {settings.data_dir} on http://{server.host}:{server.port}", flush=True)
+    if when_up is not None:
+        url = _local_url(server.host, server.port)
+        threading.Thread(target=_wait_then, args=(url, when_up), daemon=True).start()
     granian_server("quire.app:app_from_env", server.host, server.port, server.workers, server.quiet).serve()
     return 0
+
+
+def _local_url(host: str, port: int) -> str:
+    # a server on a wildcard address listens on this machine's loopback too
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
+
+
+def _wait_then(url: str, then: Callable[[str], None]) -> None:
+    """Call `then(url)` once the server answers its login page (the workers
+    have started and printed their own lines); nothing if it never does."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/auth/login", timeout=5):
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        return
+    then(url)
 
 
 def granian_server(target: str, host: str, port: int, workers: int, quiet: bool) -> Any:
@@ -112,9 +144,19 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_LOGIN = "demo-login.txt"  # in the data directory: the last demo run's login, for `quire demo --login`
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from quire.demo import DEMO_USER, contact_token, install_demo, rotate_admin_password
 
+    saved = Path(args.data) / DEMO_LOGIN
+    if args.login:
+        if not saved.is_file():
+            print(f"No demo login in {args.data}: run `quire demo --data {args.data}` first", file=sys.stderr)
+            return 1
+        print(saved.read_text(encoding="utf-8"), end="")
+        return 0
     quire = _quire(args)
     try:
         created, key = asyncio.run(install_demo(quire))
@@ -123,18 +165,42 @@ def cmd_demo(args: argparse.Namespace) -> int:
         host, port = quire.settings.server.host, quire.settings.server.port
     finally:
         quire.close()
-    # `quire serve` with these settings listens there (a wildcard address on
-    # this machine's loopback too)
-    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
-    print("Demo data created." if created else "Demo data already present.")
-    print(f"Serve it with: quire serve --data {args.data}   (then: curl {url}/api/content/items/posts)")
+    url = _local_url(host, port)
+    login = []
     if token:
-        print(f"Contact form token: {token}   (POST {url}/api/inbox/submit/{token}, no key needed)")
-    print(f"Admin interface: open {url}/ and log in as user {DEMO_USER}, password {password}   (new on every run)")
+        login.append(f"Contact form token: {token}   (POST {url}/api/inbox/submit/{token}, no key needed)")
+    login.append(f"Admin interface: open {url}/ and log in as user {DEMO_USER}, password {password}   "
+                 "(new on every run)")
     # the key stays the last line: KEY=$(quire demo | tail -1)
-    print("Admin API key (new on every run; the previous demo key was revoked):")
-    print(key)
-    return 0
+    login += ["Admin API key (new on every run; the previous demo key was revoked):", key]
+    _write_private(saved, "\n".join(login) + "\n")
+    print("Demo data created." if created else "Demo data already present.", flush=True)
+    if not args.serve:
+        print(f"Serve it with: quire serve --data {args.data}   (then: curl {url}/api/content/items/posts)")
+        print("\n".join(login))
+        return 0
+
+    def show_login(url: str) -> None:
+        # last, once the server's own start-up lines are out, so that the
+        # password and the key are what the terminal ends with
+        again = "make login" if args.make else f"quire demo --login --data {args.data}"
+        print("\n".join(["", f"The demo is ready at {url}/", *login, "",
+                         f"These again: {again}. Stop the server with Ctrl+C. Requests are not logged "
+                         "(quire serve --access-log logs them)."]), flush=True)
+
+    overrides: dict[str, dict[str, Any]] = {"server": {"access_log": args.access_log or False}}
+    for name in ("host", "port"):
+        if getattr(args, name) is not None:
+            overrides["server"][name] = getattr(args, name)
+    return _serve(args, overrides, show_login)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """`text` in a file only its owner may read (it holds a password)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # also when the file was there with other modes
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -580,15 +646,24 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8080)")
     serve.add_argument("--workers", type=int, default=None, help="worker processes (default 1)")
-    serve.add_argument("--quiet", action="store_true", help="no per-request log lines")
+    serve.add_argument("--quiet", action="store_true", help="no log output at all")
+    serve.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=None,
+                       help="a line per request (default: [server] access_log, on)")
     serve.set_defaults(func=cmd_serve)
 
     sub.add_parser("init", parents=[common], help="create a data dir with a quire.toml",
                    description="Create the data directory, its database and a commented quire.toml."
                    ).set_defaults(func=cmd_init)
-    sub.add_parser("demo", parents=[common], help="load the demo blog and print an admin key",
-                   description="Load a small demo blog (once) and print a fresh admin API key."
-                   ).set_defaults(func=cmd_demo)
+    demo = sub.add_parser("demo", parents=[common], help="load the demo blog and print an admin key",
+                          description="Load a small demo blog (once) and print a fresh admin API key.")
+    demo.add_argument("--serve", action="store_true",
+                      help="then serve it, printing the login last once the server answers (what `make run` does)")
+    demo.add_argument("--host", default=None, help="with --serve: address to bind")
+    demo.add_argument("--port", type=int, default=None, help="with --serve: port")
+    demo.add_argument("--access-log", action="store_true", help="with --serve: a line per request")
+    demo.add_argument("--login", action="store_true", help="print the last run's login again (changes nothing)")
+    demo.add_argument("--make", action="store_true", help=argparse.SUPPRESS)  # run by `make run`: name `make login`
+    demo.set_defaults(func=cmd_demo)
 
     keys = sub.add_parser("keys", help="manage API keys", description="Create, list and delete API keys.")
     keys_sub = keys.add_subparsers(dest="keys_cmd", required=True, metavar="ACTION")

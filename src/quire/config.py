@@ -49,6 +49,7 @@ class ServerSettings(Section):
     port: int = setting(8080, between=(1, 65535))
     workers: int = setting(1, between=(1, 64))
     quiet: bool = False
+    access_log: bool = True
     public_url: str = ""
     proxy_hops: int = setting(0, between=(0, MAX_PROXY_HOPS))
 
