@@ -22,6 +22,7 @@ from tests.studio.browsing import (
     open_page,
     screenshot,
     scripts_ran,
+    section,
 )
 
 __all__ = ["browser", "new_context"]
@@ -40,7 +41,7 @@ def test_a_rule_is_added_from_the_sidebar_with_the_keyboard(studio: Studio, new_
 
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation").get_by_role("link", name="Redirects").click()
+    section(page, "Redirects").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Redirects")
     scripts_ran(page)
     expect(page.get_by_text("No redirects yet.")).to_be_visible()

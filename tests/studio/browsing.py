@@ -148,3 +148,11 @@ def login(page: Page, studio: Studio, user: str = "ann", password: str = PASSWOR
     page.wait_for_url(studio.base + "/")
 
 
+def section(page: Page, name: str) -> Any:
+    """The sidebar's link `name`, shown first: on a phone the sections
+    sit behind the menu button, which this opens."""
+    menu = page.get_by_role("button", name="Menu")
+    if menu.is_visible() and menu.get_attribute("aria-expanded") != "true":
+        menu.click()
+    # a badge may follow the name ("Forms 2")
+    return page.get_by_role("navigation", name="Sections").get_by_role("link", name=re.compile(rf"^{re.escape(name)}\b"))

@@ -29,6 +29,7 @@ from tests.studio.browsing import (
     new_context,
     open_page,
     screenshot,
+    section,
     studio,
 )
 
@@ -113,7 +114,7 @@ def test_a_website_form_posts_a_file_that_shows_in_the_inbox(studio: Studio, sit
     page = open_page(new_context())
     login(page, studio)
     assert _badge(page) >= 1
-    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Forms").click()
+    section(page, "Forms").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Forms")
     screenshot(page, "studio-inbox-forms.png")
     page.get_by_role("link", name="Applications", exact=True).click()
@@ -140,7 +141,7 @@ def test_rotating_a_token_retires_the_old_address(studio: Studio, new_context: C
                                                              "emails": ["team@example.com"]}})
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Forms").click()
+    section(page, "Forms").click()
     page.get_by_role("link", name="Settings of Newsletter").click()
     expect(page.locator("#form-token")).to_have_text(form["token"])
     screenshot(page, "studio-inbox-form.png")
@@ -170,7 +171,7 @@ def test_submissions_export_as_csv(studio: Studio, new_context: Callable[..., An
     _submit(studio, form["token"], {"name": "Bob", "answer": "yes"})
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Forms").click()
+    section(page, "Forms").click()
     page.get_by_role("link", name="Survey", exact=True).click()
     with page.expect_download() as info:
         page.get_by_role("link", name="Export CSV").click()
@@ -194,13 +195,13 @@ def test_the_unread_badge_counts_down_as_submissions_are_opened(studio: Studio,
     login(page, studio)
     start = _badge(page)
     assert start >= 3
-    page.get_by_role("navigation", name="Sections").get_by_role("link", name="Forms").click()
+    section(page, "Forms").click()
     for opened in range(1, 3):
         page.get_by_role("link", name="Feedback", exact=True).click()
         page.get_by_role("row").filter(has_text="Unread").first.get_by_role("link").first.click()
         expect(page.get_by_role("heading", level=1)).to_have_text("Submission to Feedback")
         assert _badge(page) == start - opened
-        page.get_by_role("navigation", name="Sections").get_by_role("link", name="Forms").click()
+        section(page, "Forms").click()
     expect(page.get_by_role("row").filter(has_text="Feedback")).to_contain_text("1")
     assert _badge(page) == start - 2
     assert_clean(page)

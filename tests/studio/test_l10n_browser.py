@@ -21,6 +21,7 @@ from tests.studio.browsing import (
     open_page,
     screenshot,
     scripts_ran,
+    section,
     studio,
 )
 
@@ -46,7 +47,7 @@ def test_translate_two_missing_german_strings_and_export_po(studio: Studio, new_
     _site(studio)
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation").get_by_role("link", name="Translations").click()
+    section(page, "Translations").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Translations")
     screenshot(page, "studio-l10n-projects.png")
     page.get_by_role("link", name="Website").click()

@@ -24,6 +24,7 @@ from tests.studio.browsing import (
     next_frames,
     open_page,
     screenshot,
+    section,
     wait_until,
 )
 
@@ -67,7 +68,7 @@ def test_list_sort_and_filter(studio: Studio, new_context: Callable[..., Any]) -
 
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation").get_by_role("link", name="Content").click()
+    section(page, "Content").click()
     page.get_by_role("link", name="posts", exact=True).click()
     expect(page.get_by_role("heading", level=1)).to_have_text("posts")
     expect(page.locator(".list-total")).to_have_text("1–8 of 8")
@@ -84,15 +85,17 @@ def test_list_sort_and_filter(studio: Studio, new_context: Callable[..., Any]) -
     page.reload()
     expect(page.locator("th[aria-sort=descending]")).to_contain_text("views")
 
-    page.get_by_label("Filter").fill('{"kind": "news", "views": {"$gt": 20}}')
+    page.get_by_text("Filter", exact=True).click()
+    page.get_by_label("Filter as JSON").fill('{"kind": "news", "views": {"$gt": 20}}')
     page.get_by_role("button", name="Apply").click()
     expect(page.locator(".list-total")).to_contain_text("of 3")
     assert set(_row_titles(page)) == {"Sailing basics", "Night skies", "Rivers of Europe"}
     screenshot(page, "studio-list.png")
-    page.get_by_label("Filter").fill('{"views": {"$near": 3}}')
+    page.get_by_label("Filter as JSON").fill('{"views": {"$near": 3}}')
     page.get_by_role("button", name="Apply").click()
     expect(page.locator("#filter-error")).to_contain_text("$near")
-    expect(page.get_by_label("Filter")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_label("Filter as JSON")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator(".list-total")).to_contain_text("of 8")  # shown without the filter it cannot apply
     page.go_back()
     expect(page.locator(".list-total")).to_contain_text("of 3")
     assert_clean(page)
@@ -200,6 +203,8 @@ def test_editor_without_delete_rights(studio: Studio, new_context: Callable[...,
     page = open_page(new_context())
     login(page, studio, "eve")
     page.goto(studio.base + "/studio/content/posts")
+    expect(page.get_by_role("button", name="Publish", exact=True)).to_be_hidden()  # until an item is selected
+    page.locator('input[name="ids"]').first.check()
     expect(page.get_by_role("button", name="Publish", exact=True)).to_be_visible()
     expect(page.get_by_role("button", name="Delete…")).to_have_count(0)
     victim = studio.call("GET", "/api/content/items/posts")[0]

@@ -18,6 +18,7 @@ from tests.studio.browsing import (
     open_page,
     screenshot,
     scripts_ran,
+    section,
     studio,
 )
 
@@ -65,7 +66,7 @@ def test_create_a_model_with_many_field_types(studio: Studio, new_context: Calla
                                                        "fields": [{"name": "siteName", "type": "text"}]})
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation").get_by_role("link", name="Models").click()
+    section(page, "Models").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Models")
     page.get_by_role("link", name="New model").click()
     expect(page.get_by_label("Model name")).to_be_visible()

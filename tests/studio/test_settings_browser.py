@@ -20,6 +20,7 @@ from tests.studio.browsing import (
     new_context,
     open_page,
     screenshot,
+    section,
 )
 
 __all__ = ["browser", "new_context"]
@@ -49,7 +50,7 @@ def test_a_role_read_only_on_one_model_sees_only_that_model(studio: Studio, new_
 
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation").get_by_role("link", name="Roles").click()
+    section(page, "Roles").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Roles")
     screenshot(page, "studio-settings-roles.png")
     page.get_by_role("link", name="Edit role readers").click()
@@ -87,7 +88,7 @@ def test_rename_a_locale_and_read_the_german_value_under_the_new_code(
 
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation").get_by_role("link", name="Locales").click()
+    section(page, "Locales").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Locales")
     page.get_by_label("Code", exact=True).fill("fr")
     page.get_by_label("Name", exact=True).fill("Français")
@@ -116,7 +117,7 @@ def test_rebuild_the_search_index_and_try_a_query(studio: Studio, new_context: C
 
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation").get_by_role("link", name="Search").click()
+    section(page, "Search").click()
     page.get_by_role("link", name="New index").click()
     page.get_by_label("Index name").fill("posts")
     page.get_by_label("Model", exact=True).select_option("posts")
@@ -151,7 +152,7 @@ def test_end_every_preview_link_from_settings_by_keyboard(studio: Studio, new_co
 
     page = open_page(new_context({"width": width, "height": 800}))
     login(page, studio)
-    page.get_by_role("navigation").get_by_role("link", name="Preview links").click()
+    section(page, "Preview links").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Preview links")
     button = page.get_by_role("button", name="End every preview link")
     button.focus()

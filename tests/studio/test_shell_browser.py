@@ -15,6 +15,7 @@ from tests.studio.browsing import (
     new_context,
     open_page,
     scripts_ran,
+    section,
     studio,
 )
 
@@ -28,7 +29,7 @@ def test_content_is_reached_from_the_dashboard(studio: Studio, new_context: Call
                                                     "fields": [{"name": "title", "type": "text"}]})
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation").get_by_role("link", name="Content").click()
+    section(page, "Content").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Content")
     expect(page.get_by_role("link", name="notes")).to_be_visible()
     # the scripts come last in the page: its text shows before they have run

@@ -21,6 +21,7 @@ from tests.studio.browsing import (
     open_page,
     screenshot,
     scripts_ran,
+    section,
     studio,
 )
 
@@ -44,11 +45,12 @@ def test_export_a_filtered_list_and_import_a_file_with_a_bad_row(
     _model(studio)
     page = open_page(new_context())
     login(page, studio)
-    page.get_by_role("navigation").get_by_role("link", name="Content").click()
+    section(page, "Content").click()
     page.get_by_role("link", name="Books", exact=True).click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Books")
     scripts_ran(page)
-    page.get_by_label("Filter").fill('{"genre": "novel"}')
+    page.get_by_text("Filter", exact=True).click()
+    page.get_by_label("Filter as JSON").fill('{"genre": "novel"}')
     page.get_by_role("button", name="Apply").click()
     expect(page.locator("#list-results")).to_contain_text("Book 2")
     page.get_by_text("Export these 2 items").click()

@@ -13,6 +13,7 @@ from starlette.datastructures import QueryParams
 
 from quire.content import types
 from quire.content.models import Model
+from quire.content.screens import conditions
 from quire.content.screens.titles import title_fields
 from quire.content.service import ReadOptions
 from quire.errors import BadRequest
@@ -36,6 +37,8 @@ class ListQuery:
     filter_text: str = ""
     page: int = 1
     limit: int = DEFAULT_LIMIT
+    # the visual filter's rows (field, operator, value), as typed
+    conditions: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def skip(self) -> int:
@@ -50,6 +53,8 @@ class ListQuery:
             pairs.append(("sort", ("-" if query.direction < 0 else "") + query.sort))
         if query.q:
             pairs.append(("q", query.q))
+        for name, op, value in query.conditions:
+            pairs += [("w", name), ("o", op), ("v", value)]
         if query.filter_text:
             pairs.append(("filter", query.filter_text))
         if query.page > 1:
@@ -92,6 +97,7 @@ def parse_query(params: QueryParams, sortable: list[str]) -> ListQuery:
         filter_text=params.get("filter", "").strip()[:4000],
         page=min(max(page, 1), MAX_PAGE),
         limit=limit if limit in LIMITS else DEFAULT_LIMIT,
+        conditions=tuple((c.field, c.op, c.value) for c in conditions.parse(params)),
     )
 
 

@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from quire.asgi import route
 from quire.content.models import Model, ModelService
+from quire.content.screens import conditions
 from quire.content.screens.list_cells import (
     SYSTEM_COLUMNS,
     available_columns,
@@ -40,6 +41,7 @@ from quire.http import quire_of, service
 from quire.ids import is_id
 from quire.modules import Services
 from quire.ui import tree as trees
+from quire.ui import zones
 from quire.ui.prefs import PrefsService, columns_key
 from quire.ui.screens import back_to, checked_form, need, redirect_flash, render, studio_page
 from quire.ui.web import Login, redirect
@@ -74,19 +76,22 @@ async def content_list(request: Request, login: Login) -> Response:
     error = search_note = None
     items: list[dict[str, Any]] = []
     total = 0
+    cond_fields = conditions.fields_of(model, drafts)
+    built, checked, spec, filter_error = list_filters(request, login, query, cond_fields)
     try:
-        spec = parse_filter_text(query.filter_text)
         found = search_found(quire_of(request), model, query.q)
-        opts = read_options(query, spec, drafts, found.condition)
-        if found.ranked is not None and query.sort is None:
-            items, total = _by_rank(content, model, opts, found.ranked, query, login)
-        else:
-            page = content.list_page(model.name, opts, login.identity)
-            items = [orjson.loads(row) for row in page.rows]
-            total = page.total or 0
         search_note = found.note
+        try:
+            items, total = _read(content, model, query, both(spec, built), drafts, found, login)
+        except BadRequest as exc:
+            if spec is None:
+                raise
+            # the typed filter is refused when read (an unknown operator):
+            # explained beside it, and the list shown as the rest finds it
+            filter_error = exc.message
+            items, total = _read(content, model, query, built, drafts, found, login)
     except BadRequest as exc:
-        error = exc.message  # a bad filter: shown next to the box, with the API's message
+        error = exc.message
     prefs = service(request, PrefsService)
     columns = chosen_columns(prefs.get(login.user["_id"], columns_key(model.name)), model, drafts)
     first = title_column(model)
@@ -98,7 +103,14 @@ async def content_list(request: Request, login: Login) -> Response:
         "sortable": set(sortable_fields(model, drafts)), "limits": LIMITS,
         "pages": _pages(query, total), "cell": cell, "title_of": title_of,
         "link_titles": column_links(request, login, model, columns, items),
-        "filter_example": filter_example(model),
+        "filter_example": filter_example(model), "filter_error": filter_error,
+        "cond_fields": cond_fields, "cond_by_name": {f.name: f for f in cond_fields},
+        "condition_rows": [*checked, conditions.Condition("", "", "")],
+        "all_operators": [(op, label) for op, (label, _) in conditions.OPERATORS.items()],
+        "kind_operators": {kind: [[op, conditions.OPERATORS[op][0], conditions.OPERATORS[op][1]] for op in ops]
+                           for kind, ops in conditions.KIND_OPERATORS.items()},
+        "active_filters": len([c for c in checked if not c.error]) + bool(query.filter_text and not filter_error),
+        "open_filters": bool(query.conditions or query.filter_text),
         "search_published_only": drafts and _searched_by_index(request, model),
         "can_create": login.can(f"content/{model.name}/create"),
         "can_publish": drafts and login.can(f"content/{model.name}/publish"),
@@ -108,6 +120,35 @@ async def content_list(request: Request, login: Login) -> Response:
     status = 400 if error else 200
     template = "content/list_results.html" if _is_htmx(request) else "content/list.html"
     return render(request, login, template, status, **context)
+
+
+def list_filters(request: Request, login: Login, query: ListQuery, fields: list[conditions.Field]
+                 ) -> tuple[dict[str, Any] | None, list[conditions.Condition], dict[str, Any] | None, str | None]:
+    """The list's two filters: the conditions' (and each condition with its
+    problem), and the typed JSON one (None with its problem when it is not
+    a filter)."""
+    wanted = [conditions.Condition(*c) for c in query.conditions]
+    built, checked = conditions.to_filter(wanted, fields, zones.zone_name(request, login.user["_id"]))
+    try:
+        return built, checked, parse_filter_text(query.filter_text), None
+    except BadRequest as exc:
+        return built, checked, None, exc.message
+
+
+def both(one: dict[str, Any] | None, other: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A filter that holds where both hold (None: no filter)."""
+    if one and other:
+        return {"$and": [one, other]}
+    return one or other
+
+
+def _read(content: ContentService, model: Model, query: ListQuery, spec: dict[str, Any] | None, drafts: bool,
+          found: Found, login: Login) -> tuple[list[dict[str, Any]], int]:
+    opts = read_options(query, spec, drafts, found.condition)
+    if found.ranked is not None and query.sort is None:
+        return _by_rank(content, model, opts, found.ranked, query, login)
+    page = content.list_page(model.name, opts, login.identity)
+    return [orjson.loads(row) for row in page.rows], page.total or 0
 
 
 @dataclass

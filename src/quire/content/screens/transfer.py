@@ -18,13 +18,13 @@ from quire.asgi import route
 from quire.assets.service import AssetService
 from quire.content import transfer
 from quire.content.models import Model, ModelService
+from quire.content.screens import conditions
 from quire.content.screens.list_query import (
-    parse_filter_text,
     parse_query,
     read_options,
     sortable_fields,
 )
-from quire.content.screens.lists import search_found
+from quire.content.screens.lists import both, list_filters, search_found
 from quire.content.service import ContentService
 from quire.errors import ApiError, BadRequest, Forbidden, NotFound
 from quire.files import Files
@@ -60,7 +60,14 @@ async def export_list(request: Request, login: Login) -> Response:
     drafts = login.can(f"content/{model.name}/update")
     query = parse_query(request.query_params, sortable_fields(model, drafts))
     found = search_found(quire_of(request), model, query.q)
-    opts = read_options(query, parse_filter_text(query.filter_text), drafts, found.condition)
+    built, checked, spec, problem = list_filters(request, login, query, conditions.fields_of(model, drafts))
+    bad = next((c for c in checked if c.error), None)
+    # the list leaves such a filter out and says so; a file is refused instead
+    if problem:
+        raise BadRequest(problem)
+    if bad is not None:
+        raise BadRequest(f"the condition on {bad.field} {bad.error}")
+    opts = read_options(query, both(spec, built), drafts, found.condition)
     opts = dataclasses.replace(opts, limit=None, skip=None)
     content = service(request, ContentService)
     chunks = transfer.export_rows(content, model, opts, login.identity, fmt)

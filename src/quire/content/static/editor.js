@@ -251,4 +251,13 @@
   }
 
   setUp(document);
+
+  // A new item: the first field takes the focus, so that typing starts
+  // there (not on a page with a problem to read first, nor a saved one).
+  if (form.hasAttribute("data-new") && !document.querySelector(".form-errors, #flash")) {
+    var firstField = form.querySelector(".editor-main .field input:not([type=hidden]):not([disabled]), " +
+      ".editor-main .field textarea:not([disabled]), .editor-main .field select:not([disabled]), " +
+      ".editor-main .field [contenteditable=true]");
+    if (firstField && firstField.offsetParent !== null) firstField.focus();
+  }
 })();

@@ -30,6 +30,33 @@
     flash.focus();
   }
 
+  // Phones: the sections open and close under the menu button; Escape
+  // closes them and gives the focus back to the button.
+  var menu = document.querySelector(".menu-button");
+  var sections = document.getElementById("sections");
+  if (menu && sections) {
+    menu.hidden = false;
+    document.body.classList.add("has-menu");
+    var setOpen = function (open) {
+      menu.setAttribute("aria-expanded", open ? "true" : "false");
+      sections.classList.toggle("open", open);
+    };
+    menu.addEventListener("click", function () {
+      var open = menu.getAttribute("aria-expanded") !== "true";
+      setOpen(open);
+      if (open) {
+        var first = sections.querySelector("a");
+        if (first) first.focus();
+      }
+    });
+    sections.addEventListener("keydown", function (e) {
+      if (e.key === "Escape" && menu.getAttribute("aria-expanded") === "true") {
+        setOpen(false);
+        menu.focus();
+      }
+    });
+  }
+
   var url = document.body.getAttribute("data-events");
   if (!url || !window.EventSource) return;
   var source = new EventSource(url);

@@ -1,0 +1,171 @@
+"""Studio III in a real browser, at 1280 px and on a 390 px phone: the
+content first on a phone (the sections behind a menu button), the visual
+filter, and the focus kept on the control used."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.studio.browsing import (
+    NARROW,
+    WIDE,
+    Studio,
+    assert_clean,
+    browser,
+    login,
+    new_context,
+    open_page,
+    screenshot,
+    scripts_ran,
+    studio,
+    wait_until,
+)
+
+__all__ = ["browser", "new_context", "studio"]
+
+FIELDS = [{"name": "title", "type": "text", "label": "Title"}, {"name": "views", "type": "number", "label": "Views"},
+          {"name": "kind", "type": "select", "label": "Kind", "opts": {"options": ["news", "blog"]}},
+          {"name": "body", "type": "wysiwyg", "label": "Body"}]
+
+
+@pytest.fixture(scope="module")
+def posts(studio: Studio) -> Studio:
+    studio.call("PUT", "/api/system/models/posts", {"name": "posts", "type": "collection", "fields": FIELDS})
+    for n in range(25):
+        studio.call("POST", "/api/content/item/posts", {"data": {"title": f"Post {n:02d}", "views": n * 10,
+                                                                 "kind": "news" if n % 2 else "blog"}})
+    return studio
+
+
+def _top(page: Any, selector: str) -> float:
+    return float(page.evaluate(f"document.querySelector({selector!r}).getBoundingClientRect().bottom"))
+
+
+def test_on_a_phone_the_content_comes_first_and_the_sections_open_from_a_menu(
+        posts: Studio, new_context: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
+    page = open_page(new_context(NARROW))
+    login(page, posts)
+    page.goto(posts.base + "/studio/content/posts")
+    # the first row of the list, whole, on the first screen of 844 px
+    assert _top(page, "table.items tbody tr") <= NARROW["height"]
+    sections = page.get_by_role("navigation", name="Sections")
+    expect(sections).to_be_hidden()
+    menu = page.get_by_role("button", name="Menu")
+    expect(menu).to_have_attribute("aria-expanded", "false")
+    menu.click()
+    expect(sections).to_be_visible()
+    expect(menu).to_have_attribute("aria-expanded", "true")
+    assert page.evaluate("document.activeElement.closest('#sections') !== null")  # the first section has the focus
+    screenshot(page, "studio-phone-menu.png")
+    page.keyboard.press("Escape")
+    expect(sections).to_be_hidden()
+    expect(menu).to_be_focused()
+    menu.press("Enter")
+    sections.get_by_role("link", name="Assets").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Assets")
+    page.goto(posts.base + "/studio/content/posts")
+
+    # a new item: its first field on the first screen, with the focus
+    page.get_by_role("link", name="New item").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("New item")
+    scripts_ran(page)
+    title = page.get_by_label("Title")
+    expect(title).to_be_focused()
+    assert _top(page, "#f-title, [name='title']") <= NARROW["height"]
+    assert_clean(page)
+
+
+def test_wide_the_sections_stay_beside_the_page(posts: Studio, new_context: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
+    page = open_page(new_context())
+    login(page, posts)
+    page.goto(posts.base + "/studio/content/posts")
+    expect(page.get_by_role("navigation", name="Sections")).to_be_visible()
+    expect(page.get_by_role("button", name="Menu")).to_be_hidden()
+    page.get_by_role("link", name="New item").click()
+    scripts_ran(page)
+    expect(page.get_by_label("Title")).to_be_focused()
+    assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_the_visual_filter_builds_conditions_and_explains_a_bad_one_in_place(
+        posts: Studio, new_context: Callable[..., Any], viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(posts.base + "/studio/content/posts")
+    page.get_by_text("Filter", exact=True).click()
+    page.get_by_label("Field of condition 1").select_option(label="Views")
+    operator = page.get_by_label("Operator of condition 1")
+    # a number's operators, not a text's
+    assert "is at least" in operator.inner_text() and "contains" not in operator.inner_text()
+    operator.select_option(label="is at least")
+    page.get_by_label("Value of condition 1").fill("200")
+    page.get_by_role("button", name="Add a condition").click()
+    expect(page.get_by_label("Field of condition 2")).to_be_focused()
+    page.get_by_label("Field of condition 2").select_option(label="Kind")
+    page.get_by_label("Operator of condition 2").select_option(label="is")
+    page.get_by_label("Value of condition 2").fill("news")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator(".list-total")).to_have_text("1–2 of 2")  # 210 and 230
+    assert "w=views" in page.url and "o=gte" in page.url  # a link to keep
+    if viewport is WIDE:
+        screenshot(page, "studio-list-filter.png")
+
+    # a typo: explained beside the condition, the list keeps what the other finds
+    page.get_by_label("Value of condition 1").fill("two hundred")
+    page.get_by_label("Value of condition 1").press("Enter")
+    expect(page.locator("#c-error-1")).to_contain_text("“two hundred” is not a number")
+    expect(page.get_by_label("Value of condition 1")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator(".list-total")).to_have_text("1–12 of 12")  # the news posts
+    # the same for the JSON filter of experts
+    page.get_by_label("Filter as JSON").fill('{"views": {"$gt": 100}')
+    page.get_by_label("Filter as JSON").press("Enter")
+    expect(page.locator("#filter-error")).to_contain_text("the list is shown without it")
+    expect(page.locator(".list-total")).to_have_text("1–12 of 12")
+    # removing a condition applies at once
+    page.get_by_role("button", name="Remove condition 1").click()
+    wait_until(page, "!location.search.includes('o=gte')")
+    expect(page.locator(".list-total")).to_have_text("1–12 of 12")
+    assert "w=&" not in page.url  # the empty row stays out of the address
+    assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_the_focus_stays_on_the_control_used(posts: Studio, new_context: Callable[..., Any],
+                                             viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(posts.base + "/studio/content/posts")
+    sort = page.get_by_role("link", name="Views", exact=True)
+    sort.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("th[aria-sort=ascending]")).to_contain_text("Views")
+    expect(page.get_by_role("link", name="Views", exact=True)).to_be_focused()
+    page.keyboard.press("Enter")  # again, from the keyboard: the other way round
+    expect(page.locator("th[aria-sort=descending]")).to_contain_text("Views")
+    expect(page.get_by_role("link", name="Views", exact=True)).to_be_focused()
+
+    page.get_by_role("link", name="Next →").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".list-total")).to_have_text("21–25 of 25")
+    # no "Next" on the last page: the focus goes to the other page link
+    expect(page.get_by_role("link", name="← Previous")).to_be_focused()
+
+    search = page.get_by_label("Search")
+    search.focus()
+    page.keyboard.type("Post 1")
+    expect(page.locator(".list-total")).to_contain_text("of ")
+    wait_until(page, "location.search.includes('q=Post')")
+    expect(search).to_be_focused()
+    assert_clean(page)
