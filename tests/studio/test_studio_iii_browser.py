@@ -169,3 +169,53 @@ def test_the_focus_stays_on_the_control_used(posts: Studio, new_context: Callabl
     wait_until(page, "location.search.includes('q=Post')")
     expect(search).to_be_focused()
     assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_times_are_shown_and_typed_in_the_users_own_zone(posts: Studio, new_context: Callable[..., Any],
+                                                          viewport: dict[str, int]) -> None:
+    """The browser is in Berlin. Unchosen, the studio uses the browser's
+    zone; chosen (New York), every time is shown and typed in it and says
+    so, and the schedule is stored as the UTC moment of the typed time."""
+    import datetime as dt
+    import zoneinfo
+
+    from playwright.sync_api import expect
+
+    item = posts.call("POST", "/api/content/item/posts", {"data": {"title": f"Timed {viewport['width']}", "_state": 0}})
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(f"{posts.base}/studio/content/posts/item/{item['_id']}")
+    page.get_by_text("Schedule", exact=True).click()
+    expect(page.get_by_label("Publish at", exact=False).first).to_be_visible()
+    assert "Europe/Berlin" in page.locator("label[for=publish-at]").inner_text()
+
+    page.get_by_role("link", name="ann").click()  # the user's own settings, from the bar
+    expect(page.get_by_role("heading", level=1)).to_have_text("Your settings")
+    expect(page.get_by_label("Show and type times in")).to_contain_text("Your browser's time zone (Europe/Berlin)")
+    page.get_by_label("Show and type times in").select_option("America/New_York")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#flash")).to_contain_text("America/New_York")
+
+    page.goto(f"{posts.base}/studio/content/posts/item/{item['_id']}")
+    page.get_by_text("Schedule", exact=True).click()
+    assert "America/New_York" in page.locator("label[for=publish-at]").inner_text()
+    page.locator("#publish-at").fill("2030-07-01T10:00")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#flash")).to_be_visible()
+    # (an unpublished item is read by the export with every state)
+    stored = posts.call("GET", "/api/content/export/posts?format=json&states=all&filter=%7B%22_id%22%3A%22"
+                        f"{item['_id']}%22%7D")[0]
+    wanted = dt.datetime(2030, 7, 1, 10, 0, tzinfo=zoneinfo.ZoneInfo("America/New_York"))
+    assert stored["_publish_at"] == int(wanted.timestamp())  # 14:00 UTC (summer time)
+    page.get_by_text("Schedule", exact=True).click()
+    expect(page.locator("#publish-at")).to_have_value("2030-07-01T10:00")
+    # the times of the page name the zone they are in
+    modified = page.locator("time[data-unix]").first
+    expect(modified).to_contain_text("EST")
+    assert modified.get_attribute("title") == "America/New_York"
+    page.goto(posts.base + "/studio/me")
+    page.get_by_label("Show and type times in").select_option("")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#flash")).to_contain_text("Europe/Berlin")
+    assert_clean(page)

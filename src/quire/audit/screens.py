@@ -10,7 +10,6 @@ query per model on the page, through the owning services."""
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -28,12 +27,12 @@ from quire.content.service import ContentService
 from quire.errors import BadRequest
 from quire.http import service
 from quire.pages.service import PagesService
+from quire.ui import zones
 from quire.ui.screens import need, render, studio_page
 from quire.ui.web import Login
 
 PAGE_SIZE = 50
 MAX_PAGE = 2_000  # 100,000 entries back; narrow the dates to go further
-DAY = 86_400
 BASE = "/studio/settings/audit"
 
 
@@ -44,14 +43,15 @@ class Filters:
     action: str = ""
     who: str = ""
     resource: str = ""
-    start: str = ""  # YYYY-MM-DD, UTC
+    start: str = ""  # YYYY-MM-DD, a day in the user's time zone
     end: str = ""
     page: int = 1
+    zone: str = "UTC"
 
     def query(self) -> AuditQuery:
         return AuditQuery(action=filter_text("action", self.action), who=filter_text("who", self.who),
                           resource=filter_text("resource", self.resource),
-                          start=_day("from", self.start), end=_day("to", self.end, DAY - 0.001))
+                          start=_day("from", self.start, self.zone), end=_day("to", self.end, self.zone, last=True))
 
     def link(self, page: int) -> str:
         params = {k: v for k, v in (("action", self.action), ("who", self.who), ("resource", self.resource),
@@ -61,18 +61,18 @@ class Filters:
         return BASE + ("?" + urlencode(params) if params else "")
 
 
-def _day(name: str, text: str, within: float = 0.0) -> float | None:
-    """A date of the form (YYYY-MM-DD) as Unix seconds at its start in UTC
-    (plus `within`: the end of the day for "to")."""
+def _day(name: str, text: str, zone: str, last: bool = False) -> float | None:
+    """A date of the form (YYYY-MM-DD) as Unix seconds at its start in the
+    user's time zone (its end, for "to")."""
     if not text:
         return None
     try:
-        day = dt.date.fromisoformat(text) if len(text) == 10 else None
+        first, end = zones.day_bounds(text, zone) if len(text) == 10 else (None, None)
     except ValueError:
-        day = None
-    if day is None:
+        first = end = None
+    if first is None or end is None:
         raise BadRequest(f"{name} must be a date like 2026-11-26", fields=[name])
-    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp() + within
+    return end + 1 - 0.001 if last else float(first)
 
 
 def _printable(text: str) -> str:
@@ -80,7 +80,7 @@ def _printable(text: str) -> str:
     return "".join(c for c in text if ord(c) >= 32 and not 0xD800 <= ord(c) <= 0xDFFF)
 
 
-def _filters(request: Request) -> Filters:
+def _filters(request: Request, zone: str) -> Filters:
     params = request.query_params
     raw_page = params.get("page", "1")
     if not (raw_page.isascii() and raw_page.isdigit()) or not 1 <= int(raw_page[:6]) <= MAX_PAGE:
@@ -88,14 +88,14 @@ def _filters(request: Request) -> Filters:
                          fields=["page"])
     return Filters(params.get("action", "").strip(), params.get("who", "").strip(),
                    params.get("resource", "").strip(), params.get("from", "").strip(), params.get("to", "").strip(),
-                   int(raw_page))
+                   int(raw_page), zone)
 
 
 @studio_page
 async def audit_page(request: Request, login: Login) -> Response:
     need(login, READ)
     try:
-        filters = _filters(request)
+        filters = _filters(request, zones.zone_name(request, login.user["_id"]))
         query = filters.query()
     except BadRequest as exc:
         typed = {k: _printable(request.query_params.get(k, "")[:200]) for k in ("action", "who", "resource", "from", "to")}

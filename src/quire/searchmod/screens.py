@@ -188,8 +188,6 @@ async def index_page(request: Request, login: Login) -> Response:
         except BadRequest as exc:
             error = exc.message
     form = form_of(index) if login.can(MANAGE) else None
-    if index.get("built_at"):
-        index["built_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(index["built_at"]))
     return render(request, login, "searchmod/settings_search_index.html", index=index, form=form, q=q, locale=locale,
                   hits=hits, total=total, error=error, progress=_progress(search, name), **_choices(request))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from quire.modules import Module, NavEntry, Services
-from quire.studio import find, shell
+from quire.studio import find, me, shell
 from quire.ui.prefs import PrefsService
 
 
@@ -32,7 +32,7 @@ def subscribe(services: Services) -> None:
     services.events.on("content.model.rename", services.get(PrefsService).model_renamed)
 
 
-module = Module("studio", build=build, subscribe=subscribe, routes=[*shell.routes, *find.routes],
+module = Module("studio", build=build, subscribe=subscribe, routes=[*shell.routes, *find.routes, *me.routes],
                 templates=Path(__file__).parent / "templates",
                 nav=[
                     NavEntry("Dashboard", "/", "", lambda identity: True, order=0),

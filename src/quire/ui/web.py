@@ -29,6 +29,7 @@ from quire.auth.users import UserService
 from quire.errors import Forbidden
 from quire.http import json_response, quire_of, read_small_form, service
 from quire.modules import Module, Services
+from quire.ui import zones
 
 SESSION_COOKIE = "quire_session"
 MAX_FORM_BYTES = 64 * 1024  # a small form: login, keys, users
@@ -97,9 +98,11 @@ def render_in(env: Environment, request: Request, template: str, status: int = 2
     def nav() -> list[tuple[str, list[dict[str, Any]]]]:
         return sidebar(quire, login, request.url.path) if isinstance(login, Login) else []
 
+    # the zone every time of the page is shown in (admin.js formats them)
+    zone = zones.zone_name(request, login.user["_id"]) if isinstance(login, Login) else ""
     html = env.get_template(template).render(
         request=request, sso_enabled=sso.configured, login_text=sso.login_text, nav=nav,
-        find_enabled=quire.find_path is not None, **context,
+        find_enabled=quire.find_path is not None, user_zone=zone, **context,
     )
     return HTMLResponse(html, status, headers=SECURITY_HEADERS)
 

@@ -9,6 +9,7 @@ import datetime as dt
 import functools
 import zoneinfo
 from typing import Any
+from urllib.parse import unquote
 
 from starlette.requests import Request
 
@@ -46,7 +47,7 @@ def zone_name(request: Request, user_id: str) -> str:
 
 
 def browser_zone(request: Request) -> str | None:
-    value = request.cookies.get(COOKIE)
+    value = unquote(request.cookies.get(COOKIE) or "")  # admin.js writes it URL-encoded (Europe%2FBerlin)
     return value if known(value) else None
 
 

@@ -6,7 +6,6 @@ only)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from starlette.requests import Request
@@ -19,15 +18,16 @@ from quire.content.schedule import SCHEDULE
 from quire.content.service import ContentService
 from quire.errors import NotFound
 from quire.http import service
+from quire.ui import zones
 from quire.ui.screens import Form, checked_form, need, redirect_flash, studio_page
 from quire.ui.web import CSP, Login
-
-MINUTE_FORMAT = "%Y-%m-%dT%H:%M"
 
 
 def lifecycle(request: Request, login: Login, model: Model, item: dict[str, Any], live: dict[str, Any],
               is_new: bool) -> dict[str, Any]:
-    """What the editor's publishing panel shows."""
+    """What the editor's publishing panel shows (the schedule in the
+    user's time zone)."""
+    zone = zones.zone_name(request, login.user["_id"])
     published = not is_new and live.get("_state") == 1
     is_draft = "_base" in item
     may_update = login.can(f"content/{model.name}/update")
@@ -38,7 +38,8 @@ def lifecycle(request: Request, login: Login, model: Model, item: dict[str, Any]
     return {
         "published": published, "is_draft": is_draft,
         "stale": is_draft and item.get("_base") != live.get("_rev"),
-        "schedule": {key: minute_text(live.get(key)) for key in SCHEDULE},
+        "schedule": {key: zones.to_input(live.get(key), zone) for key in SCHEDULE},
+        "zone": zones.label(zone),
         "links": links, "show": bool(links) and request.query_params.get("preview") == "1",
         "origins": sorted({o for o in (origin(link["url"]) for link in links) if o}),
     }
@@ -52,16 +53,10 @@ def allow_frames(response: Response, life: dict[str, Any]) -> Response:
     return response
 
 
-def minute_text(value: Any) -> str:
-    """Unix seconds as a datetime-local input's value, in UTC."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        return ""
-    return dt.datetime.fromtimestamp(value, dt.UTC).strftime(MINUTE_FORMAT)
-
-
-def schedule_data(form: Form, live: dict[str, Any], data: dict[str, Any]) -> dict[str, str]:
-    """The schedule typed in the form (UTC minutes) into `data` when it
-    differs from the stored one; problems by field."""
+def schedule_data(form: Form, live: dict[str, Any], data: dict[str, Any], zone: str) -> dict[str, str]:
+    """The schedule typed in the form (minutes in the user's time zone,
+    stored as UTC) into `data` when it differs from the stored one;
+    problems by field."""
     problems: dict[str, str] = {}
     for key in SCHEDULE:
         if key not in form:
@@ -70,11 +65,10 @@ def schedule_data(form: Form, live: dict[str, Any], data: dict[str, Any]) -> dic
         value: int | None = None
         if text:
             try:
-                when = dt.datetime.strptime(text[:16], MINUTE_FORMAT).replace(tzinfo=dt.UTC)
+                value = zones.from_input(text, zone)
             except ValueError:
-                problems[key] = "must be a date and time (UTC), like 2030-01-31T09:30"
+                problems[key] = f"must be a date and time ({zones.label(zone)}), like 2030-01-31T09:30"
                 continue
-            value = int(when.timestamp())
         if value != live.get(key):
             data[key] = value
     return problems

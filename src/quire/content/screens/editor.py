@@ -21,6 +21,7 @@ from quire.content.screens.titles import title_of
 from quire.content.service import ContentService, ReadOptions
 from quire.errors import BadRequest, Conflict, NotFound, ValidationError
 from quire.http import service
+from quire.ui import zones
 from quire.ui.screens import Form, checked_form, need, redirect_flash, render, studio_page
 from quire.ui.web import Login
 
@@ -144,7 +145,7 @@ async def _save(request: Request, login: Login, model: Model, item_id: str | Non
     except NotFound:
         return _gone(request, login, model, data)
     if may_publish:
-        problems.update(drafts.schedule_data(form, live or {}, data))
+        problems.update(drafts.schedule_data(form, live or {}, data, zones.zone_name(request, login.user["_id"])))
     # a published item's changes are kept as its draft until published
     as_draft = live is not None and live.get("_state") == 1 and bool(live.get("_id"))
     intent = form.get("intent")

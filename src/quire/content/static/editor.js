@@ -241,13 +241,14 @@
   });
 
   // A datetime is stored as ISO text (UTC with Z, or with an offset); the
-  // editor says which local time that is, in the browser's time zone.
+  // editor says which time that is in the user's time zone.
   function showLocalTime(input) {
     var out = input.parentNode.querySelector("[data-local-time-for]");
     if (!out) return;
     var value = input.value.trim();
     var when = value ? new Date(value) : null;
-    out.textContent = when && !isNaN(when.getTime()) ? "= " + when.toLocaleString() + " your time" : "";
+    var shown = window.QuireAdmin ? window.QuireAdmin.formatTime(when || new Date(NaN)) : "";
+    out.textContent = when && !isNaN(when.getTime()) ? "= " + shown + " your time" : "";
   }
 
   setUp(document);

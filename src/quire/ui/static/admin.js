@@ -7,19 +7,38 @@
   "use strict";
   var LOGOUT_DELAY_MS = 1500;
 
-  // Times in the browser's time zone (also for parts of a page swapped in
-  // later: the studio calls this again).
+  // Times in the user's time zone (their settings' choice, else the
+  // browser's: the server reads it from this cookie to take times typed
+  // in it), named next to each time; also for parts of a page swapped in
+  // later (the studio calls this again).
+  var browserZone = "";
+  try { browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (err) { browserZone = ""; }
+  if (browserZone && document.cookie.indexOf("quire_tz=" + encodeURIComponent(browserZone)) === -1) {
+    document.cookie = "quire_tz=" + encodeURIComponent(browserZone) + "; path=/; max-age=31536000; samesite=lax" +
+      (location.protocol === "https:" ? "; secure" : "");
+  }
+  var zone = document.body.getAttribute("data-tz") || browserZone || "UTC";
+
+  function formatTime(date) {
+    try {
+      return date.toLocaleString(undefined, {timeZone: zone, timeZoneName: "short"});
+    } catch (err) {
+      return date.toLocaleString(undefined, {timeZone: "UTC", timeZoneName: "short"});
+    }
+  }
+
   function formatTimes(root) {
     root.querySelectorAll("time[data-unix]").forEach(function (el) {
       var seconds = parseInt(el.getAttribute("data-unix"), 10);
       if (seconds > 0) {
         var date = new Date(seconds * 1000);
-        el.textContent = date.toLocaleString();
+        el.textContent = formatTime(date);
         el.setAttribute("datetime", date.toISOString());
+        el.setAttribute("title", zone);
       }
     });
   }
-  window.QuireAdmin = { formatTimes: formatTimes };
+  window.QuireAdmin = { formatTimes: formatTimes, formatTime: formatTime, zone: zone };
   formatTimes(document);
 
   // The message of the last save takes the focus: a screen reader reads it,
