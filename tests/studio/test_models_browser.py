@@ -124,7 +124,7 @@ def test_safe_schema_changes(studio: Studio, new_context: Callable[..., Any]) ->
     page.goto(studio.base + "/studio/models/books")
     rows = page.locator("#fields > li.field-row")
     rows.nth(0).locator(".name-input").fill("name")
-    expect(rows.nth(0).locator(".row-name")).to_have_text("name")
+    expect(rows.nth(0).locator(".row-name")).to_have_text("Name")  # a label made from the name
     page.get_by_role("button", name="Save model").click()
     expect(page.locator("#flash")).to_have_text("Saved model books.")
     stored = [studio.call("GET", f"/api/content/item/books/{i}") for i in ids]

@@ -4,6 +4,7 @@ filter, and the focus kept on the control used."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -218,4 +219,46 @@ def test_times_are_shown_and_typed_in_the_users_own_zone(posts: Studio, new_cont
     page.get_by_label("Show and type times in").select_option("")
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#flash")).to_contain_text("Europe/Berlin")
+    assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_labels_follow_names_and_preview_addresses_are_set_in_the_model_builder(
+        posts: Studio, new_context: Callable[..., Any], viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    name = f"stories{viewport['width']}"
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(posts.base + "/studio/models/new")
+    scripts_ran(page)
+    page.get_by_label("Model name").fill(name)
+    first = page.locator("#fields > li.field-row").first
+    first.locator(".name-input").fill("headline")  # the default "title", renamed before a label was typed
+    expect(first.locator(".row-name")).to_have_text("Headline")
+    expect(first.locator(".label-input")).to_have_attribute("placeholder", "Headline")
+    page.get_by_label("Field of type", exact=True).select_option("datetime")
+    page.get_by_role("button", name="Add field").click()
+    added = page.locator("#fields > li.field-row").nth(1)
+    added.locator(".name-input").fill("publishedAt")
+    expect(added.locator(".row-name")).to_have_text("Published at")
+    page.get_by_label("Preview addresses").fill("Website = ftp://site.example/{headline}")
+    page.get_by_role("button", name="Create model").click()
+    expect(page.locator("#preview-error")).to_contain_text("http(s) address")  # explained in place
+    page.get_by_label("Preview addresses").fill("Website = http://127.0.0.1:9/stories/{headline}?preview={token}")
+    page.get_by_role("button", name="Create model").click()
+    expect(page.locator("#flash")).to_have_text(f"Created model {name}.")
+    model = posts.call("GET", f"/api/system/models/{name}")
+    assert [f["label"] for f in model["fields"]] == ["Headline", "Published at"]
+    assert model["preview"] == [{"name": "Website", "uri": "http://127.0.0.1:9/stories/{headline}?preview={token}"}]
+    # saved again unchanged: the addresses stay (the builder used to drop them)
+    page.get_by_role("button", name="Save model").click()
+    expect(page.locator("#flash")).to_have_text(f"Saved model {name}.")
+    assert posts.call("GET", f"/api/system/models/{name}")["preview"] == model["preview"]
+
+    item = posts.call("POST", f"/api/content/item/{name}", {"data": {"headline": "Tides"}})
+    page.goto(f"{posts.base}/studio/content/{name}/item/{item['_id']}")
+    expect(page.get_by_label("Headline")).to_have_value("Tides")
+    link = page.get_by_role("link", name="Open preview")
+    expect(link).to_have_attribute("href", re.compile(r"^http://127\.0\.0\.1:9/stories/Tides\?preview=[\w.-]+$"))
     assert_clean(page)

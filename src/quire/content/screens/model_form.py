@@ -12,6 +12,7 @@ into a rename the stored items follow."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -80,8 +81,10 @@ class ModelForm:
     meta: dict[str, Any] = field(default_factory=dict)
     rows: list[FieldRow] = field(default_factory=list)
     indexes: list[Any] = field(default_factory=list)  # the ones not shown as a field's checkbox
+    # preview addresses, one per line: `Name = https://site.example/{slug}?preview={token}`
+    preview: str = ""
     error: str = ""
-    errors: dict[str, str] = field(default_factory=dict)  # name, label, kind
+    errors: dict[str, str] = field(default_factory=dict)  # name, label, kind, preview
 
     def live_rows(self) -> list[FieldRow]:
         return [r for r in self.rows if not r.remove]
@@ -106,7 +109,17 @@ def form_of_model(model: Any) -> ModelForm:
     rows = [row_of_field(f, indexed=f["name"] in single) for f in model.fields]
     shown = {r.name for r in rows}
     kept = [c if len(c) > 1 else c[0] for c in model.indexes if not (len(c) == 1 and c[0] in shown)]
-    return ModelForm(model.name, model.label, model.type, info if isinstance(info, str) else "", meta, rows, kept)
+    label = "" if model.label in (model.name, human_label(model.name)) else model.label
+    preview = "\n".join(f"{p['name']} = {p['uri']}" for p in model.preview)
+    return ModelForm(model.name, label, model.type, info if isinstance(info, str) else "", meta, rows, kept, preview)
+
+
+def human_label(name: str) -> str:
+    """A label made from a field's or model's name, for who left it empty:
+    `publishedAt` and `published_at` read "Published at"."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").split()
+    text = " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in words)
+    return text[:1].upper() + text[1:] if text else name
 
 
 def row_of_field(f: dict[str, Any], indexed: bool = False) -> FieldRow:
@@ -114,7 +127,7 @@ def row_of_field(f: dict[str, Any], indexed: bool = False) -> FieldRow:
     row = FieldRow(new_key(), was=f["name"], name=f["name"], type=f["type"], label=f.get("label", ""),
                    info=f.get("info", ""), group=f.get("group", ""), required=f.get("required", False),
                    i18n=f.get("i18n", False), multiple=f.get("multiple", False), indexed=indexed)
-    if row.label == row.name:
+    if row.label in (row.name, human_label(row.name)):  # made from the name: follows a rename
         row.label = ""
     if "default" in f:
         row.default = f["default"] if f["type"] in types.plain_types() and isinstance(f["default"], str) \
@@ -159,7 +172,8 @@ def parse_form(form: FormLike, fixed_name: str | None = None) -> ModelForm:
     """The rows as typed (nothing checked yet but the shape)."""
     out = ModelForm(
         name=fixed_name if fixed_name is not None else form.get("name").strip(),
-        label=form.get("label").strip(), kind=form.get("kind", "collection"), info=form.get("info").strip())
+        label=form.get("label").strip(), kind=form.get("kind", "collection"), info=form.get("info").strip(),
+        preview=form.get("preview").strip())
     try:
         meta = json_of(form.get("meta") or "{}")
         out.meta = meta if isinstance(meta, dict) else {}
@@ -220,14 +234,28 @@ def definition_of(form: ModelForm) -> tuple[dict[str, Any], dict[str, str]]:
     meta.pop("info", None)
     if form.info:
         meta["info"] = form.info
-    body = {"name": form.name, "label": form.label or form.name, "type": form.kind, "fields": fields,
-            "meta": meta, "indexes": [*indexes, *kept]}
+    body = {"name": form.name, "label": form.label or human_label(form.name), "type": form.kind, "fields": fields,
+            "meta": meta, "indexes": [*indexes, *kept], "preview": _preview_of(form.preview)}
     return body, renames
+
+
+def _preview_of(text: str) -> list[dict[str, str]]:
+    """The preview addresses typed one per line (`Name = address`, or the
+    address alone, named "Preview"), checked when the model is."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        name, sep, uri = line.partition("=")
+        if not sep or name.strip().lower().startswith(("http://", "https://")):
+            name, uri = "", line  # an address alone (whose query has an =)
+        out.append({"name": name.strip() or "Preview", "uri": uri.strip()})
+    return out
 
 
 def _field_of(row: FieldRow, index: int) -> dict[str, Any]:
     """One row as a field definition, checked as the API checks it."""
-    raw: dict[str, Any] = {"name": row.name, "type": row.type, "label": row.label or row.name,
+    raw: dict[str, Any] = {"name": row.name, "type": row.type, "label": row.label or human_label(row.name),
                            "required": row.required, "i18n": row.i18n, "multiple": row.multiple}
     for extra in ("info", "group"):
         if getattr(row, extra):

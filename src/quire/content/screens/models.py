@@ -27,6 +27,7 @@ from quire.content.screens.model_form import (
     ModelForm,
     definition_of,
     form_of_model,
+    human_label,
     new_key,
     parse_form,
 )
@@ -56,7 +57,8 @@ async def models_list(request: Request, login: Login) -> Response:
 @studio_page
 async def new_model_page(request: Request, login: Login) -> Response:
     need(login, MANAGE)
-    form = ModelForm(rows=[FieldRow(new_key(), name="title", label="Title", required=True)])
+    # no label typed: it is made from the name, and follows a rename
+    form = ModelForm(rows=[FieldRow(new_key(), name="title", required=True)])
     return _editor(request, login, form, new=True)
 
 
@@ -196,7 +198,7 @@ def _place(form: ModelForm, exc: BadRequest) -> None:
     kind, a field (by its position or its name), else at the top."""
     names = exc.extra.get("fields") or []
     where = names[0] if len(names) == 1 else None
-    if where in ("name", "label"):
+    if where in ("name", "label", "preview"):
         form.errors[where] = exc.message
         return
     if where == "type":
@@ -248,7 +250,7 @@ async def field_usage(request: Request, login: Login) -> Response:
 def _row_context(models: list[Any]) -> dict[str, Any]:
     return {"types": types.all_types(),
             "type_facts": {t.name: {"plain": t.plain, "example": t.example} for t in types.all_types()}, "languages": CODE_LANGUAGES, "max_depth": MAX_DEPTH,
-            "link_targets": [(m.name, m.label) for m in models]}
+            "link_targets": [(m.name, m.label) for m in models], "human_label": human_label}
 
 
 @studio_page

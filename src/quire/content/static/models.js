@@ -70,10 +70,22 @@
     if (code) code.textContent = select.value;
   }
 
+  // The label a field gets when none is typed, as the server makes it
+  // (model_form.human_label): "publishedAt" and "published_at" read
+  // "Published at".
+  function humanLabel(name) {
+    var words = name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/_/g, " ").split(/\s+/).filter(Boolean);
+    var text = words.map(function (w) { return (w.length > 1 && w === w.toUpperCase()) ? w : w.toLowerCase(); }).join(" ");
+    return text ? text.charAt(0).toUpperCase() + text.slice(1) : name;
+  }
+
   function showTitle(row) {
     var label = row.querySelector(":scope > .row-body .label-input");
     var title = row.querySelector(":scope > .row-head .row-name");
-    if (title) title.textContent = (label && label.value) || nameOf(row);
+    var input = row.querySelector(":scope > .row-body .name-input");
+    var made = input && input.value ? humanLabel(input.value) : "";
+    if (label) label.placeholder = made || "Made from the name";
+    if (title) title.textContent = (label && label.value) || made || "New field";
     var name = nameOf(row);
     var up = row.querySelector(":scope > .row-head .move-up");
     var down = row.querySelector(":scope > .row-head .move-down");
