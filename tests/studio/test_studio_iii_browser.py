@@ -262,3 +262,46 @@ def test_labels_follow_names_and_preview_addresses_are_set_in_the_model_builder(
     link = page.get_by_role("link", name="Open preview")
     expect(link).to_have_attribute("href", re.compile(r"^http://127\.0\.0\.1:9/stories/Tides\?preview=[\w.-]+$"))
     assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_history_shows_linked_items_by_title_pictures_and_readable_text(
+        posts: Studio, new_context: Callable[..., Any], viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    from tests.assets.helpers import solid
+    from tests.studio.test_assets_browser import studio_upload
+
+    name = f"notes{viewport['width']}"
+    posts.call("PUT", f"/api/system/models/{name}", {"name": name, "type": "collection", "fields": [
+        {"name": "title", "type": "text"}, {"name": "related", "type": "contentItemLink", "opts": {"link": "posts"}},
+        {"name": "picture", "type": "asset"}, {"name": "body", "type": "wysiwyg"}]})
+    first, second = posts.call("GET", "/api/content/items/posts?limit=2&sort=%7B%22title%22%3A1%7D")
+    one, two = studio_upload(posts, "one.png", solid(9, 9)), studio_upload(posts, "two.png", solid(12, 8))
+    item = posts.call("POST", f"/api/content/item/{name}", {"data": {
+        "title": "Note", "related": {"_id": first["_id"]}, "picture": {"_id": one["_id"]},
+        "body": "<p>The tide comes <strong>in</strong> at noon.</p>"}})
+    posts.call("POST", f"/api/content/item/{name}", {"data": {
+        "_id": item["_id"], "related": {"_id": second["_id"]}, "picture": {"_id": two["_id"]},
+        "body": "<p>The tide comes <strong>in</strong> at dusk.</p>"}})
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(f"{posts.base}/studio/content/{name}/item/{item['_id']}/history/2")
+    rows = page.locator("table.side-by-side tbody tr")
+    related = rows.filter(has=page.get_by_role("rowheader", name="related"))
+    expect(related.locator("td.before").get_by_role("link", name=first["title"])).to_have_attribute(
+        "href", f"/studio/content/posts/item/{first['_id']}")
+    expect(related.locator("td.after").get_by_role("link", name=second["title"])).to_be_visible()
+    picture = rows.filter(has=page.get_by_role("rowheader", name="picture"))
+    for cell in ("td.before", "td.after"):
+        image = picture.locator(f"{cell} img")
+        expect(image).to_be_visible()
+        wait_until(page, f"document.querySelectorAll('{cell} img')[0].naturalWidth > 0")
+    body = rows.filter(has=page.get_by_role("rowheader", name="body"))
+    expect(body.locator("td.before")).to_have_text("The tide comes in at noon.")
+    expect(body.locator("td.before del")).to_have_text("noon.")
+    expect(body.locator("td.after ins")).to_have_text("dusk.")
+    assert "<p>" not in body.inner_text() and "_id" not in page.locator("table.side-by-side").inner_text()
+    if viewport is WIDE:
+        screenshot(page, "studio-history-diff.png")
+    assert_clean(page)

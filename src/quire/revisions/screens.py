@@ -7,17 +7,19 @@ do (revisions/routes.py); a `Subject` says which document a page is about."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from quire.asgi import Route, route
+from quire.assets.service import AssetService
 from quire.content.locales import LocaleService
 from quire.content.models import Model, ModelService
 from quire.content.screens import widgets
 from quire.content.screens.editor import STATES, editor_url
+from quire.content.screens.pickers import link_titles
 from quire.content.screens.titles import title_of
 from quire.content.service import ContentService, ReadOptions
 from quire.errors import NotFound
@@ -25,6 +27,7 @@ from quire.http import service
 from quire.ids import is_id
 from quire.pages.menus import MenuService
 from quire.pages.service import MANAGE, PagesService
+from quire.revisions import shown
 from quire.revisions.service import PAGES, SETTINGS, RevisionService, check_number
 from quire.ui.screens import checked_form, need, redirect_flash, render, studio_page
 from quire.ui.web import Login
@@ -51,6 +54,9 @@ class Subject:
     labels: dict[str, str]
     may_restore: bool
     restore: Callable[[int], Awaitable[dict[str, Any]]]
+    # a field's type by key (a per-locale key too), for showing its values
+    # as an editor reads them (shown.py); pages' and settings' have none
+    kinds: dict[str, str] = field(default_factory=dict)
 
 
 def history_url(model: Model, item_id: str) -> str:
@@ -78,7 +84,8 @@ def content_subject(request: Request, login: Login) -> Subject:
         editor_url(model, item_id) if current else None, history_url(model, item_id),
         _labels(model, service(request, LocaleService).codes()),
         login.can(f"content/{model.name}/{'update' if current is not None else 'create'}"),
-        lambda n: revisions.restore_item(model.name, item_id, n, login.identity))
+        lambda n: revisions.restore_item(model.name, item_id, n, login.identity),
+        _kinds(model, service(request, LocaleService).codes()))
 
 
 def page_subject(request: Request, login: Login) -> Subject:
@@ -114,32 +121,55 @@ def who_text(who: dict[str, Any]) -> str:
 
 def _labels(model: Model, codes: list[str]) -> dict[str, str]:
     labels = dict(SYSTEM_LABELS)
-    for field in model.fields:
-        label = field.get("label") or field["name"]
-        labels[field["name"]] = label
+    for f in model.fields:
+        label = f.get("label") or f["name"]
+        labels[f["name"]] = label
         for code in codes:
-            labels[f"{field['name']}_{code}"] = f"{label} ({code})"
+            labels[f"{f['name']}_{code}"] = f"{label} ({code})"
     return labels
 
 
-def _rows(before: dict[str, Any] | None, after: dict[str, Any] | None, labels: dict[str, str]) -> list[dict[str, Any]]:
-    """The top-level fields that differ, with both values as text."""
+def _kinds(model: Model, codes: list[str]) -> dict[str, str]:
+    kinds = {}
+    for f in model.fields:
+        kind = {"contentItemLink": "link", "asset": "asset"}.get(f["type"], f["type"])
+        kinds[f["name"]] = kind
+        for code in codes if f.get("i18n") else ():
+            kinds[f"{f['name']}_{code}"] = kind
+    return kinds
+
+
+def _rows(request: Request, login: Login, before: dict[str, Any] | None, after: dict[str, Any] | None,
+          subject: Subject) -> list[dict[str, Any]]:
+    """The top-level fields that differ, each with its two cells."""
     before, after = before or {}, after or {}
+    keys = [k for k in dict.fromkeys([*before, *after]) if k not in STAMPS and not k.startswith("_r")
+            and widgets.digest(before.get(k)) != widgets.digest(after.get(k))]
+    refs = _refs(request, login, [(subject.kinds.get(k), v) for k in keys for v in (before.get(k), after.get(k))])
     rows = []
-    for key in dict.fromkeys([*before, *after]):
-        if key in STAMPS or key.startswith("_r") or widgets.digest(before.get(key)) == widgets.digest(after.get(key)):
-            continue
-        rows.append({"key": key, "label": labels.get(key, key), "before": _text(before, key),
-                     "after": _text(after, key)})
+    for key in keys:
+        def plain(value: Any, key: str = key) -> str:
+            return dict(STATES).get(value, str(value)) if key == "_state" else shown.plain_text(value)
+        cells = shown.side_by_side(subject.kinds.get(key), before.get(key), after.get(key), key not in before,
+                                   key not in after, refs, plain)
+        rows.append({"key": key, "label": subject.labels.get(key, key), "before": cells[0], "after": cells[1]})
     return rows
 
 
-def _text(doc: dict[str, Any], key: str) -> str:
-    if key not in doc:
-        return ""
-    if key == "_state":
-        return dict(STATES).get(doc[key], str(doc[key]))
-    return widgets.short(doc[key], 4000)
+def _refs(request: Request, login: Login, values: list[tuple[str | None, Any]]) -> shown.Refs:
+    """The titles of the items and the assets the changed values name, as
+    far as the reader may see them."""
+    links: dict[str, list[str]] = {}
+    for model, item_id in shown.refs_in([v for kind, v in values if kind == "link"], "link"):
+        links.setdefault(model, []).append(item_id)
+    refs = shown.Refs(item_url=lambda model, item_id: f"/studio/content/{model}/item/{item_id}")
+    if links:
+        refs.items = link_titles(request, login, links)
+    asset_ids = [i for _, i in shown.refs_in([v for kind, v in values if kind == "asset"], "asset")]
+    if asset_ids and login.can("assets/read"):
+        stored = service(request, AssetService).assets
+        refs.assets = {i: doc for i in dict.fromkeys(asset_ids) if (doc := stored.get(i)) is not None}
+    return refs
 
 
 def _history_page(request: Request, login: Login, subject: Subject) -> Response:
@@ -157,13 +187,13 @@ def _history_page(request: Request, login: Login, subject: Subject) -> Response:
 
 def _revision_page(request: Request, login: Login, subject: Subject) -> Response:
     n = check_number(request.path_params["n"])
-    shown = service(request, RevisionService).get(subject.resource, subject.item_id, n)
+    revision = service(request, RevisionService).get(subject.resource, subject.item_id, n)
     against = request.query_params.get("against") == "current"
-    rows = _rows(shown["doc"], subject.current, subject.labels) if against else \
-        _rows(shown["previous"], shown["doc"], subject.labels)
-    return render(request, login, "revisions/history_revision.html", s=subject, rev=shown,
-                  who=who_text(shown["who"]), action=ACTIONS.get(shown["action"], shown["action"]), rows=rows,
-                  against=against, may_restore=shown["doc"] is not None and subject.may_restore)
+    rows = _rows(request, login, revision["doc"], subject.current, subject) if against else \
+        _rows(request, login, revision["previous"], revision["doc"], subject)
+    return render(request, login, "revisions/history_revision.html", s=subject, rev=revision,
+                  who=who_text(revision["who"]), action=ACTIONS.get(revision["action"], revision["action"]),
+                  rows=rows, against=against, may_restore=revision["doc"] is not None and subject.may_restore)
 
 
 def screens(base: str, subject_of: Callable[[Request, Login], Subject],
