@@ -305,3 +305,84 @@ def test_history_shows_linked_items_by_title_pictures_and_readable_text(
     if viewport is WIDE:
         screenshot(page, "studio-history-diff.png")
     assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800}, NARROW], ids=["wide", "phone"])
+def test_pickers_open_in_a_dialog_that_fits_the_screen(posts: Studio, new_context: Callable[..., Any],
+                                                       viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    name = f"cards{viewport['width']}"
+    fields = [{"name": "title", "type": "text"}] + [{"name": f"line{n}", "type": "longtext"} for n in range(8)]
+    fields.append({"name": "related", "type": "contentItemLink", "label": "Related", "opts": {"link": "posts"}})
+    posts.call("PUT", f"/api/system/models/{name}", {"name": name, "type": "collection", "fields": fields})
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(f"{posts.base}/studio/content/{name}/item")
+    scripts_ran(page)
+    related = page.locator("[data-ref=f-related]")
+    related.get_by_role("button", name="Choose…").click()
+    dialog = page.get_by_role("dialog", name=re.compile("Link an item"))
+    expect(dialog).to_be_visible()
+    expect(page.get_by_label("Search posts", exact=True)).to_be_focused()
+    box = dialog.bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= viewport["height"]
+    assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"]
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    expect(related.get_by_role("button", name="Choose…")).to_be_focused()
+    related.get_by_role("button", name="Choose…").press("Enter")
+    page.get_by_label("Search posts", exact=True).fill("Post 07")
+    dialog.get_by_role("button", name="Post 07").click()
+    expect(dialog).to_be_hidden()
+    expect(related.locator("[data-ref-label]")).to_have_text("Post 07")
+    expect(related.get_by_role("button", name="Choose…")).to_be_focused()
+    if viewport is NARROW:
+        related.get_by_role("button", name="Choose…").click()
+        screenshot(page, "studio-picker-phone.png", full_page=False)
+    assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_a_file_the_library_has_is_offered_instead_of_a_second_copy(
+        posts: Studio, new_context: Callable[..., Any], viewport: dict[str, int], tmp_path: Any) -> None:
+    from playwright.sync_api import expect
+
+    from tests.assets.helpers import solid
+
+    picture = tmp_path / f"harbour{viewport['width']}.png"
+    picture.write_bytes(solid(30 + viewport["width"] % 7, 20))
+
+    def copies() -> int:
+        return sum(a["title"] == picture.name for a in posts.call("GET", "/api/assets?limit=1000"))
+
+    name = f"photos{viewport['width']}"
+    posts.call("PUT", f"/api/system/models/{name}", {"name": name, "type": "collection", "fields": [
+        {"name": "title", "type": "text"}, {"name": "image", "type": "asset", "label": "Image"}]})
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(f"{posts.base}/studio/content/{name}/item")
+    scripts_ran(page)
+    image = page.locator("[data-ref=f-image]")
+    image.locator("input[data-upload]").set_input_files(str(picture))
+    expect(image.locator("[data-ref-label]")).to_have_text(picture.name)
+    assert copies() == 1
+    page.goto(f"{posts.base}/studio/content/{name}/item")
+    scripts_ran(page)
+    image.locator("input[data-upload]").set_input_files(str(picture))
+    expect(image).to_contain_text("The library has this file already")
+    expect(image.get_by_role("button", name="Use the one in the library")).to_be_focused()
+    image.get_by_role("button", name="Use the one in the library").click()
+    expect(image.locator("[data-ref-label]")).to_have_text(picture.name)
+    assert copies() == 1
+
+    # in the library: told, and stored again only when asked
+    page.goto(posts.base + "/studio/assets")
+    page.locator("#upload-files").set_input_files(str(picture))
+    row = page.locator("#upload-list li").last
+    expect(row).to_contain_text("Already in the library as")
+    assert copies() == 1
+    row.get_by_role("button", name=f"Upload {picture.name} again").click()
+    expect(row.get_by_role("link", name="Stored")).to_be_visible()
+    assert copies() == 2
+    assert_clean(page)

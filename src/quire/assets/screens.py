@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+import anyio.to_thread
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
@@ -247,6 +248,7 @@ async def upload(request: Request, login: Login) -> Response:
             meta: dict[str, Any] = {"folder": folder} if isinstance(folder, str) and folder else {}
             parts = [p for key, p in form.multi_items() if key in ("file", "files") and isinstance(p, UploadFile)]
             files = [Upload(p.filename or "file", await p.read()) for p in parts]
+            again = form.get("duplicates") == "keep"  # the user chose a second copy
         finally:
             await form.close()
     except ApiError as exc:  # the script shows the reason next to the file
@@ -255,7 +257,14 @@ async def upload(request: Request, login: Login) -> Response:
         raise
     stored: list[dict[str, Any]] = []
     refused: list[tuple[str, ApiError]] = []
+    # a file the library holds already is not stored twice unless asked:
+    # the user gets the choice (the script) or is told (a plain form)
+    duplicates: list[tuple[str, dict[str, Any]]] = []
     for one in files:
+        same = None if again else await anyio.to_thread.run_sync(assets.same_file, one.data)
+        if same is not None:
+            duplicates.append((one.filename, same))
+            continue
         try:
             stored += await assets.upload([one], meta, login.identity)
         except ApiError as exc:
@@ -266,11 +275,15 @@ async def upload(request: Request, login: Login) -> Response:
         if refused and not stored:
             return json_response({"error": refused[0][1].message}, status=refused[0][1].status)
         return json_response({"stored": [{"_id": d["_id"], "title": d["title"]} for d in stored],
-                              "refused": [{"file": name, "error": exc.message} for name, exc in refused]})
+                              "refused": [{"file": name, "error": exc.message} for name, exc in refused],
+                              "duplicates": [{"file": name, "_id": d["_id"], "title": d["title"]}
+                                             for name, d in duplicates]})
     if not files:
         raise BadRequest("No file uploaded: choose one or more files")
     said = [f"Uploaded {len(stored)} file{'' if len(stored) == 1 else 's'}."]
     said += [f"Refused {name}: {exc.message}" for name, exc in refused]
+    said += [f"Not uploaded {name}: the library has it already as {d['title']} (tick “Upload files the library "
+             "has already” to keep a second copy)." for name, d in duplicates]
     return redirect_flash(request, _back(str(form.get("back") or "")), " ".join(said))
 
 

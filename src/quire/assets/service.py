@@ -274,6 +274,11 @@ class AssetService:
             raise
         return [doc for doc, _ in prepared]
 
+    def same_file(self, data: bytes) -> dict[str, Any] | None:
+        """An asset of the library whose file holds exactly these bytes (the
+        studio offers it instead of a second copy); None if there is none."""
+        return self.assets.find_one({"_hash": hashlib.sha256(data).hexdigest()}, [(("_created",), 1)])
+
     def _prepare(self, upload: Upload, meta: dict[str, Any], identity: Identity) -> tuple[dict[str, Any], bytes]:
         name, data = upload.filename or "file", upload.data
         limit = self.settings.max_upload_bytes

@@ -21,8 +21,9 @@
     }
   }
 
-  function uploadOne(file) {
-    var row = document.createElement("li");
+  function uploadOne(file, again, reuse) {
+    var row = reuse || document.createElement("li");
+    row.textContent = "";
     row.className = "upload-row";
     var name = document.createElement("span");
     name.className = "upload-name";
@@ -37,9 +38,11 @@
     row.appendChild(name);
     row.appendChild(bar);
     row.appendChild(status);
-    list.appendChild(row);
+    if (!reuse) list.appendChild(row);
     var data = new FormData();
     data.append("file", file, file.name);
+    var keepAll = document.getElementById("upload-again");
+    if (again || (keepAll && keepAll.checked)) data.append("duplicates", "keep");
     if (zone.dataset.folder) { data.append("folder", zone.dataset.folder); }
     var xhr = new XMLHttpRequest();
     xhr.open("POST", "/studio/assets");
@@ -64,6 +67,24 @@
         link.textContent = "Stored";
         status.appendChild(link);
         stored += 1;
+      } else if (xhr.status === 200 && answer && answer.duplicates && answer.duplicates.length) {
+        // the library has this file: stored again only if the user says so
+        var same = answer.duplicates[0];
+        bar.remove();
+        row.classList.add("duplicate");
+        status.textContent = "Already in the library as ";
+        var existing = document.createElement("a");
+        existing.href = "/studio/assets/" + same._id;
+        existing.textContent = same.title;
+        status.appendChild(existing);
+        status.appendChild(document.createTextNode(": not uploaded. "));
+        var again = document.createElement("button");
+        again.type = "button";
+        again.className = "secondary";
+        again.textContent = "Upload it again";
+        again.setAttribute("aria-label", "Upload " + file.name + " again");
+        again.addEventListener("click", function () { uploadOne(file, true, row); });
+        status.appendChild(again);
       } else {
         row.classList.add("refused");
         status.textContent = "Refused: " + ((answer && answer.error) ||

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import anyio.to_thread
 import orjson
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -95,8 +96,15 @@ async def upload(request: Request, login: Login) -> Response:
     try:
         need(login, "assets/upload")
         assets = service(request, AssetService)
-        created = await assets.upload([await _one_file(request, assets.settings.max_request_bytes)], {},
-                                      login.identity)
+        one = await _one_file(request, assets.settings.max_request_bytes)
+        # the library holds this very file: the editor offers it instead of
+        # a second copy (`?again=1`: the user chose to upload it anyway)
+        same = None if request.query_params.get("again") == "1" else \
+            await anyio.to_thread.run_sync(assets.same_file, one.data)
+        if same is not None:
+            return json_response({"duplicate": {"_id": same["_id"], "title": same["title"],
+                                                "image": same["type"] == "image", "mime": same["mime"]}})
+        created = await assets.upload([one], {}, login.identity)
     except ApiError as exc:
         return json_response({"error": exc.message}, status=exc.status)
     doc = created[0]

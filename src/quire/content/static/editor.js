@@ -113,6 +113,8 @@
       button.focus();
     } else if (button.hasAttribute("data-pick-open")) {
       togglePicker(button);
+    } else if (button.hasAttribute("data-pick-close")) {
+      closePicker(button.closest("dialog"));
     } else if (button.hasAttribute("data-pick")) {
       pick(button);
     } else if (button.hasAttribute("data-ref-clear")) {
@@ -123,17 +125,44 @@
   });
 
   // -- pickers -----------------------------------------------------------
+  // A picker is a modal dialog that fits the screen (editor.css), with
+  // its search first; closing it (a choice, Close, Escape) gives the focus
+  // back to "Choose…".
   function togglePicker(button) {
     var picker = document.getElementById(button.getAttribute("aria-controls"));
-    var open = picker.hidden;
-    picker.hidden = !open;
-    button.setAttribute("aria-expanded", open ? "true" : "false");
-    if (open) {
-      var search = picker.querySelector("input[type=search]");
-      search.focus();
-      search.dispatchEvent(new Event("search"));
+    if (picker.open) {
+      closePicker(picker);
+      return;
     }
+    picker.showModal();
+    button.setAttribute("aria-expanded", "true");
+    var search = picker.querySelector("input[type=search]");
+    search.focus();
+    search.dispatchEvent(new Event("search"));
   }
+
+  function closePicker(picker) {
+    if (picker.open) picker.close();
+  }
+
+  // ("close" does not bubble: caught on its way down, for the pickers of
+  // repeater rows added later too)
+  form.addEventListener("close", function (e) {
+    var picker = e.target;
+    if (!picker.matches || !picker.matches("dialog.picker")) return;
+    var opener = picker.closest("[data-ref]").querySelector("[data-pick-open]");
+    opener.setAttribute("aria-expanded", "false");
+    opener.focus();
+  }, true);
+  // a click on the backdrop (outside the dialog's box) closes it too
+  form.addEventListener("click", function (e) {
+    var picker = e.target;
+    if (!picker.matches || !picker.matches("dialog.picker")) return;
+    var box = picker.getBoundingClientRect();
+    if (e.clientX < box.left || e.clientX > box.right || e.clientY < box.top || e.clientY > box.bottom) {
+      closePicker(picker);
+    }
+  });
 
   function choose(widget, id, label, image) {
     var input = document.getElementById(widget.getAttribute("data-ref"));
@@ -161,10 +190,7 @@
     if (!widget) return;
     choose(widget, button.getAttribute("data-pick-id"), button.getAttribute("data-pick-label"),
            button.hasAttribute("data-pick-image") && button.getAttribute("data-pick-image") === "1");
-    var opener = widget.querySelector("[data-pick-open]");
-    widget.querySelector(".picker").hidden = true;
-    opener.setAttribute("aria-expanded", "false");
-    opener.focus();
+    closePicker(widget.querySelector(".picker"));
   }
 
   form.addEventListener("keydown", function (e) {
@@ -176,35 +202,31 @@
       next.focus();
       showLocale(next);
       e.preventDefault();
-    } else if (e.key === "Escape" && e.target.closest(".picker")) {
-      var widget = e.target.closest("[data-ref]");
-      widget.querySelector(".picker").hidden = true;
-      var opener = widget.querySelector("[data-pick-open]");
-      opener.setAttribute("aria-expanded", "false");
-      opener.focus();
     } else if (e.key === "Enter" && e.target.matches(".picker input[type=search]")) {
       e.preventDefault(); // searching, not saving
     }
   });
 
   // -- upload in place ---------------------------------------------------
-  form.addEventListener("change", function (e) {
-    var input = e.target;
-    if (!input.matches || !input.matches("input[data-upload]") || !input.files.length) return;
-    var widget = input.closest("[data-ref]");
+  // A file the library holds already is offered instead of a second copy:
+  // the editor chooses "Use the one in the library" or "Upload it again".
+  function uploadFile(widget, file, again) {
     var message = widget.querySelector("[data-upload-error]");
     message.textContent = "Uploading…";
     var body = new FormData();
-    body.append("file", input.files[0]);
-    fetch("/studio/assets/upload", {
+    body.append("file", file);
+    fetch("/studio/assets/upload" + (again ? "?again=1" : ""), {
       method: "POST", body: body, credentials: "same-origin",
       headers: { "X-CSRF-Token": tokenMeta ? tokenMeta.getAttribute("content") : "" }
     }).then(function (response) {
       return response.json().then(function (answer) { return { ok: response.ok, answer: answer }; });
     }).then(function (result) {
-      input.value = "";
       if (!result.ok) {
         message.textContent = "Not uploaded: " + (result.answer.error || "refused");
+        return;
+      }
+      if (result.answer.duplicate) {
+        offerDuplicate(widget, file, result.answer.duplicate);
         return;
       }
       message.textContent = "";
@@ -212,6 +234,41 @@
     }).catch(function () {
       message.textContent = "The upload did not reach the server; try again.";
     });
+  }
+
+  function offerDuplicate(widget, file, same) {
+    var message = widget.querySelector("[data-upload-error]");
+    message.textContent = "";
+    var box = document.createElement("span");
+    box.className = "duplicate";
+    box.appendChild(document.createTextNode("The library has this file already, as “" + same.title + "”. "));
+    var use = document.createElement("button");
+    use.type = "button";
+    use.className = "secondary";
+    use.textContent = "Use the one in the library";
+    var again = document.createElement("button");
+    again.type = "button";
+    again.className = "secondary";
+    again.textContent = "Upload it again";
+    box.appendChild(use);
+    box.appendChild(document.createTextNode(" "));
+    box.appendChild(again);
+    message.appendChild(box);
+    use.addEventListener("click", function () {
+      message.textContent = "";
+      choose(widget, same._id, same.title, same.image);
+      widget.querySelector("[data-pick-open]").focus();
+    });
+    again.addEventListener("click", function () { uploadFile(widget, file, true); });
+    use.focus();
+  }
+
+  form.addEventListener("change", function (e) {
+    var input = e.target;
+    if (!input.matches || !input.matches("input[data-upload]") || !input.files.length) return;
+    var file = input.files[0];
+    input.value = "";
+    uploadFile(input.closest("[data-ref]"), file, false);
   });
 
   // -- locales on narrow screens ------------------------------------------
