@@ -386,3 +386,33 @@ def test_a_file_the_library_has_is_offered_instead_of_a_second_copy(
     expect(row.get_by_role("link", name="Stored")).to_be_visible()
     assert copies() == 2
     assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_translation_cells_grow_with_their_text(posts: Studio, new_context: Callable[..., Any],
+                                                viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    long_text = "The harbour opens at dawn and closes at dusk; boats moor on the east quay. " * 5
+    project = f"app{viewport['width']}"
+    posts.call("PUT", f"/api/l10n/project/{project}", {"label": project, "locales": ["en", "de"], "keys": {
+        "intro": {"en": long_text, "de": ""}, "short": {"en": "Hi", "de": "Hallo"}}})
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(f"{posts.base}/studio/l10n/{project}")
+    scripts_ran(page)
+    intro = page.get_by_label("en: intro")
+    expect(intro).to_have_value(long_text)
+
+    def fits(label: str) -> bool:
+        return bool(page.evaluate(
+            "(l) => { const a = [...document.querySelectorAll('.l10n-cell textarea')].find("
+            "t => t.getAttribute('aria-label') === l); return a.scrollHeight <= a.clientHeight + 1; }", label))
+
+    assert fits("en: intro")  # the whole text shown, not its first line
+    single = page.get_by_label("de: short").bounding_box()
+    assert single is not None and intro.bounding_box()["height"] > 2 * single["height"]  # type: ignore[index]
+    german = page.get_by_label("de: intro")
+    german.fill("Der Hafen öffnet im Morgengrauen. " * 8)
+    assert fits("de: intro")
+    assert_clean(page)

@@ -9,6 +9,22 @@
   // tab order, so Tab goes from one translation to the next.
   document.documentElement.classList.add("l10n-live");
 
+  // A cell grows with its text, so that a long string is read whole (not
+  // cut to the first line); also the cells htmx swaps in after a save.
+  function grow(area) {
+    area.style.height = "auto";
+    area.style.height = (area.scrollHeight + area.offsetHeight - area.clientHeight) + "px";
+  }
+  function growAll(root) {
+    root.querySelectorAll(".l10n-cell textarea").forEach(grow);
+  }
+  document.addEventListener("input", function (e) {
+    if (e.target.matches && e.target.matches(".l10n-cell textarea")) grow(e.target);
+  });
+  document.body.addEventListener("htmx:afterSwap", function (e) { growAll(e.target.parentNode || document); });
+  window.addEventListener("resize", function () { growAll(document); });
+  growAll(document);
+
   var form = document.getElementById("l10n-import");
   if (form && window.XMLHttpRequest && window.FormData) {
     var box = form.querySelector(".import-progress");
