@@ -382,3 +382,33 @@ def test_chosen_columns_follow_a_renamed_field(app: Any, admin: Api) -> None:
     page = ann.get("/studio/content/posts").text
     assert 'name="columns" value="count" checked' in page and 'name="columns" value="_id" checked' in page
     assert 'name="columns" value="kind" checked' not in page  # still the user's choice, not the defaults
+
+
+def test_saved_views_private_shared_with_a_role_and_deleted(app: Any, admin: Api) -> None:
+    _posts(admin, 5)
+    _roles(admin)
+    ann = logged_in(app)
+    query = "w=views&o=gte&v=7&sort=-views&limit=50&page=3&q=words"
+    saved = post_form(ann, "/studio/content/posts/views", {"name": "Popular", "query": query, "shared": ""},
+                      token_from="/studio/content/posts")
+    assert saved.status_code == 303
+    # kept: the conditions, the sort, the page size and the columns shown; not the page nor the words
+    assert saved.headers["location"].startswith("/studio/content/posts?sort=-views&limit=50&cols=")
+    assert "w=views&o=gte&v=7" in saved.headers["location"] and "page=" not in saved.headers["location"]
+    listed = ann.get(saved.headers["location"])
+    assert _titles(listed.text) == ["Post 4", "Post 1"] and 'aria-current="page">Popular' in listed.text
+    bob = logged_in(app, "bob", "editor")
+    assert "Popular" not in bob.get("/studio/content/posts").text  # private
+    post_form(ann, "/studio/content/posts/views", {"name": "Popular", "query": query, "shared": "editor"},
+              token_from="/studio/content/posts")
+    seen = bob.get("/studio/content/posts").text
+    assert "Popular" in seen and "(shared by" in seen
+    view_id = re.search(r'/studio/content/posts/views/([0-9a-f]{24})/delete', ann.get(
+        saved.headers["location"]).text).group(1)  # type: ignore[union-attr]
+    refused = post_form(bob, f"/studio/content/posts/views/{view_id}/delete", {}, token_from="/studio/content/posts")
+    assert refused.status_code == 403
+    bad_role = post_form(ann, "/studio/content/posts/views", {"name": "X", "query": "", "shared": "nobody"},
+                         token_from="/studio/content/posts")
+    assert bad_role.status_code == 400 and "Role nobody not found" in bad_role.text
+    done = post_form(ann, f"/studio/content/posts/views/{view_id}/delete", {}, token_from="/studio/content/posts")
+    assert done.status_code == 303 and "Popular" not in bob.get("/studio/content/posts").text

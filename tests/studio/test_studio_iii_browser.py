@@ -416,3 +416,40 @@ def test_translation_cells_grow_with_their_text(posts: Studio, new_context: Call
     german.fill("Der Hafen öffnet im Morgengrauen. " * 8)
     assert fits("de: intro")
     assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_a_list_is_saved_as_a_view_and_opened_again(posts: Studio, new_context: Callable[..., Any],
+                                                   viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    name = f"News {viewport['width']}"
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(posts.base + "/studio/content/posts")
+    scripts_ran(page)
+    page.get_by_text("Filter", exact=True).click()
+    page.get_by_label("Field of condition 1").select_option(label="Kind")
+    page.get_by_label("Value of condition 1").fill("news")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator(".list-total")).to_have_text("1–12 of 12")
+    page.get_by_role("link", name="Views", exact=True).click()  # sorted: also kept
+    expect(page.locator("th[aria-sort=ascending]")).to_contain_text("Views")
+    page.get_by_text("Save this view").click()
+    page.get_by_label("Name", exact=True).fill(name)
+    page.get_by_label("Who sees it").select_option(label="Only me")
+    page.get_by_role("button", name="Save view").click()
+    expect(page.locator("#flash")).to_have_text(f"Saved the view “{name}”.")
+    views = page.get_by_role("navigation", name="Saved views")
+    expect(views.get_by_role("link", name=name)).to_have_attribute("aria-current", "page")
+
+    views.get_by_role("link", name="All items").click()
+    expect(page.locator(".list-total")).to_have_text("1–20 of 25")
+    views.get_by_role("link", name=name).click()
+    expect(page.locator(".list-total")).to_have_text("1–12 of 12")
+    expect(page.locator("th[aria-sort=ascending]")).to_contain_text("Views")
+    page.get_by_text("Save this view").click()
+    page.get_by_role("button", name=f"Delete the view “{name}”").click()
+    expect(page.locator("#flash")).to_have_text(f"Deleted the view “{name}”.")
+    expect(views.get_by_role("link", name=name)).to_have_count(0)
+    assert_clean(page)

@@ -17,10 +17,12 @@ from typing import Any
 from quire.modules import Module, NavEntry, Services
 from quire.studio import find, me, shell
 from quire.ui.prefs import PrefsService
+from quire.ui.views import ViewService
 
 
 def build(services: Services) -> None:
     services.add("studio_prefs", PrefsService(services.store))
+    services.add("studio_views", ViewService(services.store))
     services.find_path = "/studio/find"
 
 
@@ -30,6 +32,8 @@ def _manager(identity: Any) -> bool:
 
 def subscribe(services: Services) -> None:
     services.events.on("content.model.rename", services.get(PrefsService).model_renamed)
+    services.events.on("content.model.rename", services.get(ViewService).model_renamed)
+    services.events.on("content.model.remove", services.get(ViewService).model_removed)
 
 
 module = Module("studio", build=build, subscribe=subscribe, routes=[*shell.routes, *find.routes, *me.routes],

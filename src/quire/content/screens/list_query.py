@@ -39,6 +39,8 @@ class ListQuery:
     limit: int = DEFAULT_LIMIT
     # the visual filter's rows (field, operator, value), as typed
     conditions: tuple[tuple[str, str, str], ...] = ()
+    # the columns a saved view shows (None: the user's own choice)
+    columns: tuple[str, ...] | None = None
 
     @property
     def skip(self) -> int:
@@ -61,6 +63,8 @@ class ListQuery:
             pairs.append(("page", str(query.page)))
         if query.limit != DEFAULT_LIMIT:
             pairs.append(("limit", str(query.limit)))
+        if query.columns is not None:
+            pairs.append(("cols", ",".join(query.columns)))
         return "?" + urlencode(pairs) if pairs else ""
 
     def sort_link(self, field: str) -> str:
@@ -98,6 +102,7 @@ def parse_query(params: QueryParams, sortable: list[str]) -> ListQuery:
         page=min(max(page, 1), MAX_PAGE),
         limit=limit if limit in LIMITS else DEFAULT_LIMIT,
         conditions=tuple((c.field, c.op, c.value) for c in conditions.parse(params)),
+        columns=tuple(c for c in params["cols"].split(",")[:50] if c) if params.get("cols") else None,
     )
 
 

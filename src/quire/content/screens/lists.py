@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
 from quire.asgi import route
+from quire.auth.service import AuthService
 from quire.content.models import Model, ModelService
 from quire.content.screens import conditions
 from quire.content.screens.list_cells import (
@@ -44,6 +46,7 @@ from quire.ui import tree as trees
 from quire.ui import zones
 from quire.ui.prefs import PrefsService, columns_key
 from quire.ui.screens import back_to, checked_form, need, redirect_flash, render, studio_page
+from quire.ui.views import ViewService, canonical
 from quire.ui.web import Login, redirect
 
 MAX_BATCH = 500
@@ -93,7 +96,11 @@ async def content_list(request: Request, login: Login) -> Response:
     except BadRequest as exc:
         error = exc.message
     prefs = service(request, PrefsService)
-    columns = chosen_columns(prefs.get(login.user["_id"], columns_key(model.name)), model, drafts)
+    saved_columns = list(query.columns) if query.columns is not None else \
+        prefs.get(login.user["_id"], columns_key(model.name))
+    columns = chosen_columns(saved_columns, model, drafts)
+    views = service(request, ViewService).visible(model.name, login.user["_id"], login.user.get("role", ""))
+    kept = canonical(request.query_params.multi_items())
     first = title_column(model)
     context = {
         "title_column": first, "title_label": model.by_name.get(first, {}).get("label") or first
@@ -116,6 +123,9 @@ async def content_list(request: Request, login: Login) -> Response:
         "can_publish": drafts and login.can(f"content/{model.name}/publish"),
         "can_delete": login.can(f"content/{model.name}/delete"),
         "here": request.url.path + query.params(),
+        "views": views, "current_view": next((v for v in views if v["query"] == kept and kept), None),
+        "view_query": kept, "share_roles": [r["name"] for r in service(request, AuthService).list_roles()
+                                            if r["name"] != "public"],
     }
     status = 400 if error else 200
     template = "content/list_results.html" if _is_htmx(request) else "content/list.html"
@@ -238,6 +248,35 @@ async def save_columns(request: Request, login: Login) -> Response:
 
 
 @studio_page
+async def save_view(request: Request, login: Login) -> Response:
+    """The list as it is shown (its filter, sort, page size and columns)
+    kept under a name, for the user or shared with a role."""
+    form = await checked_form(request, login)
+    model = _model(request, login)
+    shared = form.get("shared") or None
+    roles = {r["name"] for r in service(request, AuthService).list_roles()}
+    if shared is not None and shared != "*" and shared not in roles:
+        raise BadRequest(f"Role {shared[:60]} not found", fields=["shared"])
+    query = form.get("query")
+    if "cols=" not in query:  # the columns shown now: the user's own choice, kept with the view
+        drafts = login.can(f"content/{model.name}/update")
+        chosen = service(request, PrefsService).get(login.user["_id"], columns_key(model.name))
+        query = (query + "&" if query else "") + urlencode({"cols": ",".join(chosen_columns(chosen, model, drafts))})
+    view = await service(request, ViewService).save(model.name, form.get("name"), query, shared, login.user)
+    return redirect_flash(request, f"/studio/content/{model.name}?{view['query']}",
+                          f"Saved the view “{view['name']}”.")
+
+
+@studio_page
+async def delete_view(request: Request, login: Login) -> Response:
+    await checked_form(request, login)
+    model = _model(request, login)
+    view = await service(request, ViewService).delete(request.path_params["view"], login.user["_id"],
+                                                      login.manager)
+    return redirect_flash(request, f"/studio/content/{model.name}", f"Deleted the view “{view['name']}”.")
+
+
+@studio_page
 async def batch(request: Request, login: Login) -> Response:
     form = await checked_form(request, login)
     model = _model(request, login)
@@ -336,6 +375,8 @@ async def move(request: Request, login: Login) -> Response:
 routes = [
     route("/studio/content/{model}", get=content_list, cors=False),
     route("/studio/content/{model}/columns", post=save_columns, cors=False),
+    route("/studio/content/{model}/views", post=save_view, cors=False),
+    route("/studio/content/{model}/views/{view}/delete", post=delete_view, cors=False),
     route("/studio/content/{model}/batch", post=batch, cors=False),
     route("/studio/content/{model}/move", post=move, cors=False),
 ]

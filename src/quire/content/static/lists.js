@@ -180,6 +180,22 @@
     document.querySelectorAll('input[name="back"]').forEach(function (input) {
       input.value = window.location.pathname + window.location.search;
     });
+    // "Save this view" keeps the list as it is now shown
+    document.querySelectorAll("input[data-view-query]").forEach(function (input) {
+      var now = new URLSearchParams(window.location.search);
+      var kept = new URLSearchParams();
+      now.forEach(function (value, key) {
+        if (["sort", "filter", "limit", "cols"].indexOf(key) >= 0 && value !== "") kept.append(key, value);
+      });
+      var ops = now.getAll("o"), values = now.getAll("v");
+      now.getAll("w").forEach(function (name, i) {
+        if (!name) return;
+        kept.append("w", name);
+        kept.append("o", ops[i] || "");
+        kept.append("v", values[i] || "");
+      });
+      input.value = kept.toString();
+    });
   });
 
   var lastMove = null;
