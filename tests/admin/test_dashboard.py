@@ -106,7 +106,7 @@ def test_role_with_system_manage_may_open_manager_pages(app: Any, content: None,
 @pytest.mark.parametrize("path", ["/", "/admin/keys", "/admin/users", "/system/api", "/auth/logout"])
 def test_every_logged_in_page_subscribes_to_the_event_stream(app: Any, path: str) -> None:
     html = logged_in(app).get(path).text
-    assert '<body data-events="/system/events">' in html
+    assert '<body data-events="/system/events" data-tz="' in html
     assert '<script src="/admin/static/admin.js"></script>' in html
 
 
