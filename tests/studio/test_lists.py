@@ -412,3 +412,52 @@ def test_saved_views_private_shared_with_a_role_and_deleted(app: Any, admin: Api
     assert bad_role.status_code == 400 and "Role nobody not found" in bad_role.text
     done = post_form(ann, f"/studio/content/posts/views/{view_id}/delete", {}, token_from="/studio/content/posts")
     assert done.status_code == 303 and "Popular" not in bob.get("/studio/content/posts").text
+
+
+def test_bulk_edit_of_selected_and_of_all_matching_items_and_its_undo(app: Any, admin: Api) -> None:
+    posts = _posts(admin, 6)
+    _roles(admin)
+    ann = logged_in(app)
+    ids = [p["_id"] for p in posts[:2]]
+    pairs = [("scope", "selected"), *[("ids", i) for i in ids], ("list", ""), ("field", "kind"), ("op", "set"),
+             ("value", "guide")]
+    step = post_form(ann, "/studio/content/posts/bulk", pairs[:4])
+    assert step.status_code == 200 and "Edit a field of the 2 selected items" in step.text
+    confirm = post_form(ann, "/studio/content/posts/bulk/check", pairs)
+    assert confirm.status_code == 200 and "Set kind: guide on 2 items?" in confirm.text
+    token = re.search(r'name="token" value="([^"]+)"', confirm.text).group(1)  # type: ignore[union-attr]
+    done = post_form(ann, "/studio/content/posts/bulk/run", [*pairs, ("token", token)])
+    assert done.status_code == 200 and "Changed 2 items." in done.text
+    kinds = {i["_id"]: i["kind"] for i in admin.get("/api/content/items/posts").json()}
+    assert [kinds[i] for i in ids] == ["guide", "guide"] and list(kinds.values()).count("guide") == 2
+    assert admin.get(f"/api/revisions/content/posts/{ids[0]}").json()["total"] == 2  # one revision each
+    # every item the list shows (its conditions), in one go: one already holds the value
+    refused = post_form(ann, "/studio/content/posts/bulk/check", [("scope", "all"), ("list", ""), ("field", "kind"),
+                                                                   ("op", "set"), ("value", "review")])
+    assert refused.status_code == 400 and "kind must be one of news, guide" in refused.text  # said before any save
+    everything = [("scope", "all"), ("list", "w=views&o=gte&v=4"), ("field", "views"), ("op", "set"),
+                  ("value", "99")]
+    confirm = post_form(ann, "/studio/content/posts/bulk/check", everything)
+    assert "on 4 items?" in confirm.text  # views 7, 4, 8 and 5
+    done = post_form(ann, "/studio/content/posts/bulk/run", [*everything, ("token", "tok-12345")])
+    assert "Changed 4 items." in done.text
+    edit_id = re.search(r"/bulk/([0-9a-f]{24})/undo", done.text).group(1)  # type: ignore[union-attr]
+    # changed since: left alone by the undo
+    create_item(admin, "posts", {"_id": posts[1]["_id"], "title": "Post 1 again", "kind": "news", "views": 99})
+    undone = post_form(ann, f"/studio/content/posts/bulk/{edit_id}/undo", [])
+    assert "3 items got their value back; 1 changed or deleted since the edit" in undone.text
+    assert admin.get(f"/api/content/item/posts/{posts[2]['_id']}").json()["views"] == 4
+    assert admin.get(f"/api/content/item/posts/{posts[1]['_id']}").json()["title"] == "Post 1 again"
+    same = post_form(ann, "/studio/content/posts/bulk/run", [*pairs, ("token", "tok-12345")])
+    assert "Changed 1 item; 1 held this value already." in same.text  # post 1 was news again
+    again = post_form(ann, f"/studio/content/posts/bulk/{edit_id}/undo", [])
+    assert again.status_code == 400 and "undone already" in again.text
+    # bad input: explained in place, nothing stored
+    bad = post_form(ann, "/studio/content/posts/bulk/check", [*pairs[:4], ("field", "views"), ("op", "set"),
+                                                               ("value", "many")])
+    assert bad.status_code == 400 and "“many” is not a value of views" in bad.text
+    add = post_form(ann, "/studio/content/posts/bulk/check", [*pairs[:4], ("field", "views"), ("op", "add"),
+                                                               ("value", "1")])
+    assert add.status_code == 400 and "holds one value: set it instead" in add.text
+    reader = logged_in(app, "rea", "reader")
+    assert post_form(reader, "/studio/content/posts/bulk", pairs[:4]).status_code == 403

@@ -453,3 +453,48 @@ def test_a_list_is_saved_as_a_view_and_opened_again(posts: Studio, new_context: 
     expect(page.locator("#flash")).to_have_text(f"Deleted the view “{name}”.")
     expect(views.get_by_role("link", name=name)).to_have_count(0)
     assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_bulk_edit_of_selected_items_and_of_the_whole_list_with_undo(
+        posts: Studio, new_context: Callable[..., Any], viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    name = f"tasks{viewport['width']}"
+    posts.call("PUT", f"/api/system/models/{name}", {"name": name, "type": "collection", "fields": [
+        {"name": "title", "type": "text", "label": "Title"}, {"name": "done", "type": "boolean", "label": "Done"},
+        {"name": "tags", "type": "tags", "label": "Tags"}]})
+    for n in range(30):
+        posts.call("POST", f"/api/content/item/{name}", {"data": {"title": f"Task {n:02d}", "done": False}})
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(f"{posts.base}/studio/content/{name}")
+    scripts_ran(page)
+    page.get_by_label("Select Task 00").check()
+    page.get_by_label("Select Task 01").check()
+    page.get_by_role("button", name="Edit a field…").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Edit a field of the 2 selected items")
+    page.get_by_label("Field", exact=True).select_option(label="Done")
+    page.get_by_label("Value", exact=True).fill("yes")
+    page.get_by_role("button", name="Review the change").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Set Done: yes on 2 items?")
+    page.get_by_role("button", name="Edit 2 items").click()
+    expect(page.locator("#flash")).to_have_text("Changed 2 items.")
+    done = [i["title"] for i in posts.call("GET", f"/api/content/items/{name}?filter=%7B%22done%22%3Atrue%7D")]
+    assert sorted(done) == ["Task 00", "Task 01"]
+
+    # every item of the list (30: more than its first page), a tag added to each
+    page.get_by_role("link", name="Back to the list").click()
+    page.get_by_role("button", name="Edit a field of all 30 items…").click()
+    page.get_by_label("Field", exact=True).select_option(label="Tags (a list)")
+    page.get_by_label("Add the value to it (lists and tags)").check()
+    page.get_by_label("Value", exact=True).fill("q3")
+    page.get_by_role("button", name="Review the change").click()
+    page.get_by_role("button", name="Edit 30 items").click()
+    expect(page.locator("#flash")).to_have_text("Changed 30 items.")
+    tagged = posts.call("GET", f"/api/content/items/{name}?limit=100")
+    assert all(i["tags"] == ["q3"] for i in tagged) and len(tagged) == 30
+    page.get_by_role("button", name="Undo this edit").click()
+    expect(page.locator("#flash")).to_have_text("30 items got their value back.")
+    assert all(not i.get("tags") for i in posts.call("GET", f"/api/content/items/{name}?limit=100"))
+    assert_clean(page)

@@ -21,11 +21,12 @@ from quire.catalogue import (
 )
 from quire.content import openapi, routes
 from quire.content.asset_refs import AssetRefs
+from quire.content.bulk import BulkEdits
 from quire.content.bundle import items_part
 from quire.content.locales import LocaleService, content_rename_part
 from quire.content.models import ModelService
 from quire.content.schema import locale_part, model_part
-from quire.content.screens import editor, home, lists, locales, models, pickers, previews
+from quire.content.screens import bulk, editor, home, lists, locales, models, pickers, previews
 from quire.content.screens import transfer as transfers
 from quire.content.service import AssetLookup, ContentService
 from quire.modules import Module, NavEntry, Services
@@ -49,6 +50,7 @@ def build(services: Services) -> None:
         aggregate_limits=aggregate_limits, aggregations_at_once=settings.content.aggregations_at_once))
     content.register_jobs(services.jobs, settings.content.publish_lease_seconds)  # `_publish_at` / `_unpublish_at`
     services.add("asset_refs", AssetRefs(store, models, locales))
+    services.add("bulk_edits", BulkEdits(content))
 
 
 def subscribe(services: Services) -> None:
@@ -133,7 +135,7 @@ def schema(services: Services) -> list[SchemaPart]:
 
 module = Module("content", events=SENT, build=build, subscribe=subscribe, bundle=bundle, schema=schema,
                 openapi=openapi.paths,
-                routes=[*routes.routes, *home.routes, *models.routes, *lists.routes, *transfers.routes, *editor.routes,
+                routes=[*routes.routes, *home.routes, *models.routes, *lists.routes, *bulk.routes, *transfers.routes, *editor.routes,
                         *locales.routes, *previews.routes],
                 templates=HERE / "templates", static=HERE / "static",
                 panels=home.panels, find=home.find, usage=pickers.asset_usage,

@@ -122,6 +122,7 @@ async def content_list(request: Request, login: Login) -> Response:
         "can_create": login.can(f"content/{model.name}/create"),
         "can_publish": drafts and login.can(f"content/{model.name}/publish"),
         "can_delete": login.can(f"content/{model.name}/delete"),
+        "can_update": drafts,
         "here": request.url.path + query.params(),
         "views": views, "current_view": next((v for v in views if v["query"] == kept and kept), None),
         "view_query": kept, "share_roles": [r["name"] for r in service(request, AuthService).list_roles()
