@@ -461,3 +461,29 @@ def test_bulk_edit_of_selected_and_of_all_matching_items_and_its_undo(app: Any, 
     assert add.status_code == 400 and "holds one value: set it instead" in add.text
     reader = logged_in(app, "rea", "reader")
     assert post_form(reader, "/studio/content/posts/bulk", pairs[:4]).status_code == 403
+
+
+def test_presence_and_the_lock_through_the_studio_and_the_api(app: Any, admin: Api) -> None:
+    posts = _posts(admin, 1)
+    _roles(admin)
+    resource = f"content/posts/{posts[0]['_id']}"
+    assert admin.get(f"/api/content/lock/posts/{posts[0]['_id']}").json() == {"locked": False}
+    ann, bob = logged_in(app), logged_in(app, "bob", "editor")
+    first = post_form(ann, "/studio/presence", {"resource": resource, "action": "join"}).json()
+    assert first["holder"]["mine"] is True and first["others"] == []
+    second = post_form(bob, "/studio/presence", {"resource": resource, "action": "join"}).json()
+    assert second["holder"] == {"name": "ann", "since": first["holder"]["since"], "mine": False}
+    assert second["others"] == ["ann"]
+    taken = post_form(bob, "/studio/presence", {"resource": resource, "action": "take"}).json()
+    assert taken["holder"]["mine"] is True
+    lock = admin.get(f"/api/content/lock/posts/{posts[0]['_id']}").json()
+    assert lock["locked"] is True and lock["by"] == "bob"
+    post_form(bob, "/studio/presence", {"resource": resource, "action": "leave"})
+    assert admin.get(f"/api/content/lock/posts/{posts[0]['_id']}").json()["by"] == "ann"  # passed on
+    reader = logged_in(app, "rea", "reader")
+    refused = post_form(reader, "/studio/presence", {"resource": resource, "action": "take"})
+    assert refused.status_code == 403
+    for bad in ("content/../x", "pages/1", "content/nope/" + "a" * 24):
+        assert post_form(ann, "/studio/presence", {"resource": bad, "action": "join"}).status_code in (400, 404)
+    assert admin.get("/api/content/lock/nope/" + "a" * 24).status_code == 404
+    assert admin.with_key(None).get(f"/api/content/lock/posts/{posts[0]['_id']}").status_code == 401

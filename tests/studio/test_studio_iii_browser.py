@@ -498,3 +498,42 @@ def test_bulk_edit_of_selected_items_and_of_the_whole_list_with_undo(
     expect(page.locator("#flash")).to_have_text("30 items got their value back.")
     assert all(not i.get("tags") for i in posts.call("GET", f"/api/content/items/{name}?limit=100"))
     assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_two_editors_see_each_other_and_one_takes_the_lock_over(
+        posts: Studio, new_context: Callable[..., Any], viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    item = posts.call("POST", "/api/content/item/posts", {"data": {"title": f"Shared {viewport['width']}"}})
+    address = f"{posts.base}/studio/content/posts/item/{item['_id']}"
+    first, second = open_page(new_context(viewport)), open_page(new_context(viewport))
+    for page in (first, second):
+        login(page, posts)
+    first.goto(address)
+    scripts_ran(first)
+    wait_until(first, "document.getElementById('presence').hidden === true")  # alone: nothing to say
+    assert posts.call("GET", f"/api/content/lock/posts/{item['_id']}")["locked"] is True
+
+    second.goto(address)
+    scripts_ran(second)
+    expect(second.locator("#presence")).to_contain_text("ann is editing this item")
+    take = second.get_by_role("button", name="Take over editing")
+    expect(take).to_be_visible()
+    # the first editor learns of the second through its event stream
+    expect(first.locator("#presence")).to_contain_text("also here: ann", timeout=5000)
+    take.click()
+    expect(first.locator("#presence-notice")).to_contain_text("ann took over editing this item", timeout=5000)
+    expect(first.locator("#presence")).to_contain_text("ann is editing this item")
+    expect(second.get_by_role("button", name="Take over editing")).to_be_hidden()
+    lock = posts.call("GET", f"/api/content/lock/posts/{item['_id']}")
+    assert lock["locked"] is True and lock["by"] == "ann" and isinstance(lock["since"], int)
+    if viewport is WIDE:
+        screenshot(first, "studio-editor-lock.png", full_page=False)
+    # the lock is advice: the first editor may still save, guarded by the revision
+    first.get_by_label("title").fill("Saved anyway")
+    first.get_by_role("button", name="Save draft").click()
+    expect(first.locator("#flash")).to_be_visible()
+    second.close()  # leaves: the lock passes back
+    expect(first.locator("#presence")).to_be_hidden(timeout=5000)
+    assert_clean(first)

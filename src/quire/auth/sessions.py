@@ -208,6 +208,12 @@ class SessionService:
 
     # -- events -----------------------------------------------------------
 
+    def send(self, session_id: str, kind: str, data: dict[str, Any]) -> None:
+        """An event for the streams of a session (inside the caller's
+        transaction): `{"type": kind, "data": data}` reaches its open tabs."""
+        self.events.insert({"_id": new_id(), "session": session_id, "at": int(time.time()), "type": kind,
+                            "data": data})
+
     def events_of(self, session_id: str) -> list[dict[str, Any]]:
         """The events waiting for a session, oldest first. They are not
         removed when read: every open tab of the session has a stream and

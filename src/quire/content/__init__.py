@@ -26,7 +26,17 @@ from quire.content.bundle import items_part
 from quire.content.locales import LocaleService, content_rename_part
 from quire.content.models import ModelService
 from quire.content.schema import locale_part, model_part
-from quire.content.screens import bulk, editor, home, lists, locales, models, pickers, previews
+from quire.content.screens import (
+    bulk,
+    editor,
+    home,
+    lists,
+    locales,
+    models,
+    pickers,
+    presence,
+    previews,
+)
 from quire.content.screens import transfer as transfers
 from quire.content.service import AssetLookup, ContentService
 from quire.modules import Module, NavEntry, Services
@@ -135,7 +145,7 @@ def schema(services: Services) -> list[SchemaPart]:
 
 module = Module("content", events=SENT, build=build, subscribe=subscribe, bundle=bundle, schema=schema,
                 openapi=openapi.paths,
-                routes=[*routes.routes, *home.routes, *models.routes, *lists.routes, *bulk.routes, *transfers.routes, *editor.routes,
+                routes=[*routes.routes, *home.routes, *models.routes, *lists.routes, *bulk.routes, *presence.routes, *transfers.routes, *editor.routes,
                         *locales.routes, *previews.routes],
                 templates=HERE / "templates", static=HERE / "static",
                 panels=home.panels, find=home.find, usage=pickers.asset_usage,

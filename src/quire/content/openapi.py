@@ -184,6 +184,15 @@ def paths() -> dict[str, Any]:
             "get": op("How far an import given progress=<key> got: {done, total}",
                       [param("key", "path", "string", "The import's progress key")], (404,), schema=OBJECT),
         },
+        "/api/content/lock/{model}/{id}": {
+            "get": op("Whether an editor of the studio holds the item's edit lock (advice: saves are guarded by "
+                      "_rev): {locked: false} or {locked: true, by, user, since}",
+                      [MODEL, param("id", "path", "string", "The item's id")], (401, 403, 404), schema=OBJECT),
+        },
+        "/api/content/lock/{model}": {
+            "get": op("Whether an editor of the studio holds a singleton's edit lock", [MODEL], (401, 403, 404),
+                      schema=OBJECT),
+        },
         "/api/content/aggregate/{model}": {
             "get": op("Run a MongoDB aggregation pipeline over published items; answers the array of result documents",
                        [MODEL, LOCALE,

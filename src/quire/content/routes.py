@@ -38,8 +38,10 @@ from quire.http import (
     read_json,
     service,
 )
+from quire.ids import is_id
 from quire.persona.request import Persona, persona_of
 from quire.responses import ClosingStream, chained
+from quire.ui.presence import PresenceService
 
 if TYPE_CHECKING:
     from quire.cache import Region
@@ -533,7 +535,25 @@ async def import_progress(request: Request) -> Response:
     return json_response(answer)
 
 
+async def get_lock(request: Request) -> Response:
+    """Who holds the studio's edit lock of an item (or a singleton), so
+    that other tools can respect it: `{"locked": false}`, or `{"locked":
+    true, "by", "user", "since"}`. Advice only: saves are guarded by `_rev`."""
+    identity = identify(request)
+    name = request.path_params["model"]
+    service(request, ModelService).get(name)  # 404 for an unknown model
+    identity.require(f"content/{name}/read")
+    item_id = request.path_params.get("id")
+    if item_id is not None and not is_id(item_id):
+        raise NotFound("Item not found")
+    resource = f"content/{name}" if item_id is None else f"content/{name}/{item_id}"
+    lock = service(request, PresenceService).lock_of(resource)
+    return json_response({"locked": False} if lock is None else {"locked": True, **lock})
+
+
 routes = [
+    route("/api/content/lock/{model}", get=get_lock),
+    route("/api/content/lock/{model}/{id}", get=get_lock),
     route("/api/content/item/{model}", get=get_item, post=save_item),
     route("/api/content/item/{model}/{id}", get=get_item, delete=delete_item),
     route("/api/content/items/{model}", get=list_items),

@@ -14,15 +14,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from quire.auth.sessions import SessionService
 from quire.modules import Module, NavEntry, Services
 from quire.studio import find, me, shell
 from quire.ui.prefs import PrefsService
+from quire.ui.presence import PresenceService
 from quire.ui.views import ViewService
 
 
 def build(services: Services) -> None:
     services.add("studio_prefs", PrefsService(services.store))
     services.add("studio_views", ViewService(services.store))
+    services.add("studio_presence", PresenceService(services.store, services.get(SessionService)))
     services.find_path = "/studio/find"
 
 

@@ -7,6 +7,7 @@ conflict, never stored over theirs."""
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Any
 
 from starlette.requests import Request
@@ -89,6 +90,9 @@ def _screen(request: Request, login: Login, model: Model, item: dict[str, Any], 
         action=editor_url(model, item_id), may_upload=login.can("assets/upload"),
         unsaved=status != 200, parent=request.query_params.get("parent", "") if model.type == "tree" else "",
         live=live, life=lifecycle, intent="publish" if intent == "publish" else "draft",
+        # who else has it open (editor.js asks): a saved item only; events older than the page are old news
+        presence=None if is_new else f"content/{model.name}" + ("" if model.type == "singleton" else f"/{item_id}"),
+        now=int(time.time()),
     )
     return drafts.allow_frames(response, lifecycle)
 

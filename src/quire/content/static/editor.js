@@ -310,6 +310,70 @@
 
   setUp(document);
 
+  // -- presence and the edit lock (ui/presence.py) ------------------------
+  // The editor says it is open (and again every heartbeat), shows who
+  // holds the lock and who else is here, offers "Take over editing", and
+  // asks again when the session's event stream says something changed.
+  var presence = document.getElementById("presence");
+  if (presence) {
+    var resource = presence.getAttribute("data-resource");
+    var openedAt = parseFloat(presence.getAttribute("data-now")) || 0;
+    var text = presence.querySelector(".presence-text");
+    var take = presence.querySelector("[data-take-over]");
+    var notice = document.getElementById("presence-notice");
+    var beat = null;
+    var token = tokenMeta ? tokenMeta.getAttribute("content") : "";
+    var body = function (action) {
+      var data = new URLSearchParams();
+      data.set("csrf", token);
+      data.set("resource", resource);
+      data.set("action", action);
+      return data;
+    };
+    var show = function (state) {
+      if (!state || state.left) return;
+      var lines = [];
+      if (state.holder && !state.holder.mine) {
+        lines.push(state.holder.name + " is editing this item. Saving may conflict with their changes.");
+      } else if (state.others.length) {
+        lines.push("You are editing; also here: " + state.others.join(", ") + ".");
+      }
+      if (state.holder && !state.holder.mine && state.others.length > 1) {
+        lines.push("Also here: " + state.others.filter(function (n) { return n !== state.holder.name; }).join(", ") + ".");
+      }
+      text.textContent = lines.join(" ");
+      presence.hidden = !lines.length;
+      take.hidden = !(state.holder && !state.holder.mine) || !form.querySelector("[data-save]");
+      presence.classList.toggle("locked", !!(state.holder && !state.holder.mine));
+      if (state.heartbeat && !beat) beat = window.setInterval(function () { send("join"); }, state.heartbeat * 1000);
+    };
+    var send = function (action) {
+      return fetch("/studio/presence", {method: "POST", body: body(action), credentials: "same-origin",
+                                         headers: {"X-CSRF-Token": token}})
+        .then(function (answer) { return answer.ok ? answer.json() : null; })
+        .then(show)
+        .catch(function () {});
+    };
+    take.addEventListener("click", function () {
+      notice.hidden = true;
+      send("take");
+    });
+    document.addEventListener("quire:event", function (e) {
+      var event = e.detail;
+      if (event.type !== "presence" || !event.data || event.data.resource !== resource) return;
+      if (event.data.at < openedAt) return;  // from before this page (a stream replays its session's events)
+      if (event.data.notice) {
+        notice.textContent = event.data.notice + " Your changes are still in the form; saving checks for a conflict.";
+        notice.hidden = false;
+      }
+      send("join");
+    });
+    window.addEventListener("pagehide", function () {
+      if (navigator.sendBeacon) navigator.sendBeacon("/studio/presence", body("leave"));
+    });
+    send("join");
+  }
+
   // A new item: the first field takes the focus, so that typing starts
   // there (not on a page with a problem to read first, nor a saved one).
   if (form.hasAttribute("data-new") && !document.querySelector(".form-errors, #flash")) {

@@ -90,7 +90,11 @@
   source.onmessage = function (e) {
     var event;
     try { event = JSON.parse(e.data); } catch (err) { return; }
-    if (event.type !== "logout") return;
+    if (event.type !== "logout") {
+      // other events are the page's to read (the editor's presence)
+      document.dispatchEvent(new CustomEvent("quire:event", {detail: event}));
+      return;
+    }
     source.close();
     var notice = document.getElementById("notice");
     notice.textContent = (event.data && event.data.message) || "You have been logged out.";
