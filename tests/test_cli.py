@@ -116,6 +116,14 @@ def test_demo_prints_the_admin_login_and_it_works(tmp_path: Path) -> None:
         app.state.quire.close()
     again = quire("demo", "--data", data).stdout.split("password ")[-1].split()[0]
     assert again != password  # new on every run
+    # the posts' live preview: the example site page, where the demo is served (again on every run)
+    quire("demo", "--data", data, env={"QUIRE_SERVER_PORT": "9123"})
+    app = build_app(load_settings(data, env={}))
+    try:
+        assert app.state.quire.models.get("posts").preview == [{
+            "name": "Demo site", "uri": "http://127.0.0.1:9123/studio/preview-example?model={model}&id={id}&token={token}"}]
+    finally:
+        app.state.quire.close()
 
 
 def test_demo_prints_the_key_on_its_last_line_and_the_admin_url_of_the_settings(tmp_path: Path) -> None:

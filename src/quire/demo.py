@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import secrets
 from typing import TYPE_CHECKING, Any
@@ -117,11 +118,30 @@ async def install_demo(quire: Services) -> tuple[bool, str]:
     if not quire.models.all():
         await _create(quire)
         created = True
+    await _preview_address(quire)
     for key in quire.auth.list_keys():
         if key["name"] == DEMO_KEY_NAME:
             await quire.auth.adelete_key(key["_id"])
     key = (await quire.auth.acreate_key(DEMO_KEY_NAME, "admin"))["key"]
     return created, key
+
+
+PREVIEW_PAGE = "/studio/preview-example"  # the example site page of the live preview (content/screens/live.py)
+
+
+async def _preview_address(quire: Services) -> None:
+    """The posts' preview address: the example site page Quire serves, at
+    the address this demo is served at (again on every run, as the port may
+    change), unless someone set another."""
+    posts = quire.models.find("posts")
+    if posts is None or any(PREVIEW_PAGE not in p["uri"] for p in posts.preview):
+        return
+    server = quire.settings.server
+    host = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
+    base = server.public_url.rstrip("/") or f"http://{host}:{server.port}"
+    uri = f"{base}{PREVIEW_PAGE}?model={{model}}&id={{id}}&token={{token}}"
+    if posts.preview != [{"name": "Demo site", "uri": uri}]:
+        await quire.models.asave(dataclasses.replace(posts, preview=[{"name": "Demo site", "uri": uri}]))
 
 
 async def _create(quire: Services) -> None:

@@ -487,3 +487,21 @@ def test_presence_and_the_lock_through_the_studio_and_the_api(app: Any, admin: A
         assert post_form(ann, "/studio/presence", {"resource": bad, "action": "join"}).status_code in (400, 404)
     assert admin.get("/api/content/lock/nope/" + "a" * 24).status_code == 404
     assert admin.with_key(None).get(f"/api/content/lock/posts/{posts[0]['_id']}").status_code == 401
+
+
+def test_live_preview_answers_the_form_unsaved_and_the_example_page_may_be_framed(app: Any, admin: Api) -> None:
+    posts = _posts(admin, 1)
+    _roles(admin)
+    ann = logged_in(app)
+    live = post_form(ann, f"/studio/content/posts/item/{posts[0]['_id']}/live", {"f.title": "Not saved yet"})
+    assert live.status_code == 200
+    answer = live.json()
+    assert answer["type"] == "quire:preview" and answer["item"]["title"] == "Not saved yet"
+    assert answer["item"]["views"] == posts[0]["views"]  # the stored values the form did not send
+    assert admin.get(f"/api/content/item/posts/{posts[0]['_id']}").json()["title"] == "Post 0"  # nothing stored
+    reader = logged_in(app, "rea", "reader")
+    assert post_form(reader, f"/studio/content/posts/item/{posts[0]['_id']}/live", {}).status_code == 403
+    assert post_form(ann, "/studio/content/posts/item/nope/live", {}).status_code == 404
+    example = ann.get("/studio/preview-example")
+    assert example.status_code == 200 and "frame-ancestors 'self'" in example.headers["content-security-policy"]
+    assert example.headers["x-frame-options"] == "SAMEORIGIN"

@@ -537,3 +537,34 @@ def test_two_editors_see_each_other_and_one_takes_the_lock_over(
     second.close()  # leaves: the lock passes back
     expect(first.locator("#presence")).to_be_hidden(timeout=5000)
     assert_clean(first)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_the_preview_beside_the_editor_follows_unsaved_edits(posts: Studio, new_context: Callable[..., Any],
+                                                            viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    name = f"pages{viewport['width']}"
+    posts.call("PUT", f"/api/system/models/{name}", {
+        "name": name, "type": "collection",
+        "fields": [{"name": "title", "type": "text", "label": "Title"}, {"name": "body", "type": "longtext"}],
+        "preview": [{"name": "Example site",
+                     "uri": posts.base + "/studio/preview-example?model={model}&id={id}&token={token}"}]})
+    item = posts.call("POST", f"/api/content/item/{name}", {"data": {"title": "Saved title", "body": "Saved body"}})
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(f"{posts.base}/studio/content/{name}/item/{item['_id']}?preview=1")
+    scripts_ran(page)
+    frame = page.frame_locator(".preview-pane iframe")
+    expect(frame.locator("#title")).to_have_text("Saved title")
+    expect(page.locator(".preview-pane .preview-mode")).to_contain_text("Live")  # the page said it listens
+    page.get_by_label("Title").fill("Typed, not saved")
+    expect(frame.locator("#title")).to_have_text("Typed, not saved", timeout=5000)
+    expect(frame.locator("#mode")).to_contain_text("Live")
+    page.get_by_label("body").fill("A body being written")
+    expect(frame.locator("#body")).to_have_text("A body being written", timeout=5000)
+    assert posts.call("GET", f"/api/content/item/{name}/{item['_id']}")["title"] == "Saved title"  # nothing stored
+    if viewport is WIDE:
+        screenshot(page, "studio-live-preview.png", full_page=False)
+    page.on("dialog", lambda dialog: dialog.accept())  # leaving with changes not saved asks first
+    assert_clean(page)

@@ -31,6 +31,7 @@ from quire.content.screens import (
     editor,
     home,
     lists,
+    live,
     locales,
     models,
     pickers,
@@ -145,7 +146,7 @@ def schema(services: Services) -> list[SchemaPart]:
 
 module = Module("content", events=SENT, build=build, subscribe=subscribe, bundle=bundle, schema=schema,
                 openapi=openapi.paths,
-                routes=[*routes.routes, *home.routes, *models.routes, *lists.routes, *bulk.routes, *presence.routes, *transfers.routes, *editor.routes,
+                routes=[*routes.routes, *home.routes, *models.routes, *lists.routes, *bulk.routes, *presence.routes, *live.routes, *transfers.routes, *editor.routes,
                         *locales.routes, *previews.routes],
                 templates=HERE / "templates", static=HERE / "static",
                 panels=home.panels, find=home.find, usage=pickers.asset_usage,

@@ -374,6 +374,50 @@
     send("join");
   }
 
+  // -- live preview (content/screens/live.py) ----------------------------
+  // Beside the editor, the site's preview page gets the item as the form
+  // holds it while the editor types (to that page's origin only). A page
+  // that says it listens ("quire:preview-ready") is marked live; any other
+  // keeps showing the saved draft.
+  var frame = document.querySelector(".preview-pane iframe");
+  if (frame) {
+    var frameOrigin = new URL(frame.src, window.location.href).origin;
+    var liveUrl = form.getAttribute("action").replace(/\/$/, "") + "/live";
+    var modeText = document.querySelector(".preview-pane .preview-mode");
+    var listening = false;
+    var pending = null;
+    var sendLive = function () {
+      if (!listening) return;
+      var data = new URLSearchParams();
+      new FormData(form).forEach(function (value, key) { if (typeof value === "string") data.append(key, value); });
+      fetch(liveUrl, {method: "POST", body: data, credentials: "same-origin",
+                      headers: {"X-CSRF-Token": tokenMeta ? tokenMeta.getAttribute("content") : ""}})
+        .then(function (answer) { return answer.ok ? answer.json() : null; })
+        .then(function (message) { if (message && frame.contentWindow) frame.contentWindow.postMessage(message, frameOrigin); })
+        .catch(function () {});
+    };
+    var soon = function () {
+      window.clearTimeout(pending);
+      pending = window.setTimeout(sendLive, 300);
+    };
+    form.addEventListener("input", soon);
+    form.addEventListener("change", soon);
+    var live = function () {
+      listening = true;
+      if (modeText) modeText.textContent = "Live: the page follows your changes as you type (they are not saved).";
+      sendLive();
+    };
+    // (preview-ready.js, in the head, heard the page if it spoke first)
+    document.addEventListener("quire:preview-ready", function (e) {
+      if (e.detail.origin === frameOrigin && e.detail.source === frame.contentWindow) live();
+    });
+    if (window.quirePreviewReady === frameOrigin) live();
+    // a page loaded (again) after this script ran is asked whether it listens
+    frame.addEventListener("load", function () {
+      frame.contentWindow.postMessage({type: "quire:preview-hello"}, frameOrigin);
+    });
+  }
+
   // A new item: the first field takes the focus, so that typing starts
   // there (not on a page with a problem to read first, nor a saved one).
   if (form.hasAttribute("data-new") && !document.querySelector(".form-errors, #flash")) {
