@@ -56,6 +56,9 @@ copyFrom('htmx.org', 'dist/htmx.min.js', 'htmx.min.js');
 copyFrom('htmx.org', 'LICENSE', 'htmx.LICENSE');
 copyFrom('sortablejs', 'Sortable.min.js', 'sortable.min.js');
 copyFrom('sortablejs', 'LICENSE', 'sortable.LICENSE');
+// json-logic-js: the conditions of conditional fields, evaluated in the editor
+copyFrom('json-logic-js', 'logic.js', 'jsonlogic.js');
+copyFrom('json-logic-js', 'LICENSE', 'jsonlogic.LICENSE');
 
 const rule = '='.repeat(72);
 
@@ -140,6 +143,8 @@ regenerate with \`make vendor\`.
 | htmx.LICENSE | htmx's licence | htmx.org ${version('htmx.org')} |
 | sortable.min.js | Sortable, drag-and-drop reordering (fields, repeater rows, tree nodes) | sortablejs ${version('sortablejs')}, \`Sortable.min.js\` |
 | sortable.LICENSE | Sortable's licence | sortablejs ${version('sortablejs')} |
+| jsonlogic.js | json-logic-js, \`window.jsonLogic\`: the conditions of conditional fields, in the editor | json-logic-js ${version('json-logic-js')}, \`logic.js\` |
+| jsonlogic.LICENSE | json-logic-js's licence | json-logic-js ${version('json-logic-js')} |
 | editors.js | \`window.QuireEditors\`: rich text (TipTap on ProseMirror) and code (CodeMirror 6), one minified bundle | \`vendor/src/editors.js\` bundled by esbuild ${version('esbuild')}: @tiptap/core ${version('@tiptap/core')}, @tiptap/starter-kit ${version('@tiptap/starter-kit')}, @tiptap/extension-link ${version('@tiptap/extension-link')}, codemirror ${version('codemirror')} and the packages below |
 | editors.css | the editors' styles (classes \`qe-*\`) | \`vendor/src/editors.css\` |
 | editors.LICENSES.txt | the licence of every package bundled into editors.js | their packages |

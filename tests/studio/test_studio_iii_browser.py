@@ -568,3 +568,47 @@ def test_the_preview_beside_the_editor_follows_unsaved_edits(posts: Studio, new_
         screenshot(page, "studio-live-preview.png", full_page=False)
     page.on("dialog", lambda dialog: dialog.accept())  # leaving with changes not saved asks first
     assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_conditional_fields_show_and_are_required_as_their_rules_say(
+        posts: Studio, new_context: Callable[..., Any], viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    name = f"events{viewport['width']}"
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(posts.base + "/studio/models/new")
+    scripts_ran(page)
+    page.get_by_label("Model name").fill(name)
+    page.get_by_label("Field of type", exact=True).select_option("select")
+    page.get_by_role("button", name="Add field").click()
+    kind = page.locator("#fields > li.field-row").nth(1)
+    kind.locator(".name-input").fill("kind")
+    kind.get_by_label("Choices").fill("news\nevent")
+    page.get_by_label("Field of type", exact=True).select_option("text")
+    page.get_by_role("button", name="Add field").click()
+    venue = page.locator("#fields > li.field-row").nth(2)
+    venue.locator(".name-input").fill("venue")
+    venue.get_by_text("Help text, default and conditions").click()
+    venue.get_by_label("Show only when").fill('{"==": [{"var": "kind"}, "event"]}')
+    venue.get_by_label("Required only when").fill('{"==": [{"var": "kind"}, "event"]}')
+    page.get_by_role("button", name="Create model").click()
+    expect(page.locator("#flash")).to_have_text(f"Created model {name}.")
+    field = {f["name"]: f for f in posts.call("GET", f"/api/system/models/{name}")["fields"]}["venue"]
+    assert field["showWhen"] == {"==": [{"var": "kind"}, "event"]} and "required" in field
+
+    page.goto(f"{posts.base}/studio/content/{name}/item")
+    scripts_ran(page)
+    expect(page.get_by_label("Venue")).to_be_hidden()  # not an event yet
+    page.get_by_label("Kind").select_option("event")
+    expect(page.get_by_label("Venue")).to_be_visible()
+    expect(page.locator("[data-field=venue] .req").first).to_be_visible()
+    page.get_by_label("Title").fill("Harbour fair")
+    page.get_by_role("button", name="Create").click()
+    expect(page.locator("[data-field=venue]")).to_contain_text("is required")  # the server's rule, the same
+    page.get_by_label("Kind").select_option("news")
+    expect(page.get_by_label("Venue")).to_be_hidden()
+    page.get_by_role("button", name="Create").click()
+    expect(page.locator("#flash")).to_have_text("Created.")
+    assert_clean(page)

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from quire.cockpit.condition import to_rule
 from quire.cockpit.report import Report
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -187,9 +188,17 @@ def map_field(raw: dict[str, Any], where: str, model: str, report: Report, facts
     default = opts.get("default")
     if default is not None and target not in ("json", "set"):
         field_def["default"] = default  # Cockpit fills it in on create, as Quire does with a field's default
+    if raw.get("condition"):
+        rule = to_rule(raw["condition"])
+        if rule is not None:
+            field_def["showWhen"] = rule  # shown only when it holds, as in Cockpit's admin
+        else:
+            report.note("field", here, "its condition is JavaScript Quire does not translate (only data.<field> "
+                        "compared with a value, joined by && or ||): left out; set showWhen as JSON Logic",
+                        raw["condition"])
     if raw.get("meta"):
         report.note("field", here, "its Cockpit meta is not used by Quire", raw["meta"])
-    for key in sorted(set(raw) - FIELD_KEYS):
+    for key in sorted(set(raw) - FIELD_KEYS - {"condition"}):
         if raw[key] not in (None, "", [], {}):
             report.note("field", here, f"its {key!r} is not a Quire field setting: left out", raw[key])
     return field_def

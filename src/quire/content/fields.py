@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import date, datetime, time
 from typing import Any
 
-from quire.content import richtext, types
+from quire.content import conditions, richtext, types
 from quire.content.types import FieldError, FieldType
 from quire.content.types.anyjson import JSON_TYPE
 from quire.content.types.color import COLOR_TYPE
@@ -255,7 +255,8 @@ def validate_definition_field(raw: Any, index: int) -> dict[str, Any]:
     for flag in ("i18n", "required", "multiple"):
         if flag in raw and not isinstance(raw[flag], bool):
             raise FieldError(f"{where} ({name}): {flag} must be true or false")
-    unknown = set(raw) - {"name", "type", "label", "i18n", "required", "multiple", "opts", "default", "info", "group"}
+    unknown = set(raw) - {"name", "type", "label", "i18n", "required", "multiple", "opts", "default", "info", "group",
+                          *conditions.KEYS}
     if unknown:
         raise FieldError(f"{where} ({name}): unknown keys {', '.join(sorted(unknown))}")
     field = {
@@ -267,6 +268,12 @@ def validate_definition_field(raw: Any, index: int) -> dict[str, Any]:
         "multiple": bool(raw.get("multiple", False)),
         "opts": opts,
     }
+    for key in conditions.KEYS:  # conditional fields (content/conditions.py)
+        if key in raw and raw[key] is not None:
+            problem = conditions.check_rule(raw[key])
+            if problem:
+                raise FieldError(f"{where} ({name}): {key} {problem}")
+            field[key] = raw[key]
     for extra in ("info", "group"):  # editor hints, kept as given
         if extra in raw:
             if not isinstance(raw[extra], str):

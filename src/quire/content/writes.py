@@ -10,6 +10,7 @@ from typing import Any, Literal
 from quire.auth.permissions import content as perm
 from quire.auth.service import Identity
 from quire.bundleparts import naming
+from quire.content import conditions
 from quire.content.fields import FieldError, check_value, is_empty
 from quire.content.fill import doc_rev
 from quire.content.locales import LocaleService
@@ -305,7 +306,10 @@ class ContentWriter:
         return self.store.collection(drafts_name(model.name))
 
     def _check_required(self, model: Model, item: dict[str, Any]) -> None:
-        missing = {f["name"]: "is required" for f in model.fields if f["required"] and is_empty(item.get(f["name"]))}
+        # a field shown or required only when a condition holds (conditions.py) is checked by its rule
+        missing = {f["name"]: "is required" for f in model.fields
+                   if (f["required"] or "showWhen" in f or "requiredWhen" in f) and is_empty(item.get(f["name"]))
+                   and conditions.required(f, item)}
         if missing:
             raise ValidationError("item data", missing)
 

@@ -61,6 +61,8 @@ class FieldRow:
     language: str = ""
     html_tags: str = ""
     extra_opts: str = ""  # JSON of the opts the form does not edit
+    show_when: str = ""  # JSON Logic: shown only when it holds (content/conditions.py)
+    required_when: str = ""  # JSON Logic: required only when it holds
     fields: list[FieldRow] = field(default_factory=list)
     remove: bool = False
     drop: bool = False  # confirmed: delete the stored values with the field
@@ -127,6 +129,8 @@ def row_of_field(f: dict[str, Any], indexed: bool = False) -> FieldRow:
     row = FieldRow(new_key(), was=f["name"], name=f["name"], type=f["type"], label=f.get("label", ""),
                    info=f.get("info", ""), group=f.get("group", ""), required=f.get("required", False),
                    i18n=f.get("i18n", False), multiple=f.get("multiple", False), indexed=indexed)
+    row.show_when = json.dumps(f["showWhen"], ensure_ascii=False) if "showWhen" in f else ""
+    row.required_when = json.dumps(f["requiredWhen"], ensure_ascii=False) if "requiredWhen" in f else ""
     if row.label in (row.name, human_label(row.name)):  # made from the name: follows a rename
         row.label = ""
     if "default" in f:
@@ -203,6 +207,7 @@ def _rows(form: FormLike, list_name: str, depth: int, seen: set[str]) -> list[Fi
             indexed=bool(form.get(p + "indexed")), default=form.get(p + "default"), options=form.get(p + "options"),
             link=form.get(p + "link"), accept=form.get(p + "accept").strip(), language=form.get(p + "language"),
             html_tags=form.get(p + "html_tags").strip(), extra_opts=form.get(p + "opts"),
+            show_when=form.get(p + "show_when").strip(), required_when=form.get(p + "required_when").strip(),
             remove=bool(form.get(p + "remove")), drop=bool(form.get(p + "drop")))
         row.fields = _rows(form, p + "fields", depth + 1, seen)
         rows.append(row)
@@ -261,6 +266,12 @@ def _field_of(row: FieldRow, index: int) -> dict[str, Any]:
         if getattr(row, extra):
             raw[extra] = getattr(row, extra)
     raw["opts"] = _opts_of(row)
+    for key, text in (("showWhen", row.show_when), ("requiredWhen", row.required_when)):
+        if text:
+            try:
+                raw[key] = json_of(text)
+            except ValueError as exc:
+                raise FieldError(f"{row.name}: {key} is not JSON ({exc})") from None
     if row.default.strip():
         raw["default"] = _default_of(row)
     return validate_definition_field(raw, index)

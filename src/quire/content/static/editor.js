@@ -310,6 +310,48 @@
 
   setUp(document);
 
+  // -- conditional fields (content/conditions.py) --------------------------
+  // A field with `showWhen` shows only while its rule holds for the values
+  // in the form; one with `requiredWhen` is marked required only then. The
+  // server applies the same rules (json-logic) when the item is saved; a
+  // hidden field keeps its value.
+  var conditional = form.querySelectorAll(".field[data-show-when], .field[data-required-when]");
+  var formValues = function () {
+    var values = {};
+    form.querySelectorAll("input[name^='f.'], select[name^='f.'], textarea[name^='f.']").forEach(function (input) {
+      var key = input.name.slice(2);
+      if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(key)) return;  // a top-level field (sets and lists are not read)
+      if (input.type === "checkbox") {
+        values[key] = input.checked;  // (after the hidden "off" input of the same name)
+      } else if (input.type === "number") {
+        values[key] = input.value === "" ? null : Number(input.value);
+      } else {
+        values[key] = input.value === "" ? null : input.value;
+      }
+    });
+    return values;
+  };
+  var holds = function (rule, values) {
+    try { return window.jsonLogic.truthy(window.jsonLogic.apply(rule, values)); } catch (err) { return false; }
+  };
+  var applyConditions = function () {
+    if (!conditional.length || !window.jsonLogic) return;
+    var values = formValues();
+    conditional.forEach(function (box) {
+      var shown = !box.hasAttribute("data-show-when") || holds(JSON.parse(box.getAttribute("data-show-when")), values);
+      box.hidden = !shown;
+      if (box.hasAttribute("data-required-when")) {
+        var must = holds(JSON.parse(box.getAttribute("data-required-when")), values);
+        box.querySelectorAll(".req").forEach(function (mark) { mark.hidden = !must; });
+      }
+    });
+  };
+  if (conditional.length) {
+    form.addEventListener("input", applyConditions);
+    form.addEventListener("change", applyConditions);
+    applyConditions();
+  }
+
   // -- presence and the edit lock (ui/presence.py) ------------------------
   // The editor says it is open (and again every heartbeat), shows who
   // holds the lock and who else is here, offers "Take over editing", and
