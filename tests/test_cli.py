@@ -121,7 +121,7 @@ def test_demo_prints_the_admin_login_and_it_works(tmp_path: Path) -> None:
     app = build_app(load_settings(data, env={}))
     try:
         assert app.state.quire.models.get("posts").preview == [{
-            "name": "Demo site", "uri": "http://127.0.0.1:9123/studio/preview-example?model={model}&id={id}&token={token}"}]
+            "name": "Demo site", "uri": "http://127.0.0.1:9123/demo/preview?model={model}&id={id}&token={token}"}]
     finally:
         app.state.quire.close()
 

@@ -126,7 +126,7 @@ async def install_demo(quire: Services) -> tuple[bool, str]:
     return created, key
 
 
-PREVIEW_PAGE = "/studio/preview-example"  # the example site page of the live preview (content/screens/live.py)
+PREVIEW_PAGE = "/demo/preview"  # the example site page of the live preview (content/screens/live.py)
 
 
 async def _preview_address(quire: Services) -> None:

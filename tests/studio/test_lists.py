@@ -502,6 +502,6 @@ def test_live_preview_answers_the_form_unsaved_and_the_example_page_may_be_frame
     reader = logged_in(app, "rea", "reader")
     assert post_form(reader, f"/studio/content/posts/item/{posts[0]['_id']}/live", {}).status_code == 403
     assert post_form(ann, "/studio/content/posts/item/nope/live", {}).status_code == 404
-    example = ann.get("/studio/preview-example")
+    example = ann.get("/demo/preview")
     assert example.status_code == 200 and "frame-ancestors 'self'" in example.headers["content-security-policy"]
     assert example.headers["x-frame-options"] == "SAMEORIGIN"

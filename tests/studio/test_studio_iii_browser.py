@@ -549,7 +549,7 @@ def test_the_preview_beside_the_editor_follows_unsaved_edits(posts: Studio, new_
         "name": name, "type": "collection",
         "fields": [{"name": "title", "type": "text", "label": "Title"}, {"name": "body", "type": "longtext"}],
         "preview": [{"name": "Example site",
-                     "uri": posts.base + "/studio/preview-example?model={model}&id={id}&token={token}"}]})
+                     "uri": posts.base + "/demo/preview?model={model}&id={id}&token={token}"}]})
     item = posts.call("POST", f"/api/content/item/{name}", {"data": {"title": "Saved title", "body": "Saved body"}})
     page = open_page(new_context(viewport))
     login(page, posts)

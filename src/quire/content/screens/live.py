@@ -5,7 +5,7 @@ page in the frame beside it (`postMessage`, to that page's origin only).
 A page that does not listen keeps showing the saved draft its preview
 token reads.
 
-`/studio/preview-example` is a small site page that does both, for the
+`/demo/preview` is a small site page that does both, for the
 demo and as a working example of the client snippet (docs/studio.md)."""
 
 from __future__ import annotations
@@ -65,5 +65,5 @@ async def preview_example(request: Request) -> Response:
 routes = [
     route("/studio/content/{model}/item/live", post=live_item, cors=False),
     route("/studio/content/{model}/item/{id}/live", post=live_item, cors=False),
-    route("/studio/preview-example", get=preview_example, cors=False),
+    route("/demo/preview", get=preview_example, cors=False),
 ]
