@@ -5,6 +5,7 @@ filter, and the focus kept on the control used."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -435,6 +436,9 @@ def test_a_list_is_saved_as_a_view_and_opened_again(posts: Studio, new_context: 
     expect(page.locator(".list-total")).to_have_text("1–12 of 12")
     page.get_by_role("link", name="Views", exact=True).click()  # sorted: also kept
     expect(page.locator("th[aria-sort=ascending]")).to_contain_text("Views")
+    if viewport is NARROW:  # another list than the wide test's view (two views of one list: the first is marked)
+        page.get_by_role("link", name="Views", exact=True).click()
+        expect(page.locator("th[aria-sort=descending]")).to_contain_text("Views")
     page.get_by_text("Save this view").click()
     page.get_by_label("Name", exact=True).fill(name)
     page.get_by_label("Who sees it").select_option(label="Only me")
@@ -447,7 +451,7 @@ def test_a_list_is_saved_as_a_view_and_opened_again(posts: Studio, new_context: 
     expect(page.locator(".list-total")).to_have_text(re.compile(r"^1–20 of \d+$"))  # (other tests add posts)
     views.get_by_role("link", name=name).click()
     expect(page.locator(".list-total")).to_have_text("1–12 of 12")
-    expect(page.locator("th[aria-sort=ascending]")).to_contain_text("Views")
+    expect(page.locator("th[aria-sort]")).to_contain_text("Views")
     page.get_by_text("Save this view").click()
     page.get_by_role("button", name=f"Delete the view “{name}”").click()
     expect(page.locator("#flash")).to_have_text(f"Deleted the view “{name}”.")
@@ -512,8 +516,11 @@ def test_two_editors_see_each_other_and_one_takes_the_lock_over(
         login(page, posts)
     first.goto(address)
     scripts_ran(first)
-    wait_until(first, "document.getElementById('presence').hidden === true")  # alone: nothing to say
-    assert posts.call("GET", f"/api/content/lock/posts/{item['_id']}")["locked"] is True
+    deadline = time.monotonic() + 10  # the editor says it is open once its script ran
+    while not posts.call("GET", f"/api/content/lock/posts/{item['_id']}")["locked"]:
+        assert time.monotonic() < deadline, "the first editor never took the lock"
+        time.sleep(0.1)
+    expect(first.locator("#presence")).to_be_hidden()  # alone: nothing to say
 
     second.goto(address)
     scripts_ran(second)
