@@ -202,6 +202,8 @@ def main() -> None:
     finally:
         server.stop()
     lines = [
+        f"## {SECTION_TITLE}",
+        "",
         f"`bench/studio_iii.py`, {args.items:,} items, `quire serve --workers 2` (SQLite); load average "
         f"{load:.1f} at the start.",
         "",
@@ -217,7 +219,7 @@ def main() -> None:
         f"| API list reads while it runs ({len(bulk['during'])} reads) | p50 {percentile(bulk['during'], 0.5):.1f} "
         f"ms, p99 {percentile(bulk['during'], 0.99):.1f} ms, max {max(bulk['during'], default=float('nan')):.0f} ms |",
     ]
-    section = "\n".join(lines)
+    section = "\n".join(lines) + "\n"
     print(section)
     if not args.no_docs and args.items == STANDARD["items"] and args.rounds == STANDARD["rounds"]:
         update_doc(DEFAULT_DOCS, machine_paragraph(), section, SECTION_TITLE)
