@@ -26,9 +26,9 @@ def test_the_lists_of_types_are_read_from_the_records() -> None:
     assert types.hint_of("number") == "number" and types.hint_of("boolean") == "bool"
     assert types.hint_of("color") == "text" and types.hint_of("tags") is None
     assert "color" in types.sortable_types() and "object" not in types.sortable_types()
-    assert types.rich_types() & own == {"wysiwyg", "markdown", "object", "set", "table"}
+    assert types.rich_types() & own == {"wysiwyg", "markdown", "object", "set", "table", "layout"}
     assert types.wide_types() & own == {"longtext", "wysiwyg", "markdown", "code", "object", "set", "table",
-                                        "variants", "json"}
+                                        "variants", "json", "layout"}
 
 
 def test_a_second_type_of_a_taken_name_is_refused_naming_both() -> None:

@@ -14,6 +14,7 @@ from quire.content import conditions, richtext, types
 from quire.content.types import FieldError, FieldType
 from quire.content.types.anyjson import JSON_TYPE
 from quire.content.types.color import COLOR_TYPE
+from quire.content.types.layout import LAYOUT_TYPE
 from quire.ids import is_id
 
 FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -218,6 +219,7 @@ BUILT_IN = [
     COLOR_TYPE,
     FieldType("object", _check_object, wide=True, rich=True, schema={"type": "object"}),
     JSON_TYPE,
+    LAYOUT_TYPE,
     FieldType("set", _check_set, label="set (sub-fields)", wide=True, rich=True, schema={"type": "object"}),
     FieldType("table", _check_table, wide=True, rich=True, example='[{"a": 1}]',
               schema={"type": "array", "items": {"type": "object"}}),

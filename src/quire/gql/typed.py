@@ -138,6 +138,20 @@ ASSET = GraphQLObjectType("Asset", lambda: {
         _image_url, description="The address of the picture at this size (null for other files)"),
 }, description="An uploaded file (docs/assets.md)")
 
+# a layout field's blocks (content/types/layout.py), as Cockpit stores them;
+# their lists are part of the item (at most 500 blocks), not reads to count
+EMBEDDED = {"items": 1}
+LAYOUT_COMPONENT: GraphQLObjectType = GraphQLObjectType("LayoutComponent", lambda: {
+    "component": GraphQLField(GraphQLNonNull(GraphQLString), description="The component's name"),
+    "label": GraphQLField(GraphQLString), "id": GraphQLField(GraphQLString),
+    "data": GraphQLField(JSON_TYPE, description="The component's fields and values"),
+    "children": GraphQLField(GraphQLList(LAYOUT_COMPONENT), description="A section's components",
+                             extensions=EMBEDDED),
+    "columns": GraphQLField(GraphQLList(LAYOUT_COLUMN), description="A grid's columns", extensions=EMBEDDED),
+}, description="A block of a layout field")
+LAYOUT_COLUMN: GraphQLObjectType = GraphQLObjectType("LayoutColumn", lambda: {
+    "components": GraphQLField(GraphQLList(LAYOUT_COMPONENT), extensions=EMBEDDED)})
+
 
 # -- the types of a role's schema -----------------------------------------------
 
@@ -188,7 +202,10 @@ class Builder:
         for definition in fields:
             name = definition.get("name", "")
             if graphql_name(name) and name not in out:
-                out[name] = GraphQLField(self._output(definition, owner), description=definition.get("label") or None)
+                # a layout's blocks are part of the item, read with it: no list of reads to count
+                usual = {"items": 1} if definition.get("type") == "layout" else None
+                out[name] = GraphQLField(self._output(definition, owner), description=definition.get("label") or None,
+                                         extensions=usual)
         return out or {"_empty": GraphQLField(JSON_TYPE)}
 
     def _output(self, definition: dict[str, Any], owner: str) -> GraphQLOutputType:
@@ -205,6 +222,8 @@ class Builder:
             out = GraphQLObjectType(type_name, lambda: self._fields(None, inner, type_name))
         elif kind == "tags":
             return GraphQLList(GraphQLString)
+        elif kind == "layout":
+            return GraphQLList(LAYOUT_COMPONENT)
         else:
             out = _scalar(kind)
         return GraphQLList(out) if definition.get("multiple") else out

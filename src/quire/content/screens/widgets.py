@@ -184,8 +184,10 @@ def widget(field: dict[str, Any], **context: Any) -> Markup:
     """A type's own editor input, rendered with the input's id, path,
     value, label, placeholder and error reference, and `text` (the value
     as its input holds it)."""
-    source = types.get(field["type"]).widget  # type: ignore[union-attr]  # has_widget said so
-    return Markup(_compiled(source).render(text=text(field, context.get("value")), **context))
+    kind = types.get(field["type"])
+    assert kind is not None and kind.widget is not None  # has_widget said so
+    data = kind.widget_data(field) if kind.widget_data is not None else None
+    return Markup(_compiled(kind.widget).render(text=text(field, context.get("value")), data=data, **context))
 
 
 @functools.cache

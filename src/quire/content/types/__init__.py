@@ -55,6 +55,7 @@ class FieldType:
       every page that may show the widget, from
       `/studio/static/field-types.js`); it listens on `document`, so inputs added
       later (a repeater's new row) work too.
+    - `widget_data(field)`: what the widget's template gets as `data`.
     """
 
     name: str
@@ -72,6 +73,9 @@ class FieldType:
     check_options: Callable[[Mapping[str, Any]], str | None] | None = None
     schema: Mapping[str, Any] = field(default_factory=dict)
     script: str = ""
+    # what the widget needs of the field besides its value (`data` in its
+    # template), such as the components a layout field offers
+    widget_data: Callable[[dict[str, Any]], Any] | None = None
 
 
 _types: dict[str, FieldType] = {}
