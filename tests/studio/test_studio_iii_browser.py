@@ -619,3 +619,59 @@ def test_conditional_fields_show_and_are_required_as_their_rules_say(
     page.get_by_role("button", name="Create").click()
     expect(page.locator("#flash")).to_have_text("Created.")
     assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_blocks_are_added_edited_moved_previewed_and_removed(posts: Studio, new_context: Callable[..., Any],
+                                                            viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    name = f"landing{viewport['width']}"
+    posts.call("PUT", f"/api/system/models/{name}", {"name": name, "type": "collection", "fields": [
+        {"name": "title", "type": "text", "label": "Title"},
+        {"name": "content", "type": "layout", "label": "Content", "opts": {"components": [
+            {"name": "hero", "label": "Hero", "fields": [{"name": "headline", "type": "text", "label": "Headline"}]}],
+            "allowedComponents": ["heading", "richtext", "section", "hero"]}}]})
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    page.goto(f"{posts.base}/studio/content/{name}/item")
+    scripts_ran(page)
+    page.get_by_label("Title").fill("Landing")
+    blocks = page.locator(".layout-field")
+    adder = blocks.get_by_label("Block to add to Blocks")
+    assert adder.locator("option").all_inner_texts() == ["Heading", "Rich text", "Section", "Hero"]  # allowed only
+    adder.select_option(label="Heading")
+    blocks.get_by_role("button", name="Add a block").last.click()
+    expect(page.get_by_label("Text of Heading")).to_be_focused()  # the new block's first field
+    page.get_by_label("Text of Heading").fill("Welcome")
+    page.get_by_label("Level of Heading").select_option("1")
+    adder.select_option(label="Section")
+    blocks.get_by_role("button", name="Add a block").last.click()
+    inner = blocks.get_by_label("Block to add to Section")
+    inner.select_option(label="Rich text")
+    inner.locator("xpath=..").get_by_role("button", name="Add a block").click()
+    page.get_by_label("Text of Rich text").fill("<p>Inside the <b>section</b></p>")
+    adder.select_option(label="Hero")
+    blocks.get_by_role("button", name="Add a block").last.click()
+    page.get_by_label("Headline of Hero").fill("Big news")
+    page.get_by_role("button", name="Move up: Hero").click()
+    expect(page.get_by_role("button", name="Move up: Hero")).to_be_focused()  # still on the moved block
+    page.get_by_role("button", name="Move up: Hero").click()  # now first
+    heading = page.locator(".layout-block").filter(has_text="Heading").first
+    heading.get_by_role("button", name="Preview").click()
+    expect(heading.locator(".layout-preview")).to_contain_text("Welcome")
+    if viewport is WIDE:
+        screenshot(page, "studio-blocks.png")
+    page.get_by_role("button", name="Create").click()
+    expect(page.locator("#flash")).to_have_text("Created.")
+    stored = posts.call("GET", f"/api/content/items/{name}")[0]["content"]
+    assert [b["component"] for b in stored] == ["hero", "heading", "section"]
+    assert stored[0]["data"] == {"headline": "Big news"} and stored[1]["data"] == {"text": "Welcome", "level": "1"}
+    assert stored[2]["children"][0]["component"] == "richtext"
+    assert "<b>section</b>" in stored[2]["children"][0]["data"]["html"]
+    # opened again: the same blocks; one removed
+    expect(page.get_by_label("Headline of Hero")).to_have_value("Big news")
+    page.get_by_role("button", name="Remove: Hero").click()
+    page.get_by_role("button", name="Save draft").click()
+    expect(page.locator("#flash")).to_be_visible()
+    assert_clean(page)

@@ -24,7 +24,7 @@ from quire.ui.screens import json_of
 
 CODE_LANGUAGES = ["text", "html", "css", "javascript", "json", "markdown"]
 # opts keys the form edits; others are kept as they were (`<key>-opts`)
-EDITED_OPTS = ("options", "link", "accept", "language", "fields")
+EDITED_OPTS = ("options", "link", "accept", "language", "fields", "components", "allowedComponents")
 # more fields than any model needs (sub-fields counted); the rest of a form is ignored
 MAX_ROWS = 1000
 MAX_DEPTH = 3  # levels of sets the form offers sub-fields for (a stored deeper one still shows)
@@ -61,6 +61,8 @@ class FieldRow:
     language: str = ""
     html_tags: str = ""
     extra_opts: str = ""  # JSON of the opts the form does not edit
+    allowed: str = ""  # layout: the components it offers, comma-separated (empty: every one)
+    components: str = ""  # layout: its own components, JSON
     show_when: str = ""  # JSON Logic: shown only when it holds (content/conditions.py)
     required_when: str = ""  # JSON Logic: required only when it holds
     fields: list[FieldRow] = field(default_factory=list)
@@ -144,6 +146,11 @@ def row_of_field(f: dict[str, Any], indexed: bool = False) -> FieldRow:
     for key in ("link", "accept", "language"):
         if isinstance(opts.get(key), str):
             setattr(row, key, opts.pop(key))
+    if f["type"] == "layout":
+        if isinstance(opts.get("allowedComponents"), list):
+            row.allowed = ", ".join(map(str, opts.pop("allowedComponents")))
+        if "components" in opts:
+            row.components = json.dumps(opts.pop("components"), ensure_ascii=False, indent=1)
     html = opts.get("html")
     if isinstance(html, dict) and isinstance(html.get("tags"), list):
         row.html_tags = " ".join(map(str, html["tags"]))
@@ -207,6 +214,7 @@ def _rows(form: FormLike, list_name: str, depth: int, seen: set[str]) -> list[Fi
             indexed=bool(form.get(p + "indexed")), default=form.get(p + "default"), options=form.get(p + "options"),
             link=form.get(p + "link"), accept=form.get(p + "accept").strip(), language=form.get(p + "language"),
             html_tags=form.get(p + "html_tags").strip(), extra_opts=form.get(p + "opts"),
+            allowed=form.get(p + "allowed").strip(), components=form.get(p + "components").strip(),
             show_when=form.get(p + "show_when").strip(), required_when=form.get(p + "required_when").strip(),
             remove=bool(form.get(p + "remove")), drop=bool(form.get(p + "drop")))
         row.fields = _rows(form, p + "fields", depth + 1, seen)
@@ -293,6 +301,14 @@ def _opts_of(row: FieldRow) -> dict[str, Any]:
         opts["accept"] = ",".join(a.strip() for a in row.accept.split(",") if a.strip())
     elif row.type == "code" and row.language:
         opts["language"] = row.language
+    elif row.type == "layout":
+        if row.allowed:
+            opts["allowedComponents"] = [a.strip() for a in row.allowed.split(",") if a.strip()]
+        if row.components:
+            try:
+                opts["components"] = json_of(row.components)
+            except ValueError as exc:
+                raise FieldError(f"{row.name}: its components are not JSON ({exc})") from None
     elif row.type == "wysiwyg":
         html = opts.pop("html", None)
         html = dict(html) if isinstance(html, dict) else {}
