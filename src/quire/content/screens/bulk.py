@@ -86,20 +86,25 @@ async def bulk_page(request: Request, login: Login) -> Response:
     return render(request, login, "content/bulk.html", **_context(request, login, model, form), error=None)
 
 
-def _edit(request: Request, model: Model, form: Form) -> Edit:
-    return check(model, service(request, LocaleService).codes(), form.get("field"), form.get("op"), form.get("value"))
+async def _step(request: Request, login: Login) -> tuple[Model, Form, dict[str, Any], Edit | Response]:
+    """A posted step of the edit, its page's context and the edit as
+    chosen, or the first page again saying what is wrong with it."""
+    model = _model(request, login)
+    form = await checked_form(request, login)
+    context = _context(request, login, model, form)
+    try:
+        codes = service(request, LocaleService).codes()
+        return model, form, context, check(model, codes, form.get("field"), form.get("op"), form.get("value"))
+    except BadRequest as exc:
+        return model, form, context, render(request, login, "content/bulk.html", 400, **context, error=exc.message)
 
 
 @studio_page
 async def bulk_check(request: Request, login: Login) -> Response:
     """Step two: what will change, on how many items, confirmed."""
-    model = _model(request, login)
-    form = await checked_form(request, login)
-    context = _context(request, login, model, form)
-    try:
-        edit = _edit(request, model, form)
-    except BadRequest as exc:
-        return render(request, login, "content/bulk.html", 400, **context, error=exc.message)
+    _, form, context, edit = await _step(request, login)
+    if not isinstance(edit, Edit):
+        return edit
     return render(request, login, "content/bulk_confirm.html", **context, what=edit.describe(form.get("value")),
                   token=secrets.token_urlsafe(12))
 
@@ -107,19 +112,14 @@ async def bulk_check(request: Request, login: Login) -> Response:
 @studio_page
 async def bulk_run(request: Request, login: Login) -> Response:
     """Step three: the edit, item by item; its outcome and its undo."""
-    model = _model(request, login)
-    form = await checked_form(request, login)
-    context = _context(request, login, model, form)
-    try:
-        edit = _edit(request, model, form)
-    except BadRequest as exc:
-        return render(request, login, "content/bulk.html", 400, **context, error=exc.message)
-    ids = context["targeted"]
+    model, form, context, edit = await _step(request, login)
+    if not isinstance(edit, Edit):
+        return edit
     token = form.get("token")
     progress = transfer.progress_recorder(service(request, ContentService).store, f"bulk-{token}", login.identity) \
         if TOKEN.match(token) else None
-    outcome = await service(request, BulkEdits).run(model, ids, edit, form.get("value"), login.identity, progress,
-                                                    lambda item: title_of(model, item))
+    outcome = await service(request, BulkEdits).run(model, context["targeted"], edit, form.get("value"),
+                                                    login.identity, progress, lambda item: title_of(model, item))
     return render(request, login, "content/bulk_done.html", model=model, outcome=outcome, undone=False,
                   what=edit.describe(form.get("value")), back=context["back"])
 
