@@ -27,6 +27,10 @@ TYPES = {
     "datetime": "datetime", "time": "time", "number": "number", "boolean": "boolean", "select": "select",
     "tags": "tags", "set": "set", "table": "table", "object": "object", "asset": "asset",
     "contentItemLink": "contentItemLink", "markdown": "markdown",
+    # the Layout addon's: blocks of Cockpit's core components come over as
+    # blocks; a site with its own components (defined in the addon's
+    # storage, which is not public) keeps them as json
+    "layout": "layout",
 }
 KINDS = ("collection", "singleton", "tree")
 # the keys of a Cockpit model definition the mapping reads
@@ -163,6 +167,11 @@ def map_field(raw: dict[str, Any], where: str, model: str, report: Report, facts
         if seen.extra_options:
             report.note("field", here, f"values not among its options were found in items and added to them: "
                         f"{', '.join(map(str, seen.extra_options[:10]))}")
+    if target == "layout" and seen.refused:
+        report.note("field", here, f"{seen.refused} of {seen.present} values are not blocks Quire reads (Cockpit's "
+                    f"core components with their data, e.g. not {seen.example!r:.100}); imported as json, values "
+                    "kept as they are")
+        target = "json"
     if seen.refused * 2 > seen.present and target not in ("json", "set"):
         # most values do not fit: the type is not what the items hold
         report.note("field", here, f"{seen.refused} of {seen.present} values do not fit a {target} field (e.g. "

@@ -14,7 +14,7 @@ from quire.content import conditions, richtext, types
 from quire.content.types import FieldError, FieldType
 from quire.content.types.anyjson import JSON_TYPE
 from quire.content.types.color import COLOR_TYPE
-from quire.content.types.layout import LAYOUT_TYPE
+from quire.content.types.layout import LAYOUT_TYPE, use_field_checks
 from quire.ids import is_id
 
 FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -287,3 +287,6 @@ def validate_definition_field(raw: Any, index: int) -> dict[str, Any]:
         except FieldError as exc:
             raise FieldError(f"{where} ({name}): default {exc}") from None
     return field
+
+
+use_field_checks(check_value, is_empty, validate_definition_field)

@@ -16,7 +16,7 @@ an instance without an `id` gets one."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from quire.content.types import FieldError, FieldType
@@ -26,6 +26,17 @@ MAX_LEVELS = 6  # sections and grids inside each other
 MAX_COMPONENTS = 500  # in one value, at every level together
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 INSTANCE_KEYS = {"component", "label", "id", "data", "children", "columns"}
+# A component's fields are checked as a model's are, by content/fields.py,
+# which registers this type and hands its checks over with `use_field_checks`
+# (so this file does not import the module that imports it).
+_checks: dict[str, Callable[..., Any]] = {}
+
+
+def use_field_checks(check_value: Callable[[dict[str, Any], Any, int], Any], is_empty: Callable[[Any], bool],
+                     validate_field: Callable[[Any, int], dict[str, Any]]) -> None:
+    _checks.update(check_value=check_value, is_empty=is_empty, validate_field=validate_field)
+
+
 TARGETS = [{"value": "_self", "label": "Same window"}, {"value": "_blank", "label": "New window"}]
 
 
@@ -132,8 +143,7 @@ def _instance(value: Any, known: dict[str, dict[str, Any]], level: int, count: l
 
 
 def _data(value: Any, definition: dict[str, Any], at: str) -> dict[str, Any]:
-    from quire.content.fields import check_value, is_empty  # (fields.py registers this type)
-
+    check_value, is_empty = _checks["check_value"], _checks["is_empty"]
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -160,8 +170,7 @@ def _data(value: Any, definition: dict[str, Any], at: str) -> dict[str, Any]:
 
 def check_options(opts: Mapping[str, Any]) -> str | None:
     """What is wrong with a layout field's own components and limits."""
-    from quire.content.fields import validate_definition_field  # (fields.py registers this type)
-
+    validate_definition_field = _checks["validate_field"]
     own = opts.get("components")
     if own is not None:
         if not isinstance(own, list) or len(own) > 100:
