@@ -768,3 +768,31 @@ def test_run_here_keeps_one_loop_per_thread_and_refuses_a_running_loop() -> None
             run_here(which())
 
     asyncio.run(nested())
+
+
+def test_closing_twice_waits_for_a_running_job_no_longer_than_once(db: Path) -> None:
+    """A server stopping closes the runner twice (the webhooks module first,
+    then the instance); a job still running must not make it wait twice,
+    or the worker outlives the server's stop timeout and is killed."""
+    store = SqliteStore(db)
+    started, release = threading.Event(), threading.Event()
+
+    def slow(job: Job) -> None:
+        started.set()
+        release.wait(30)
+
+    jobs = Jobs(store, settings(poll_seconds=1))
+    jobs.handle("slow", slow, lease_seconds=60)
+    try:
+        jobs.enqueue("slow", {})
+        jobs.wake()
+        assert started.wait(20)
+        begun = time.monotonic()
+        jobs.close(timeout=1.0)
+        jobs.close(timeout=1.0)
+        took = time.monotonic() - begun
+        assert 0.9 < took < 1.9, took  # waited for the job once, not twice
+    finally:
+        release.set()
+        jobs.close()
+        store.close()

@@ -187,6 +187,7 @@ class Jobs:
         self._prepared = False
         self._prepare_failed = float("-inf")  # time.monotonic() of the last failed `prepare`
         self._closed = False
+        self._close_by = 0.0  # time.monotonic() by which `close` stops waiting, however often called
         self._pruned = float("-inf")
         self.outage = Outage(log, "jobs")  # the store not answering the runners: one line, whichever lane
 
@@ -302,14 +303,19 @@ class Jobs:
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the runner threads: a job running now finishes (or its
-        lease ends); waits up to `timeout` seconds for them in all."""
+        lease ends); waits up to `timeout` seconds for them in all. A
+        second call (the webhooks module closes the runner it shares before
+        its client) waits no longer than the first: a server stopping must
+        be done before its workers are killed (cli.STOP_SECONDS)."""
         with self._lock:
-            self._closed = True
+            if not self._closed:
+                self._closed = True
+                self._close_by = time.monotonic() + timeout
+            deadline = self._close_by
             threads = [t for lane in self.lanes.values() for t in lane.threads]
         self._stop.set()
         for lane in self.lanes.values():
             lane.stop()
-        deadline = time.monotonic() + timeout
         for thread in threads:
             if thread is not threading.current_thread():
                 thread.join(max(0.0, deadline - time.monotonic()))

@@ -114,6 +114,12 @@ def lifecycle() -> dict[str, Any]:
 def paths() -> dict[str, Any]:
     return {
         **lifecycle(),
+        # a browser page, listed so every route is (docs/studio.md, live preview)
+        "/demo/preview": {
+            "get": op("An example site page for the live preview: it reads the item its preview token opens "
+                      "and shows the studio's unsaved edits as they arrive", [], (), tag="preview",
+                      security=False, schema={"type": "string"}, media="text/html"),
+        },
         "/api/content/item/{model}": {
             "get": with_revision(op("Get the item of a singleton, or the first item matching filter",
                                     [MODEL, LOCALE, FILTER, SORT, FIELDS, POPULATE, DRAFT, PREVIEW, *PERSONA],
