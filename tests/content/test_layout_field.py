@@ -3,6 +3,9 @@ component by component against the core components and the field's own."""
 
 from __future__ import annotations
 
+from quire.app import Quire
+from quire.content.asset_refs import AssetRefs
+from tests.assets.helpers import png_of_zeros, upload_one
 from tests.conftest import Api, put_model
 
 HERO = {"name": "hero", "label": "Hero", "group": "Sections", "fields": [
@@ -84,3 +87,30 @@ def test_graphql_types_the_blocks(admin: Api) -> None:
     content = answer.json()["data"]["pages2"]["items"][0]["content"]
     assert content[0]["children"] == [{"component": "heading", "data": {"text": "Hi", "level": "2"}}]
     assert content[1]["columns"][0]["components"][0] == {"component": "spacer", "data": {"size": "2"}}
+
+
+def test_pictures_and_links_inside_blocks_are_answered_as_top_level_ones(admin: Api, quire: Quire) -> None:
+    """An image block's asset is answered as the asset is now (as an asset
+    field's is), is counted where the asset is used, and a link inside a
+    block is populated as a link field's is."""
+    put_model(admin, "authors", type="collection", fields=[{"name": "name", "type": "text"}])
+    ada = admin.post("/api/content/item/authors", json={"data": {"name": "Ada"}}).json()
+    put_model(admin, "pages2", type="collection", fields=[
+        {"name": "picture", "type": "asset"},
+        {"name": "content", "type": "layout", "opts": {"components": [
+            {"name": "byline", "label": "Byline", "fields": [{"name": "who", "type": "contentItemLink",
+                                                                "opts": {"link": "authors"}}]}]}}])
+    asset = upload_one(admin, "cover.png", png_of_zeros(4, 4), "image/png")
+    assert admin.post(f"/api/assets/{asset['_id']}", json={"data": {"title": "Cover"}}).status_code == 200
+    saved = admin.post("/api/content/item/pages2", json={"data": {"content": [
+        {"component": "section", "children": [{"component": "image", "data": {"image": {"_id": asset["_id"]},
+                                                                             "caption": "A cover"}}]},
+        {"component": "byline", "data": {"who": {"_model": "authors", "_id": ada["_id"]}}}]}}).json()
+    read = admin.get(f"/api/content/item/pages2/{saved['_id']}", params={"populate": 1}).json()["content"]
+    image = read[0]["children"][0]["data"]["image"]
+    assert image["_id"] == asset["_id"] and image["title"] == "Cover" and image["mime"] == "image/png"
+    assert read[1]["data"]["who"]["name"] == "Ada"
+    listed = admin.get("/api/content/items/pages2").json()[0]["content"][0]["children"][0]["data"]["image"]
+    assert listed["title"] == "Cover"
+    pairs, total = quire.get(AssetRefs).used_by(asset["_id"], 10)
+    assert total == 1 and "pages2" in str(pairs)  # "used by" on the asset's page

@@ -71,3 +71,21 @@ def test_a_progress_or_undo_of_someone_else_is_not_theirs(app: Any, admin: Api) 
     assert "Changed 1 item." in done.text
     assert eve.get("/studio/content/posts/bulk/progress/secret-token-1").json() == {"done": 0, "total": 0}
     assert ann.get("/studio/content/posts/bulk/progress/secret-token-1").json() == {"done": 1, "total": 1}
+
+
+def test_the_shared_blocks_screens_refuse_nonsense_and_store_nothing(app: Any, admin: Api) -> None:
+    put_model(admin, "landing", type="collection", fields=[{"name": "body", "type": "layout"}])
+    admin.put("/api/system/components/quote", json={"fields": [{"name": "text", "type": "text"}]})
+    ann = logged_in(app)
+    for value in NASTY:
+        for path, fields in (("/studio/blocks/new", {"name": value, "label": value, "group": value, "fields": value}),
+                             ("/studio/blocks/new", {"name": "card", "fields": f'[{{"name": "x", "type": "{value[:200]}"}}]'}),
+                             ("/studio/blocks/quote", {"label": value, "fields": value}),
+                             (f"/studio/blocks/{value[:30].strip(chr(0))}/delete", {})):
+            answer = post_form(ann, path, fields)
+            assert answer.status_code < 500, (path, value[:20], answer.status_code)
+            assert "<script>alert(1)</script>" not in answer.text
+        shown = ann.get("/studio/blocks/" + value[:30].strip(chr(0)))
+        assert shown.status_code < 500
+    assert [c["name"] for c in admin.get("/api/system/components").json()] == ["quote"]
+    assert admin.get("/api/system/components/quote").json()["fields"][0]["name"] == "text"  # unchanged

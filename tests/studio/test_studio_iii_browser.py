@@ -22,6 +22,7 @@ from tests.studio.browsing import (
     open_page,
     screenshot,
     scripts_ran,
+    section,
     studio,
     wait_until,
 )
@@ -674,4 +675,57 @@ def test_blocks_are_added_edited_moved_previewed_and_removed(posts: Studio, new_
     page.get_by_role("button", name="Remove: Hero").click()
     page.get_by_role("button", name="Save draft").click()
     expect(page.locator("#flash")).to_be_visible()
+    assert_clean(page)
+
+
+@pytest.mark.parametrize("viewport", [WIDE, NARROW], ids=["wide", "phone"])
+def test_a_shared_block_is_defined_once_and_offered_by_every_layout_field(
+        posts: Studio, new_context: Callable[..., Any], viewport: dict[str, int]) -> None:
+    from playwright.sync_api import expect
+
+    name, block = f"shared{viewport['width']}", f"quote{viewport['width']}"
+    for model in (name, name + "b"):
+        posts.call("PUT", f"/api/system/models/{model}", {"name": model, "type": "collection", "fields": [
+            {"name": "title", "type": "text", "label": "Title"},
+            {"name": "content", "type": "layout", "label": "Content"}]})
+    page = open_page(new_context(viewport))
+    login(page, posts)
+    section(page, "Shared blocks").click()
+    expect(page.get_by_role("heading", name="Shared blocks")).to_be_visible()
+    page.get_by_role("link", name="New shared block").first.click()
+    page.get_by_label("Name", exact=True).fill(block)
+    page.get_by_label("Label").fill("Quote")
+    page.get_by_label("Fields").fill('[{"name": "text", "type": "text", "label": "Words"}, {"name": "by"}')
+    page.get_by_role("button", name="Add the block").click()
+    expect(page.get_by_role("alert")).to_contain_text("not JSON")  # explained, the form kept as typed
+    expect(page.get_by_label("Name", exact=True)).to_have_value(block)
+    if viewport is WIDE:
+        screenshot(page, "studio-shared-block-form.png")
+    page.get_by_label("Fields").fill('[{"name": "text", "type": "text", "label": "Words"}, {"name": "by"}]')
+    page.get_by_role("button", name="Add the block").click()
+    expect(page.locator("#flash")).to_contain_text(f"Added the shared block {block}")
+    expect(page.locator(f"a[href='/studio/blocks/{block}']")).to_have_text("Quote")
+    if viewport is WIDE:
+        screenshot(page, "studio-shared-blocks.png")
+    for model in (name, name + "b"):  # offered by both models' layout fields
+        page.goto(f"{posts.base}/studio/content/{model}/item")
+        scripts_ran(page)
+        adder = page.locator(".layout-field").get_by_label("Block to add to Blocks")
+        expect(adder.locator(f"option[value='{block}']")).to_have_text("Quote")
+    adder.select_option(value=block)
+    page.locator(".layout-field").get_by_role("button", name="Add a block").last.click()
+    expect(page.get_by_label("Words of Quote")).to_be_focused()
+    page.get_by_label("Words of Quote").fill("Less is more")
+    page.get_by_label("Title").fill("With a quote")
+    page.get_by_role("button", name="Create").click()
+    expect(page.locator("#flash")).to_have_text("Created.")
+    stored = posts.call("GET", f"/api/content/items/{name}b")[0]["content"]
+    assert stored[0]["component"] == block and stored[0]["data"] == {"text": "Less is more"}
+    # the model builder names the shared blocks beside the field's own
+    page.goto(f"{posts.base}/studio/models/{name}")
+    expect(page.get_by_text(re.compile(rf"shared blocks too, defined once for every model: .*{block}"))).to_be_visible()
+    # removing a block items use is refused on its page, saying where
+    page.goto(f"{posts.base}/studio/blocks/{block}")
+    page.get_by_role("button", name=f"Remove the shared block {block}").click()
+    expect(page.locator("#flash")).to_contain_text(f"{name}b (1)")
     assert_clean(page)

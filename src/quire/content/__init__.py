@@ -23,9 +23,10 @@ from quire.content import openapi, routes
 from quire.content.asset_refs import AssetRefs
 from quire.content.bulk import BulkEdits
 from quire.content.bundle import items_part
+from quire.content.library import ComponentLibrary
 from quire.content.locales import LocaleService, content_rename_part
 from quire.content.models import ModelService
-from quire.content.schema import locale_part, model_part
+from quire.content.schema import component_part, locale_part, model_part
 from quire.content.screens import (
     bulk,
     editor,
@@ -38,6 +39,7 @@ from quire.content.screens import (
     presence,
     previews,
 )
+from quire.content.screens import library as library_screens
 from quire.content.screens import transfer as transfers
 from quire.content.service import AssetLookup, ContentService
 from quire.modules import Module, NavEntry, Services
@@ -51,6 +53,7 @@ def build(services: Services) -> None:
     events = services.events
     locales = services.add("locales", LocaleService(store, cache, events, settings.content.default_locale_name))
     models = services.add("models", ModelService(store, cache, events, locales))
+    services.add("components", ComponentLibrary(store, cache, models, events))  # shared blocks
     locales.renamer.add_part(content_rename_part(models))
     services.on_start(locales.renamer.resume)  # a rename a stopped server left half done
     # asset references in answers become asset objects (the assets module's service is an AssetLookup)
@@ -74,8 +77,10 @@ def subscribe(services: Services) -> None:
 
 
 def bundle(services: Services) -> list[BundlePart | BatchedPart]:
-    """Models, then locales; the items of every model go last, in batches."""
-    return [services.get(ModelService).bundle_part(), services.get(LocaleService).bundle_part(),
+    """Shared blocks (model saves copy them in), models, then locales; the
+    items of every model go last, in batches."""
+    return [services.get(ComponentLibrary).bundle_part(), services.get(ModelService).bundle_part(),
+            services.get(LocaleService).bundle_part(),
             items_part(services.get(ContentService))]
 
 
@@ -109,7 +114,11 @@ def _model_renamed(payload: dict[str, Any], services: Any) -> dict[str, Any]:
     return {"renamed": {text(k): text(v) for k, v in renames}}
 
 
-ITEMS, MODELS = "content/{model}", "models"
+def _component_saved(payload: dict[str, Any], services: Any) -> dict[str, Any]:
+    return {"created": payload["created"]}
+
+
+ITEMS, MODELS, COMPONENTS = "content/{model}", "models", "components"
 
 # the events it sends (catalogue.py; docs/hooks.md describes each)
 SENT = [
@@ -136,23 +145,29 @@ SENT = [
     spec("content.model.rename", INSIDE, "model", "keys", "renames", "identity", sync=True,
          resource=MODELS, subject="model", audit=Audit("model.rename", _model_renamed)),
     spec("content.locales.save", INSIDE, "codes", sync=True),
+    spec("content.component.save", INSIDE, "component", "created", "identity", sync=True,
+         resource=COMPONENTS, subject="component", audit=Audit("component.save", _component_saved)),
+    spec("content.component.remove", INSIDE, "component", "identity", sync=True,
+         resource=COMPONENTS, subject="component", audit="component.delete"),
 ]
 
 
 def schema(services: Services) -> list[SchemaPart]:
-    """Locales, then models."""
-    return [locale_part(services.get(LocaleService)), model_part(services.get(ModelService))]
+    """Shared blocks, locales, then models."""
+    return [component_part(services.get(ComponentLibrary)), locale_part(services.get(LocaleService)),
+            model_part(services.get(ModelService))]
 
 
 module = Module("content", events=SENT, build=build, subscribe=subscribe, bundle=bundle, schema=schema,
                 openapi=openapi.paths,
                 routes=[*routes.routes, *home.routes, *models.routes, *lists.routes, *bulk.routes, *presence.routes, *live.routes, *transfers.routes, *editor.routes,
-                        *locales.routes, *previews.routes],
+                        *locales.routes, *previews.routes, *library_screens.routes],
                 templates=HERE / "templates", static=HERE / "static",
                 panels=home.panels, find=home.find, usage=pickers.asset_usage,
                 nav=[
                     NavEntry("Content", "/studio/content", "Content", lambda identity: True, order=10),
                     NavEntry("Models", "/studio/models", "Settings", _manager, order=80),
+                    NavEntry("Shared blocks", "/studio/blocks", "Settings", _manager, order=81),
                     NavEntry("Locales", "/studio/settings/locales", "Settings", _manager, order=82),
                     NavEntry("Preview links", "/studio/settings/previews", "Settings", _manager, order=89),
                 ])

@@ -4,8 +4,8 @@ cache, expression indexes, and the store hints derived from field types."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from quire.auth.service import SYSTEM, Identity
@@ -21,6 +21,7 @@ from quire.content.fields import (
 )
 from quire.content.fill import KEPT_BYTES, Filler
 from quire.content.preview import check_uris
+from quire.content.types import layout
 from quire.errors import BadRequest, NotFound
 from quire.events import Events, refusals_as_412
 from quire.store import Collection, Store
@@ -28,7 +29,8 @@ from quire.store.sqlcompile import Hints
 
 MODELS = "system/models"
 KINDS = ("singleton", "collection", "tree")
-LINK_HOLDERS = {"contentItemLink", "set", "object", "table"}
+LINK_HOLDERS = {"contentItemLink", "set", "object", "table", "layout"}
+HOLDERS = ("set", "layout")  # types whose values hold fields of their own (asset references among them)
 SYSTEM_HINTS: Hints = {
     "_state": "number", "_created": "number", "_modified": "number", "_o": "number",
     "_pid": "text", "_cby": "text", "_mby": "text", "_model": "text",
@@ -86,7 +88,7 @@ class Model:
         if self._markers is None:
             markers = []
             for f in self.fields:
-                if f["type"] == "set" and _has_asset(f):
+                if f["type"] in HOLDERS and _has_asset(f):
                     return None
                 if f["type"] == "asset":
                     opener = "[" if f["multiple"] else "{"  # what a stored reference starts with
@@ -102,7 +104,7 @@ class Model:
         table, json) the bytes cannot occur nested, and inside a JSON string the
         quotes would be escaped. None when the model does not qualify."""
         if self._splice is None:
-            free_form = any(f["type"] in ("object", "set", "table", "json") for f in self.fields)
+            free_form = any(f["type"] in ("object", "set", "table", "json", "layout") for f in self.fields)
             fields = [f for f in self.fields if f["type"] == "asset"]
             if free_form or not fields or any(f["multiple"] for f in fields):
                 self._splice = False
@@ -116,14 +118,14 @@ class Model:
     @property
     def has_assets(self) -> bool:
         if self._has_assets is None:
-            self._has_assets = any(f["type"] == "asset" or (f["type"] == "set" and _has_asset(f)) for f in self.fields)
+            self._has_assets = any(f["type"] == "asset" or (f["type"] in HOLDERS and _has_asset(f)) for f in self.fields)
         return self._has_assets
 
     def asset_fields(self, locales: list[str]) -> list[dict[str, Any]]:
         """The definitions that can hold asset references (asset fields, and
         sets holding some), localized ones once per locale key; made once."""
         if self._asset_fields is None:
-            holders = [f for f in self.fields if f["type"] == "asset" or (f["type"] == "set" and _has_asset(f))]
+            holders = [f for f in self.fields if f["type"] == "asset" or (f["type"] in HOLDERS and _has_asset(f))]
             out = list(holders)
             for f in holders:
                 if f["i18n"]:
@@ -183,8 +185,11 @@ class Model:
 
 
 def _has_asset(field: dict[str, Any]) -> bool:
+    """Whether a set or layout field can hold asset references inside."""
+    if field.get("type") == "layout":
+        return True  # the core image block holds one
     for sub in (field.get("opts") or {}).get("fields", []) or []:
-        if isinstance(sub, dict) and (sub.get("type") == "asset" or (sub.get("type") == "set" and _has_asset(sub))):
+        if isinstance(sub, dict) and (sub.get("type") == "asset" or (sub.get("type") in HOLDERS and _has_asset(sub))):
             return True
     return False
 
@@ -270,6 +275,8 @@ class ModelService:
         self.locales = locales
         self.models = store.collection(MODELS)
         self._definitions: SystemValue[dict[str, Model]] = cache.system(self._load)
+        # the shared blocks every save copies into layout fields (content/library.py sets it)
+        self.shared_components: Callable[[], list[dict[str, Any]]] = list
         # filled-in rows of every model's answers (content/fill.py), kept by the app's cache
         self._rows_filled = cache.memo("content.fill", KEPT_BYTES)
 
@@ -321,6 +328,10 @@ class ModelService:
         now = int(time.time())
         identity = identity or SYSTEM
         with self.store.transaction():  # the checks too: no write can slip in between
+            try:
+                model = replace(model, fields=layout.share(model.fields, self.shared_components()))
+            except FieldError as exc:
+                raise BadRequest(str(exc), fields=["fields"]) from None
             previous = self.find(model.name)
             codes = self.locales.codes()
             renames = dict(renames or {})

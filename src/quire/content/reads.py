@@ -24,6 +24,7 @@ from quire.content.fill import doc_rev
 from quire.content.locales import LocaleService, localize, rewrite_locale_keys
 from quire.content.models import Model, ModelService
 from quire.content.populate import populate
+from quire.content.types import layout
 from quire.errors import BadRequest, NotFound
 from quire.ids import is_id
 from quire.store import Collection
@@ -532,7 +533,8 @@ class ContentReader:
 
 def _asset_slots(fields: list[dict[str, Any]], container: dict[str, Any], slots: list[tuple[Any, Any, str]]) -> None:
     """Where asset references sit in `container`, following the definitions
-    (top-level asset fields, and asset fields inside sets)."""
+    (top-level asset fields, and asset fields inside sets and inside the
+    blocks of layout fields)."""
     for f in fields:
         value = container.get(f["name"])
         if value is None:
@@ -548,6 +550,12 @@ def _asset_slots(fields: list[dict[str, Any]], container: dict[str, Any], slots:
             for sub in value if isinstance(value, list) else [value]:
                 if isinstance(sub, dict):
                     _asset_slots([{"i18n": False, **s} for s in subfields], sub, slots)
+        elif f["type"] == "layout":
+            known = {c["name"]: c for c in layout.components(f)}
+            for block in layout.instances(value):
+                component, data = known.get(block.get("component")), block.get("data")
+                if component is not None and isinstance(data, dict):
+                    _asset_slots([{"i18n": False, **s} for s in component["fields"]], data, slots)
 
 
 def _keep_model(doc: dict[str, Any], name: str, projection: Projection) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""Content's parts of schema snapshots (quire.schema): the locales and the
-models, as their API shows them (no times). A model change's effect is
+"""Content's parts of schema snapshots (quire.schema): the shared blocks,
+the locales and the models, as their API shows them (no times). A model change's effect is
 what saving it would do: values of removed fields are lost (kept unless
 data loss is allowed, as `dropValues` does), a change stored values do
 not fit cannot be made."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from quire.content.library import ComponentLibrary, parse_component
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService, parse_model
 from quire.errors import ApiError, BadRequest
@@ -57,6 +58,27 @@ def _fitting_changed(current: Entry, wanted: Entry) -> bool:
     keys = ("type", "multiple", "opts", "i18n")
     return any(f["name"] in before and any(before[f["name"]].get(k) != f.get(k) for k in keys)
                for f in wanted.get("fields") or [] if isinstance(f, dict))
+
+
+def component_part(library: ComponentLibrary) -> SchemaPart:
+    """Shared blocks, before the models (a model's save copies them in)."""
+    def effect(current: Entry | None, wanted: Entry | None) -> Effect:
+        if current is not None and wanted is None:
+            used = library.usage(str(current["name"]))
+            if used:
+                return Effect(sum(used.values()), blocked=f"blocks of it are stored in items of {', '.join(sorted(used))}")
+        return Effect()
+
+    async def apply(current: Entry | None, wanted: Entry | None, identity: Any) -> None:
+        if wanted is None:
+            library.remove(str(current["name"]) if current else "", identity)
+        else:
+            library.save(str(wanted["name"]), wanted, identity)
+
+    def check(wanted: Entry) -> None:
+        parse_component(str(wanted.get("name")), wanted)
+
+    return SchemaPart("components", library.components, effect, apply, check=check)
 
 
 def locale_part(locales: LocaleService) -> SchemaPart:

@@ -34,6 +34,15 @@ MODEL_CHANGE: dict[str, Any] = {
         "dropValues": {"type": "boolean", "description": "remove the values of dropped fields from the items"},
     },
 }
+COMPONENT_PATTERN = "^[a-z][a-z0-9_-]{0,63}$"
+COMPONENT: dict[str, Any] = {
+    "type": "object", "required": ["fields"],
+    "properties": {
+        "label": {"type": "string"}, "group": {"type": "string", "description": "default: Shared"},
+        "fields": {"type": "array", "items": OBJECT, "minItems": 1, "maxItems": 50,
+                   "description": "the block's fields, as a model's are (no layout field)"},
+    },
+}
 USAGE: dict[str, Any] = {
     "type": "object", "required": ["fields", "total"],
     "properties": {
@@ -50,6 +59,7 @@ def paths() -> dict[str, Any]:
 
     role = param("name", "path", "string", "Role name", pattern=ROLE_PATTERN)
     model_name = param("name", "path", "string", "Model name", pattern=MODEL_PATTERN)
+    component = param("name", "path", "string", "Component name", pattern=COMPONENT_PATTERN)
     return {
         "/api/system/models": {"get": system("List model definitions", [], (403,), schema=OBJECTS)},
         "/api/system/models/{name}": {
@@ -57,6 +67,17 @@ def paths() -> dict[str, Any]:
             "put": {**system("Create or replace a model definition", [model_name], (*MANAGE, 412),
                              body=MODEL_CHANGE, schema=OBJECT), "description": PUT_MODEL},
             "delete": system("Delete a model and all its items", [model_name], (403, 404), schema=SUCCESS),
+        },
+        "/api/system/components": {"get": system("List the shared blocks (layout components every layout field "
+                                                 "offers)", [], (403,), schema=OBJECTS)},
+        "/api/system/components/{name}": {
+            "get": system("Get a shared block", [component], (403, 404), schema=OBJECT),
+            "put": {**system("Create or change a shared block; every model with a layout field is saved again "
+                             "with it", [component], (*MANAGE, 412), body=COMPONENT, schema=OBJECT),
+                    "description": "A model whose layout field has a component of its own by that name refuses "
+                                   "(400) and nothing changes."},
+            "delete": system("Remove a shared block that no stored item uses (409 naming where it is used)",
+                             [component], (403, 404, 409), schema=SUCCESS),
         },
         "/api/system/models/{name}/usage": {
             "get": system("How many items hold a value, per field", [model_name], (403, 404), schema=USAGE),

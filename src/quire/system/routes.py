@@ -15,6 +15,7 @@ from quire.asgi import route
 from quire.auth.request import identify, require_manage
 from quire.auth.service import AuthService
 from quire.content import schemas
+from quire.content.library import ComponentLibrary
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService, parse_change
 from quire.errors import Unauthorized
@@ -57,6 +58,28 @@ async def model_indexes(request: Request) -> Response:
 async def delete_model(request: Request) -> Response:
     identity = require_manage(request)
     await service(request, ModelService).adelete(request.path_params["name"], identity)
+    return json_response({"success": True})
+
+
+async def list_components(request: Request) -> Response:
+    require_manage(request)
+    return json_response(service(request, ComponentLibrary).all())
+
+
+async def get_component(request: Request) -> Response:
+    require_manage(request)
+    return json_response(service(request, ComponentLibrary).get(request.path_params["name"]))
+
+
+async def put_component(request: Request) -> Response:
+    identity = require_manage(request)
+    library = service(request, ComponentLibrary)
+    return json_response(await library.asave(request.path_params["name"], await _body(request), identity))
+
+
+async def delete_component(request: Request) -> Response:
+    identity = require_manage(request)
+    await service(request, ComponentLibrary).aremove(request.path_params["name"], identity)
     return json_response({"success": True})
 
 
@@ -178,6 +201,8 @@ routes = [
     route("/api/system/models/{name}", get=get_model, put=put_model, delete=delete_model),
     route("/api/system/models/{name}/usage", get=model_usage),
     route("/api/system/models/{name}/indexes", get=model_indexes),
+    route("/api/system/components", get=list_components),
+    route("/api/system/components/{name}", get=get_component, put=put_component, delete=delete_component),
     route("/api/system/roles", get=list_roles),
     route("/api/system/roles/{name}", get=get_role, put=put_role, delete=delete_role),
     route("/api/system/keys", get=list_keys, post=create_key),

@@ -63,6 +63,7 @@ class FieldRow:
     extra_opts: str = ""  # JSON of the opts the form does not edit
     allowed: str = ""  # layout: the components it offers, comma-separated (empty: every one)
     components: str = ""  # layout: its own components, JSON
+    shared: str = ""  # layout: the shared blocks it offers too (content/library.py), comma-separated
     show_when: str = ""  # JSON Logic: shown only when it holds (content/conditions.py)
     required_when: str = ""  # JSON Logic: required only when it holds
     fields: list[FieldRow] = field(default_factory=list)
@@ -150,7 +151,14 @@ def row_of_field(f: dict[str, Any], indexed: bool = False) -> FieldRow:
         if isinstance(opts.get("allowedComponents"), list):
             row.allowed = ", ".join(map(str, opts.pop("allowedComponents")))
         if "components" in opts:
-            row.components = json.dumps(opts.pop("components"), ensure_ascii=False, indent=1)
+            # the library's copies are shown by name: the save puts the library's current ones back
+            listed = opts.pop("components")
+            own = [c for c in listed if not (isinstance(c, dict) and c.get("shared"))] if isinstance(listed, list) \
+                else listed
+            row.shared = ", ".join(c["name"] for c in listed if isinstance(c, dict) and c.get("shared")) \
+                if isinstance(listed, list) else ""
+            if own:
+                row.components = json.dumps(own, ensure_ascii=False, indent=1)
     html = opts.get("html")
     if isinstance(html, dict) and isinstance(html.get("tags"), list):
         row.html_tags = " ".join(map(str, html["tags"]))

@@ -16,13 +16,14 @@ an instance without an `id` gets one."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from quire.content.types import FieldError, FieldType
 from quire.ids import new_id
 
 MAX_LEVELS = 6  # sections and grids inside each other
+MAX_OWN = 100  # a field's own components (and as many shared ones: content/library.py)
 MAX_COMPONENTS = 500  # in one value, at every level together
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 INSTANCE_KEYS = {"component", "label", "id", "data", "children", "columns"}
@@ -169,12 +170,15 @@ def _data(value: Any, definition: dict[str, Any], at: str) -> dict[str, Any]:
 
 
 def check_options(opts: Mapping[str, Any]) -> str | None:
-    """What is wrong with a layout field's own components and limits."""
+    """What is wrong with a layout field's own components and limits (the
+    library's copies, `"shared": true`, are checked as its own are; a
+    model's save puts the library's current ones in their place)."""
     validate_definition_field = _checks["validate_field"]
     own = opts.get("components")
     if own is not None:
-        if not isinstance(own, list) or len(own) > 100:
-            return "opts.components must be a list of up to 100 components"
+        if not isinstance(own, list) or len(own) > 2 * MAX_OWN or \
+                sum(1 for c in own if not (isinstance(c, dict) and c.get("shared") is True)) > MAX_OWN:
+            return f"opts.components must be a list of up to {MAX_OWN} components"
         seen: set[str] = set()
         for n, component in enumerate(own):
             if not isinstance(component, dict):
@@ -185,9 +189,11 @@ def check_options(opts: Mapping[str, Any]) -> str | None:
             if name in CORE_NAMES or name in seen:
                 return f"opts.components[{n}]: {name} is taken (by a core component or another of this field)"
             seen.add(name)
-            extra = set(component) - {"name", "label", "group", "fields"}
+            extra = set(component) - {"name", "label", "group", "fields", "shared"}
             if extra:
                 return f"opts.components[{n}] ({name}): unknown keys {', '.join(sorted(extra))}"
+            if component.get("shared", True) is not True:
+                return f"opts.components[{n}] ({name}): shared is true or left out"
             for key in ("label", "group"):
                 if key in component and not isinstance(component[key], str):
                     return f"opts.components[{n}] ({name}): {key} must be a text"
@@ -208,6 +214,53 @@ def check_options(opts: Mapping[str, Any]) -> str | None:
         if listed is not None and (not isinstance(listed, list) or not all(isinstance(x, str) for x in listed)):
             return f"opts.{key} must be a list of names"
     return None
+
+
+def instances(value: Any) -> Iterator[dict[str, Any]]:
+    """Every block of a stored layout value, those inside sections and
+    grid columns too (a value of another shape holds none)."""
+    for block in value if isinstance(value, list) else []:
+        if not isinstance(block, dict):
+            continue
+        yield block
+        yield from instances(block.get("children"))
+        for column in block.get("columns") or [] if isinstance(block.get("columns"), list) else []:
+            if isinstance(column, dict):
+                yield from instances(column.get("components"))
+
+
+def layout_fields(fields: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The layout fields of a definition, also inside sets."""
+    for field in fields:
+        if field.get("type") == "layout":
+            yield field
+        inner = (field.get("opts") or {}).get("fields")
+        if field.get("type") == "set" and isinstance(inner, list):
+            yield from layout_fields(inner)
+
+
+def share(fields: list[dict[str, Any]], shared: list[dict[str, Any]], where: str = "") -> list[dict[str, Any]]:
+    """`fields` with the library's components (content/library.py) in each
+    layout field, marked `"shared": true`, in place of the copies it held
+    (new dicts; the given ones are not changed). FieldError when a field's
+    own component has the name of a shared one."""
+    names = {c["name"] for c in shared}
+    out = []
+    for field in fields:
+        opts = field.get("opts") or {}
+        if field.get("type") == "layout":
+            own = [c for c in opts.get("components") or [] if not c.get("shared")]
+            taken = sorted(names & {c["name"] for c in own})
+            if taken:
+                raise FieldError(f"{where}{field['name']}: its own component {taken[0]} has the name of a shared "
+                                 "component; rename one of them")
+            components = own + [{**c, "shared": True} for c in shared]
+            rest = {k: v for k, v in opts.items() if k != "components"}
+            field = {**field, "opts": {**rest, "components": components} if components else rest}
+        elif field.get("type") == "set" and isinstance(opts.get("fields"), list):
+            field = {**field, "opts": {**opts, "fields": share(opts["fields"], shared, f"{where}{field['name']}.")}}
+        out.append(field)
+    return out
 
 
 def short(field: dict[str, Any], value: Any) -> str:
