@@ -77,7 +77,8 @@
         items.push(made);
         save();
         var at = '[data-block="' + uid(made) + '"] ';
-        render([at + ".layout-fields input, " + at + ".layout-fields textarea, " + at + ".layout-fields select",
+        render([at + ".layout-fields input:not(.qe-input), " + at + ".layout-fields textarea, " + at +
+                ".layout-fields select, " + at + ".layout-fields [contenteditable]",
                 at + "button:not([disabled])"]);
       });
       wrap.appendChild(label);
@@ -160,6 +161,21 @@
       var current = item.data[f.name];
       var control;
       var kind = f.type;
+      if (kind === "wysiwyg" && window.QuireEditors) {
+        // rich text as the item's own rich text fields are edited (the editor names itself)
+        wrap.appendChild(el("p", {"class": "layout-rich-label", "aria-hidden": "true"}, (f.label || f.name) + (f.required ? " *" : "")));
+        var host = el("div", {"class": "rich-host"});
+        wrap.appendChild(host);
+        window.QuireEditors.richText(host, {
+          html: typeof current === "string" ? current : "",
+          label: (f.label || f.name) + " of " + title,
+          onChange: function (html) {
+            if (html) item.data[f.name] = html; else delete item.data[f.name];
+            save();
+          }
+        });
+        return wrap;
+      }
       var options = ((f.opts || {}).options || []);
       if (kind === "boolean") {
         control = el("input", {type: "checkbox", id: id});
