@@ -96,6 +96,8 @@ def test_make_runs_demo_is_quiet_and_ends_with_the_login(tmp_path: Path) -> None
     assert any("Listening at" in line for line in lines[:ready])  # the server's own lines come first
     tail = "\n".join(lines[ready:])
     password = tail.split("password ")[1].split()[0]
+    # every address printed is the one served (--port), not the settings' default
+    assert f"open http://127.0.0.1:{port}/ and log in" in tail and f"(POST http://127.0.0.1:{port}/api/inbox" in tail
     key = next(line for line in lines[ready:] if line.startswith("qk_"))
     again = _quire("demo", "--login", "--data", str(data))
     assert again.returncode == 0 and f"password {password}" in again.stdout

@@ -165,6 +165,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         host, port = quire.settings.server.host, quire.settings.server.port
     finally:
         quire.close()
+    # the address it is served at: --host and --port win over the settings
+    host = host if getattr(args, "host", None) is None else args.host
+    port = port if getattr(args, "port", None) is None else args.port
     url = _local_url(host, port)
     login = []
     if token:
