@@ -13,6 +13,7 @@ from quire import (
     audit,
     auth,
     content,
+    feed,
     gql,
     health,
     inbox,
@@ -47,7 +48,7 @@ log = logging.getLogger("quire")
 MODULES: list[Module] = [
     auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
     searchmod.module, health.module, system.module, accounts.module, revisions.module, audit.module, webhooks.module,
-    gql.module, sso.module,
+    feed.module, gql.module, sso.module,
     studio.module,
 ]
 

@@ -281,6 +281,22 @@ class AuditSettings(Section):
 
 
 @dataclass(frozen=True)
+class FeedSettings(Section):
+    """The change feed (docs/delivery.md): how many days of changes are
+    kept for readers to catch up (0 keeps them all), how often each worker
+    looks for new ones for its streams, and the caps that keep streams
+    from holding memory: messages queued per stream, streams per key (or
+    address without a key) and per worker process."""
+
+    NAME: ClassVar[str] = "feed"
+    keep_days: int = setting(7, between=(0, 3650))
+    poll_ms: int = setting(100, between=(10, 10_000))
+    queue: int = setting(1000, between=(10, 100_000))
+    streams_per_key: int = setting(20, between=(1, 100_000))
+    streams_per_worker: int = setting(2000, between=(1, 1_000_000))
+
+
+@dataclass(frozen=True)
 class JobsSettings(Section):
     """The jobs table (quire.jobs): how often a runner looks for due work
     when nothing woke it, and how long finished jobs are kept."""
@@ -433,6 +449,7 @@ SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     SsoSettings,
     WebhooksSettings,
     AuditSettings,
+    FeedSettings,
     GraphqlSettings,
 )}
 
@@ -542,6 +559,7 @@ class Settings:
     revisions = _SectionOf(RevisionsSettings)
     webhooks = _SectionOf(WebhooksSettings)
     audit = _SectionOf(AuditSettings)
+    feed = _SectionOf(FeedSettings)
     hooks = _SectionOf(HooksSettings)
     modules = _SectionOf(ModulesSettings)
     admin = _SectionOf(AdminSettings)

@@ -90,6 +90,7 @@ def error_responses(*codes: int) -> dict[str, Any]:
         412: "Precondition failed",
         413: "Request body too large",
         409: "Conflict",
+        410: "Gone: what was asked for is no longer kept (read everything again)",
         415: "File type not allowed",
         429: "Too many requests (see Retry-After)",
         500: "Internal server error",
