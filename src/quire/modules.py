@@ -152,6 +152,35 @@ class Services:
             fn()
 
 
+def _always(doc: dict[str, Any]) -> bool:
+    return True
+
+
+def _id_of(doc: dict[str, Any]) -> str:
+    return str(doc["_id"])
+
+
+@dataclass(frozen=True)
+class FeedKind:
+    """Documents of a module that the change feed carries besides content
+    items (docs/delivery.md), as `model` `name` (`@pages`): the events that
+    write and remove one (their payload's `key` holds the document), the
+    permission that reads them, and how to read them as a key sees them
+    (`read(services, ids, locale, identity)`: the documents found, by id;
+    one not in the key's view is left out). `visible(doc)`: whether a
+    stored document is in readers' view (a published page); `ident(doc)`:
+    the id a reader knows it by (a menu's name)."""
+
+    name: str
+    saved: Sequence[str]
+    removed: Sequence[str]
+    key: str
+    permission: str
+    read: Callable[[Services, list[str], str | None, Any], dict[str, dict[str, Any]]]
+    visible: Callable[[dict[str, Any]], bool] = _always
+    ident: Callable[[dict[str, Any]], str] = _id_of
+
+
 @dataclass(frozen=True)
 class NavEntry:
     """A link of the admin's sidebar, under the heading `group`, shown to a
@@ -272,3 +301,4 @@ class Module:
     field_types: Sequence[Any] = ()  # quire.content.types.FieldType records
     events: Sequence[EventSpec] = ()
     schema: Callable[[Services], Sequence[SchemaPart]] | None = None
+    feed: Sequence[FeedKind] = ()  # what it puts in the change feed besides content items

@@ -92,3 +92,35 @@ def test_items_come_as_the_rest_list_answers_them_projected_and_localized(admin:
     assert set(item) == {"_id", "title"}
     assert _pull(anon, start, fields='{"_id": 0, "kind": 0}')["data"][0]["item"]["_id"] == item["_id"]
     assert anon.get("/api/content/changes", params={"fields": "{bad"}).status_code == 400
+
+
+def test_pages_menus_assets_and_translations_are_in_the_same_feed(admin: Api, anon: Api) -> None:
+    from tests.assets.helpers import png_of_zeros, upload_one
+
+    _site(admin)
+    start = _pull(admin)["next"]
+    page = admin.post("/api/pages/page", json={"data": {"type": "layout", "title": "About", "_state": 1}}).json()
+    draft = admin.post("/api/pages/page", json={"data": {"type": "layout", "title": "Soon", "_state": 0}}).json()
+    assert admin.post("/api/pages/menu", json={"data": {"name": "main", "links": [
+        {"title": "About", "url": f"pages://{page['_id']}"}]}}).status_code == 200
+    asset = upload_one(admin, "dot.png", png_of_zeros(2, 2), "image/png")
+    assert admin.put("/api/l10n/project/site", json={"locales": ["en"], "keys": {"hi": {"en": "Hi"}}}
+                     ).status_code == 200
+    got = {(c["model"], c["id"]): c for c in _pull(admin, start)["data"]}
+    assert got[("@pages", page["_id"])]["item"]["title"] == "About"
+    assert ("@pages", draft["_id"]) not in got  # an unpublished page is in no reader's view
+    assert got[("@menus", "main")]["item"]["links"][0]["title"] == "About"
+    assert got[("@assets", asset["_id"])]["item"]["mime"] == "image/png"
+    assert got[("@translations", "site")]["item"] == {"hi": {"en": "Hi"}}  # as the project's GET answers it
+    only = _pull(admin, start, models="@pages,posts")["data"]
+    assert {c["model"] for c in only} == {"@pages"}
+    assert anon.get("/api/content/changes", params={"models": "@pages"}).status_code == 401  # no pages/read
+    assert anon.get("/api/content/changes", params={"models": "@nope"}).status_code == 404
+    assert {c["model"] for c in _pull(anon, start)["data"]} <= {"posts"}  # what the public role reads
+    admin.delete(f"/api/pages/page/{page['_id']}")
+    admin.delete("/api/pages/menu/main")
+    admin.delete(f"/api/assets/{asset['_id']}")
+    admin.delete("/api/l10n/project/site")
+    gone = {(c["model"], c["id"], c["change"]) for c in _pull(admin, start)["data"]}
+    assert {("@pages", page["_id"], "remove"), ("@menus", "main", "remove"), ("@assets", asset["_id"], "remove"),
+            ("@translations", "site", "remove")} <= gone

@@ -10,7 +10,7 @@ from quire.assets import imported, openapi, presets, routes, screens
 from quire.assets.service import AssetService
 from quire.catalogue import BEFORE, INSIDE, REMOVE, WRITE, Audit, spec, text
 from quire.files import open_files
-from quire.modules import Module, NavEntry, Services
+from quire.modules import FeedKind, Module, NavEntry, Services
 
 
 def check_settings(settings: config.Settings) -> None:
@@ -49,7 +49,16 @@ SENT = [
 ]
 
 
-module = Module("assets", events=SENT, build=build, openapi=openapi.paths, find=screens.find,
+def _read_assets(services: Services, ids: list[str], locale: str | None, identity: Any) -> dict[str, Any]:
+    identity.require("assets/read")
+    return services.get(AssetService).get_many(ids)
+
+
+# what the change feed carries of assets (docs/delivery.md)
+FEED = [FeedKind("@assets", ("assets.asset.save",), ("assets.asset.remove",), "asset", "assets/read", _read_assets)]
+
+
+module = Module("assets", events=SENT, feed=FEED, build=build, openapi=openapi.paths, find=screens.find,
                 routes=[*routes.routes, *screens.routes], templates=HERE / "templates", static=HERE / "static",
                 nav=[NavEntry("Assets", "/studio/assets", "Content", lambda identity: identity.can("assets/read"),
                               order=20)],

@@ -12,13 +12,16 @@ from quire.content.service import ContentService
 from quire.feed import openapi, routes
 from quire.feed.log import ChangeLog
 from quire.feed.stream import Hub
-from quire.modules import Module, Services
+from quire.feed.view import Readers
+from quire.modules import FeedKind, Module, Services
 
 
 def build(services: Services) -> None:
     settings = services.settings.feed
     log = services.add("changes", ChangeLog(services.store, settings.keep_days, services.jobs))
-    services.add("feed_hub", Hub(services.get(ContentService), log, settings.poll_ms / 1000, settings.queue,
+    kinds = {kind.name: kind for module in services.modules for kind in module.feed}
+    readers = Readers(services.get(ContentService), services, kinds)
+    services.add("feed_hub", Hub(readers, log, settings.poll_ms / 1000, settings.queue,
                                  settings.streams_per_key, settings.streams_per_worker))
 
 
@@ -37,6 +40,19 @@ def subscribe(services: Services) -> None:
             log.record(name, model, item["_id"], identity, _published(item), _published(previous))
         return record
 
+    def kind_saved(kind: FeedKind, name: str) -> Any:
+        def record(identity: Any = None, previous: Any = None, **payload: Any) -> None:
+            doc = payload[kind.key]
+            was = kind.visible(previous) if isinstance(previous, dict) else False
+            log.record(name, kind.name, kind.ident(doc), identity, kind.visible(doc), was)
+        return record
+
+    def kind_removed(kind: FeedKind, name: str) -> Any:
+        def record(identity: Any = None, **payload: Any) -> None:
+            doc = payload[kind.key]
+            log.record(name, kind.name, kind.ident(doc), identity, False, kind.visible(doc))
+        return record
+
     def removed(name: str) -> Any:
         def record(model: str, item: dict[str, Any], identity: Any = None, **_: Any) -> None:
             log.record(name, model, item["_id"], identity, False, _published(item))
@@ -46,6 +62,12 @@ def subscribe(services: Services) -> None:
         services.events.on(event.name, saved(event.name))
     for event in where(services.catalogue, "content.item.*", change=REMOVE):
         services.events.on(event.name, removed(event.name))
+    for module in services.modules:  # pages, menus, assets, translations: as their modules declare
+        for kind in module.feed:
+            for name in kind.saved:
+                services.events.on(name, kind_saved(kind, name))
+            for name in kind.removed:
+                services.events.on(name, kind_removed(kind, name))
 
 
 module = Module("feed", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths)

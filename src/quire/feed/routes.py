@@ -9,7 +9,6 @@ from starlette.responses import Response, StreamingResponse
 
 from quire.asgi import route
 from quire.auth.request import identify
-from quire.content.service import ContentService
 from quire.errors import ApiError, BadRequest
 from quire.feed.log import ChangeLog
 from quire.feed.stream import Hub, stream
@@ -27,7 +26,7 @@ def _view(request: Request) -> View:
     identity = identify(request)
     listed = request.query_params.get("models")
     models = None if listed is None else [m.strip() for m in listed.split(",") if m.strip()]
-    return make_view(service(request, ContentService), identity, models, json_param(request, "filter"),
+    return make_view(service(request, Hub).readers, identity, models, json_param(request, "filter"),
                      request.query_params.get("locale") or None, int_param(request, "populate") or 0,
                      json_param(request, "fields"))
 
@@ -57,7 +56,7 @@ async def get_changes(request: Request) -> Response:
     if since == 0:
         since = log.pruned()  # 0: from the oldest change the feed keeps
     try:
-        found, upto = changes(service(request, ContentService), log, view, since, limit or 100)
+        found, upto = changes(service(request, Hub).readers, log, view, since, limit or 100)
     except TooOld:
         raise Gone(f"The changes after {since} are older than the feed keeps: read everything again "
                    "(since=0 and the lists), then go on from its next") from None

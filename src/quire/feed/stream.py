@@ -28,10 +28,9 @@ from typing import Any
 
 import orjson
 
-from quire.content.service import ContentService
 from quire.errors import ApiError
 from quire.feed.log import ChangeLog
-from quire.feed.view import TooOld, View, changes, shown
+from quire.feed.view import Readers, TooOld, View, changes, shown
 from quire.ids import new_id
 from quire.store import Collection
 
@@ -61,7 +60,7 @@ class Subscriber:
 
 @dataclass
 class Hub:
-    content: ContentService
+    readers: Readers
     log: ChangeLog
     poll_seconds: float
     queue_size: int
@@ -164,7 +163,7 @@ class Hub:
         for members in groups.values():
             view = members[0].view
             wanted = [r for r in records if r["model"] in view.models]
-            sent = shown(self.content, view, wanted) if wanted else []
+            sent = shown(self.readers, view, wanted) if wanted else []
             for subscriber in members:
                 for change in sent:
                     if change["seq"] > subscriber.through:
@@ -209,7 +208,7 @@ async def stream(hub: Hub, view: View, who: str, last_id: str | None,
             yield resync("Last-Event-ID is not one this site gave", since)
     while since < (target := hub.caught_up()):
         try:
-            missed, since = changes(hub.content, hub.log, view, since, BATCH)
+            missed, since = changes(hub.readers, hub.log, view, since, BATCH)
         except TooOld:
             since = target
             yield resync("the changes after Last-Event-ID are older than the feed keeps", since)

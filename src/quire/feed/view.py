@@ -21,8 +21,9 @@ import orjson
 from quire.auth.service import Identity
 from quire.content.reads import ReadOptions
 from quire.content.service import ContentService
-from quire.errors import BadRequest, Forbidden
+from quire.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
 from quire.feed.log import ChangeLog
+from quire.modules import FeedKind, Services
 
 
 @dataclass(frozen=True)
@@ -47,30 +48,49 @@ class TooOld(Exception):
     """The reader's position is before what the log still holds."""
 
 
-def make_view(content: ContentService, identity: Identity, models: list[str] | None, spec: Any,
+@dataclass(frozen=True)
+class Readers:
+    """How the feed reads what changed: content items through the content
+    service, the other kinds through what their modules declare."""
+
+    content: ContentService
+    services: Services
+    kinds: dict[str, FeedKind]
+
+
+def make_view(readers: Readers, identity: Identity, models: list[str] | None, spec: Any,
               locale: str | None, populate: int, fields: Any = None) -> View:
-    """The view of a request: every model the key may read when `models`
-    is None, else those named (each readable, as on REST: 404 or 403)."""
+    """The view of a request: every model and kind (`@pages`) the key may
+    read when `models` is None, else those named (each readable, as on
+    REST: 404, 401 or 403)."""
+    content = readers.content
     if models is None:
         names = [m.name for m in content.models.all() if identity.can(f"content/{m.name}/read")]
+        names += [k.name for k in readers.kinds.values() if identity.can(k.permission)]
     else:
         if not models or len(models) > 100:
             raise BadRequest("models must name 1 to 100 models")
         for name in models:
-            content.readable(name, identity)
+            if name.startswith("@"):
+                kind = readers.kinds.get(name)
+                if kind is None:
+                    raise NotFound(f"The feed has no {name[:64]}; it has {', '.join(sorted(readers.kinds))}")
+                identity.require(kind.permission)
+            else:
+                content.readable(name, identity)
         names = sorted(set(models))
     if spec is not None and not isinstance(spec, dict):
         raise BadRequest("filter must be an object")
     if isinstance(fields, dict) and "_id" in fields and not fields["_id"]:
         fields = {k: v for k, v in fields.items() if k != "_id"}  # a change names its item: `_id` stays
     view = View(identity, tuple(names), spec, locale, populate, fields)
-    for name in names:  # a filter or projection that does not parse fails now, not on the first change
+    for name in (n for n in names if not n.startswith("@")):  # a bad filter fails now, not on a change
         content.list_page(name, ReadOptions(filter={"$and": [spec, {"_id": None}]} if spec else {"_id": None},
                                             fields=fields, limit=0), identity)
     return view
 
 
-def changes(content: ContentService, log: ChangeLog, view: View, since: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+def changes(readers: Readers, log: ChangeLog, view: View, since: int, limit: int) -> tuple[list[dict[str, Any]], int]:
     """The reader's changes after `since`: (changes, the number to go on
     from). At most `limit` records are read. TooOld when records after
     `since` were dropped by age."""
@@ -81,11 +101,11 @@ def changes(content: ContentService, log: ChangeLog, view: View, since: int, lim
         return [], max(since, top)
     records = [r for r in log.after(since, limit, list(view.models)) if r["seq"] <= top]
     if len(records) < limit:  # every record of these models up to `top` was read
-        return (shown(content, view, records) if records else []), max(since, top)
-    return shown(content, view, records), records[-1]["seq"]
+        return (shown(readers, view, records) if records else []), max(since, top)
+    return shown(readers, view, records), records[-1]["seq"]
 
 
-def shown(content: ContentService, view: View, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def shown(readers: Readers, view: View, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records as the reader's changes, in order (see the module's text)."""
     last: dict[tuple[str, str], dict[str, Any]] = {}
     was: dict[tuple[str, str], bool] = {}
@@ -99,8 +119,16 @@ def shown(content: ContentService, view: View, records: list[dict[str, Any]]) ->
         by_model.setdefault(model, []).append(item_id)
     items: dict[tuple[str, str], dict[str, Any]] = {}
     for model, ids in by_model.items():
-        for item in _read(content, view, model, ids):
-            items[(model, item["_id"])] = item
+        kind = readers.kinds.get(model)
+        if kind is not None:
+            try:
+                found = kind.read(readers.services, ids, view.locale, view.identity)
+            except ApiError:  # the key lost the permission since the stream began, or the locale is not one of it
+                found = {}
+            items.update(((model, key), doc) for key, doc in found.items())
+        else:
+            for item in _read(readers.content, view, model, ids):
+                items[(model, item["_id"])] = item
     out = []
     for key, record in last.items():
         change = {"seq": record["seq"], "event": record["event"], "model": record["model"], "id": record["id"],
@@ -120,6 +148,6 @@ def _read(content: ContentService, view: View, model: str, ids: list[str]) -> li
     opts = ReadOptions(filter=spec, limit=0, locale=view.locale, populate=view.populate, fields=view.fields)
     try:
         page = content.list_page(model, opts, view.identity)
-    except Forbidden:
-        return []  # the key lost the permission since the stream began: nothing of it is shown
+    except (Forbidden, Unauthorized, NotFound):
+        return []  # the key lost the permission, or the model went, since the stream began
     return [orjson.loads(row) for row in page.rows]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Any
 
 from quire.bundleparts import BundlePart
 from quire.catalogue import BEFORE, INSIDE, spec
+from quire.errors import NotFound
 from quire.l10n import locales, openapi, routes, screens
 from quire.l10n.service import L10nService
-from quire.modules import Module, NavEntry, Services
+from quire.modules import FeedKind, Module, NavEntry, Services
 
 
 def build(services: Services) -> None:
@@ -36,7 +39,21 @@ SENT = [
 ]
 
 
-module = Module("l10n", events=SENT, build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
+def _read_projects(services: Services, names: list[str], locale: str | None, identity: Any) -> dict[str, Any]:
+    l10n, found = services.get(L10nService), {}
+    for name in names:
+        with contextlib.suppress(NotFound):
+            # as GET /api/l10n/project/{name} answers it, or /{locale} with a locale
+            found[name] = l10n.one_locale(name, locale, identity) if locale else l10n.full(name, identity)
+    return found
+
+
+# what the change feed carries of translation projects (docs/delivery.md)
+FEED = [FeedKind("@translations", ("l10n.project.save",), ("l10n.project.remove",), "project", "l10n/read",
+                 _read_projects, ident=lambda doc: str(doc["name"]))]
+
+
+module = Module("l10n", events=SENT, feed=FEED, build=build, subscribe=subscribe, bundle=bundle, openapi=openapi.paths,
                 routes=[*routes.routes, *screens.routes],
                 templates=HERE / "templates", static=HERE / "static",
                 nav=[

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,13 @@ from quire.catalogue import (
     spec,
 )
 from quire.content.service import ContentService
-from quire.modules import Module, NavEntry, Services
+from quire.errors import NotFound
+from quire.modules import FeedKind, Module, NavEntry, Services
 from quire.pages import locales, openapi, routes
 from quire.pages.menus import MenuService
 from quire.pages.screens import menus
 from quire.pages.screens import pages as page_screens
-from quire.pages.service import PagesService
+from quire.pages.service import PageOptions, PagesService
 
 
 def build(services: Services) -> None:
@@ -80,7 +82,32 @@ SENT = [
 ]
 
 
-module = Module("pages", events=SENT, build=build, subscribe=subscribe, bundle=bundle,
+def _read_pages(services: Services, ids: list[str], locale: str | None, identity: Any) -> dict[str, Any]:
+    pages, found = services.get(PagesService), {}
+    for page_id in ids:
+        with contextlib.suppress(NotFound):  # unpublished or gone: not in the reader's view
+            found[page_id] = pages.by_id(page_id, PageOptions(locale=locale), identity)
+    return found
+
+
+def _read_menus(services: Services, names: list[str], locale: str | None, identity: Any) -> dict[str, Any]:
+    menus, found = services.get(MenuService), {}
+    for name in names:
+        with contextlib.suppress(NotFound):
+            found[name] = menus.get(name, locale, identity)
+    return found
+
+
+# what the change feed carries of pages and menus (docs/delivery.md)
+FEED = [
+    FeedKind("@pages", ("pages.page.saved",), ("pages.page.remove",), "page", "pages/read", _read_pages,
+             visible=lambda doc: doc.get("_state") == 1),
+    FeedKind("@menus", ("pages.menu.save",), ("pages.menu.remove",), "menu", "pages/read", _read_menus,
+             ident=lambda doc: str(doc["name"])),
+]
+
+
+module = Module("pages", events=SENT, feed=FEED, build=build, subscribe=subscribe, bundle=bundle,
                 schema=lambda services: [services.get(MenuService).settings_schema_part()], openapi=openapi.paths,
                 routes=[*routes.routes, *page_screens.routes, *menus.routes], find=page_screens.find, usage=page_screens.locale_usage,
                 templates=HERE / "templates", static=HERE / "static",
