@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import grp
+import itertools
 import os
 import pwd
 import re
@@ -38,6 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx2 as httpx
 import orjson
@@ -392,6 +394,38 @@ def test_the_admin_event_stream_passes_through_nginx_unbuffered(cluster: Cluster
             # waits for a buffer to fill or the answer to end.
             first = next(stream.iter_raw())
             assert b": connected" in first
+
+
+def _changes(stream: Any) -> Iterator[dict[str, Any]]:
+    """The changes of a feed stream, as they arrive (each id with its data)."""
+    seq = None
+    for line in stream.iter_lines():
+        if line.startswith("id: "):
+            seq = line[4:]
+        elif line.startswith("data: "):
+            yield {**orjson.loads(line[6:]), "event_id": seq}
+
+
+def test_the_change_feed_streams_through_nginx_and_resumes_on_the_other_instance(cluster: Cluster) -> None:
+    make_model(cluster, "feednotes")
+    headers = {"accept": "text/event-stream"}
+    with cluster.client(cluster.nginx.base) as proxied, cluster.client(cluster.a.base) as a, \
+            cluster.client(cluster.b.base) as b:
+        with proxied.stream("GET", "/api/content/changes", params={"models": "feednotes"}, headers=headers) as feed:
+            assert feed.status_code == 200 and feed.headers["content-type"].startswith("text/event-stream")
+            changes = _changes(feed)
+            a.post("/api/content/item/feednotes", json={"data": {"title": "on A", "_state": 1}})
+            b.post("/api/content/item/feednotes", json={"data": {"title": "on B", "_state": 1}})
+            got = [next(changes), next(changes)]  # through nginx, unbuffered, whichever instance wrote
+            assert [c["item"]["title"] for c in got] == ["on A", "on B"]
+        a.post("/api/content/item/feednotes", json={"data": {"title": "while away", "_state": 1}})
+        assert got[0]["event_id"] == str(got[0]["seq"])
+        resumed = {**headers, "last-event-id": got[0]["event_id"]}
+        with b.stream("GET", "/api/content/changes", params={"models": "feednotes"}, headers=resumed) as again:
+            titles = [c["item"]["title"] if "item" in c else repr(c) for c in itertools.islice(_changes(again), 2)]
+        assert titles == ["on B", "while away"]  # from the other instance, no gap and no repeat
+        pulled = proxied.get("/api/content/changes", params={"models": "feednotes", "since": "0"}).json()
+        assert [c["item"]["title"] for c in pulled["data"]] == ["on A", "on B", "while away"]
 
 
 def test_login_throttling_holds_across_instances(cluster: Cluster) -> None:
