@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
+
+from starlette.requests import Request
 
 from quire import (
     accounts,
@@ -27,12 +30,16 @@ from quire import (
     system,
     webhooks,
 )
-from quire.asgi import App
+from quire.apilimits import ApiLimits
+from quire.asgi import App, Scope
+from quire.auth.request import request_key
 from quire.cache import Cache
 from quire.catalogue import catalogue
 from quire.config import Settings, load_settings
 from quire.content import types as field_types
+from quire.errors import ApiError
 from quire.events import Events
+from quire.forwarded import current_client
 from quire.hooks import load_hooks
 from quire.jobs import Jobs
 from quire.modules import Module, Services
@@ -106,10 +113,35 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
         on_startup=quire.start,
         on_shutdown=quire.close,
         before_request=quire.cache.refresh,
+        limit_request=api_limit(quire),
         strict_transport=settings.server.public_url.startswith("https://"),
     )
     app.state.quire = quire
     return app
+
+
+def api_limit(quire: Quire) -> Callable[[Scope], list[tuple[bytes, bytes]] | None] | None:
+    """The per-key limit of API requests (`[api] rate_limits`, quire.apilimits),
+    or None when no role has one."""
+    per_role, default = dict(quire.settings.api.rate_limits), quire.settings.api.rate_limit
+    if not default and not any(per_role.values()):
+        return None
+    limits = ApiLimits(quire.store)
+    hops = quire.settings.server.proxy_hops
+
+    def limit(scope: Scope) -> list[tuple[bytes, bytes]] | None:
+        if not scope["path"].startswith("/api/"):
+            return None
+        try:
+            identity = quire.auth.identify(request_key(Request(scope)))
+        except ApiError:
+            return None  # an unknown key: its 401 comes from the route
+        allowed = per_role.get(identity.role, default)
+        if allowed <= 0:
+            return None
+        return limits.hit(identity.key_id or f"addr:{current_client(hops) or '?'}", allowed)
+
+    return limit
 
 
 def app_from_env() -> App:

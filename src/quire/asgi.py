@@ -73,6 +73,7 @@ class App:
         on_startup: Callable[[], None] | None = None,
         on_shutdown: Callable[[], None] | None = None,
         before_request: Callable[[], None] | None = None,
+        limit_request: Callable[[Scope], list[tuple[bytes, bytes]] | None] | None = None,
         strict_transport: bool = False,
     ) -> None:
         self.routes = routes
@@ -91,6 +92,9 @@ class App:
         # run once per request before its handler (the app's cache looks
         # for commits of other processes there)
         self._before_request = before_request
+        # a request's rate limit (app.api_limit): headers for its answer, or
+        # an ApiError (429) instead of the handler
+        self._limit_request = limit_request
         # Served as https (`[server] public_url`): browsers are told to use
         # https only for a year, so a later http:// link or a downgrade on
         # the way cannot read the session cookie or an API key.
@@ -189,6 +193,7 @@ class App:
             # a NUL (or a lone surrogate, which no UTF-8 URL decodes to): no
             # file or id holds one; refused here once for every route
             return json_response({"error": "The path cannot contain NUL characters"}, 400)
+        limited = None  # the rate limit's headers, on every answer it counted (an error too)
         try:
             if target is None:
                 return json_response({"error": "Not found"}, 404)
@@ -200,12 +205,17 @@ class App:
             serving.set(scope)
             if self._before_request is not None:
                 self._before_request()
-            return await handler(QuireRequest(scope, receive))
+            if self._limit_request is not None:
+                limited = self._limit_request(scope)
+            response = await handler(QuireRequest(scope, receive))
         except ApiError as exc:
-            return json_response(exc.body(), exc.status, exc.headers or None)
+            response = json_response(exc.body(), exc.status, exc.headers or None)
         except Exception:
             log.exception("unhandled error on %s %s", scope["method"], scope["path"])
             return json_response({"error": "Internal server error"}, 500)
+        if limited:
+            response.raw_headers.extend(limited)
+        return response
 
     def _cors_origin(self, origin: str) -> str | None:
         if self._any_origin:

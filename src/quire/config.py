@@ -67,8 +67,16 @@ class ApiSettings(Section):
     cors_methods: tuple[str, ...] = tuple(CORS_METHODS)
     max_populate_depth: int = setting(5, between=(0, 5))
     kept_answers_mb: int = setting(96, between=(0, 65536))
+    # API requests per minute per key (per client address without one), by
+    # role; `rate_limit` for a role not listed; 0: no limit (quire.apilimits)
+    rate_limits: dict[str, int] = setting({}, describe="a table of role = requests per minute")
+    rate_limit: int = setting(0, between=(0, 1_000_000_000))
 
     def check(self) -> None:
+        bad_rates = [role for role, n in self.rate_limits.items() if not 0 <= n <= 1_000_000_000]
+        if bad_rates:
+            raise ConfigError(f"setting 'api.rate_limits' must give each role 0 to 1000000000 requests per "
+                              f"minute: {', '.join(bad_rates)}")
         for key, names in (("cors_headers", self.cors_headers), ("cors_methods", self.cors_methods)):
             bad = [v for v in names if not _TOKEN.fullmatch(v)]
             if bad:
