@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""What per-key rate limits cost (`[api] rate_limits`, docs/permissions.md):
+the content benchmark's items page (bench/run.py's data, 100,000 posts)
+on `quire serve --workers 2`, with no limit and with a limit every request
+is counted against but none reaches, the two servers taking turns
+(`--rounds` each) in one run. Results go to stdout and, at the standard
+sizes, to the "Rate limits: cost on the items page" section of
+docs/benchmarks.md.
+
+    .venv/bin/python bench/limits.py                 # 100,000 posts, 3 rounds of 10 s each way
+    .venv/bin/python bench/limits.py --posts 2000 --rounds 1 --duration 3 --no-docs
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import (  # noqa: E402
+    BENCH,
+    DEFAULT_DOCS,
+    DEFAULT_WORK,
+    MAX_SKIP,
+    PAGE,
+    STANDARD_AUTHORS,
+    Server,
+    ensure_data,
+    free_port,
+    machine_paragraph,
+    parse_wrk,
+    rotate_key,
+    run_wrk,
+    update_doc,
+)
+
+SECTION_TITLE = "Rate limits: cost on the items page"
+STANDARD = {"posts": 100_000, "rounds": 3, "duration": 10.0}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--posts", type=int, default=STANDARD["posts"])
+    parser.add_argument("--rounds", type=int, default=STANDARD["rounds"])
+    parser.add_argument("--duration", type=float, default=STANDARD["duration"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--no-docs", action="store_true")
+    args = parser.parse_args()
+    dataset = ensure_data(DEFAULT_WORK, args.posts, STANDARD_AUTHORS, False)
+    key = rotate_key(dataset.data_dir)
+    prefix = f"/api/content/items/posts?limit={PAGE}&skip="
+    setups = {"off": {}, "on": {"QUIRE_API_RATE_LIMIT": "1000000000"}}  # counted, never reached
+    results: dict[str, list[float]] = {name: [] for name in setups}
+    loads = [os.getloadavg()[0]]
+    for _ in range(args.rounds):
+        for name, env in setups.items():
+            server = Server(dataset.data_dir, free_port(), 2, DEFAULT_WORK / f"limits-{name}.log", env=env)
+            server.start()
+            try:
+                server.wait_ready()
+                run_wrk(args, key, server.base + prefix + "0", BENCH / "skip.lua", [prefix, str(MAX_SKIP)], 3)
+                out = parse_wrk(run_wrk(args, key, server.base + prefix + "0", BENCH / "skip.lua",
+                                        [prefix, str(MAX_SKIP)], args.duration))
+                assert out.non2xx == 0, f"{name}: {out.non2xx} answers were not 2xx"
+                results[name].append(out.rps)
+            finally:
+                server.stop()
+            time.sleep(1)
+        loads.append(os.getloadavg()[0])
+    off, on = statistics.median(results["off"]), statistics.median(results["on"])
+    lines = [
+        f"## {SECTION_TITLE}",
+        "",
+        f"`bench/limits.py`: {args.posts:,} posts, `quire serve --workers 2`, wrk `-t{args.threads} "
+        f"-c{args.connections}` {args.duration:g} s after a 3 s warm-up on `items/posts?limit={PAGE}&skip=0..{MAX_SKIP}`, "
+        f"one API key; the server with no limit and the one counting every request "
+        f"(`QUIRE_API_RATE_LIMIT=1000000000`) take turns, {args.rounds} rounds. Load average "
+        f"{', '.join(f'{x:.1f}' for x in loads)}.",
+        "",
+        "| Server | req/s each round | median |",
+        "|---|---|---|",
+        f"| no rate limit | {', '.join(f'{x:,.0f}' for x in results['off'])} | {off:,.0f} |",
+        f"| every request counted | {', '.join(f'{x:,.0f}' for x in results['on'])} | {on:,.0f} |",
+        "",
+        f"Counted against not counted: {100 * (on - off) / off:+.1f}% (target: within 5%).",
+    ]
+    section = "\n".join(lines) + "\n"
+    print(section)
+    if not args.no_docs and args.posts == STANDARD["posts"] and args.rounds == STANDARD["rounds"] \
+            and args.duration == STANDARD["duration"]:
+        update_doc(DEFAULT_DOCS, machine_paragraph(), section, SECTION_TITLE)
+
+
+if __name__ == "__main__":
+    main()
