@@ -21,6 +21,7 @@ from quire import (
     health,
     inbox,
     l10n,
+    metrics,
     pages,
     persona,
     revisions,
@@ -111,13 +112,19 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
         cors_methods=list(settings.api.cors_methods),
         access_log_enabled=settings.server.access_log and not settings.server.quiet,
         on_startup=quire.start,
-        on_shutdown=quire.close,
+        on_shutdown=lambda: _shut_down(quire),
         before_request=quire.cache.refresh,
         limit_request=api_limit(quire),
+        observe=metrics.observe if settings.server.metrics else None,
         strict_transport=settings.server.public_url.startswith("https://"),
     )
     app.state.quire = quire
     return app
+
+
+def _shut_down(quire: Quire) -> None:
+    quire.close()
+    metrics.process_ended()
 
 
 def api_limit(quire: Quire) -> Callable[[Scope], list[tuple[bytes, bytes]] | None] | None:

@@ -74,6 +74,7 @@ class App:
         on_shutdown: Callable[[], None] | None = None,
         before_request: Callable[[], None] | None = None,
         limit_request: Callable[[Scope], list[tuple[bytes, bytes]] | None] | None = None,
+        observe: Callable[[str, str, int, float], None] | None = None,
         strict_transport: bool = False,
     ) -> None:
         self.routes = routes
@@ -95,6 +96,8 @@ class App:
         # a request's rate limit (app.api_limit): headers for its answer, or
         # an ApiError (429) instead of the handler
         self._limit_request = limit_request
+        # each answer once sent: (route pattern, method, status, seconds) (quire.metrics)
+        self._observe = observe
         # Served as https (`[server] public_url`): browsers are told to use
         # https only for a year, so a later http:// link or a downgrade on
         # the way cannot read the session cookie or an API key.
@@ -154,6 +157,7 @@ class App:
         return None, {}
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
         scope["app"] = self
         path = scope["path"]
         bad_path = bad_text(path)
@@ -186,6 +190,10 @@ class App:
             # sees a broken answer, not a complete-looking one.
             log.exception("%s %s: the answer broke off after its status was sent", scope["method"], path)
             raise
+        finally:
+            if self._observe is not None:
+                self._observe(target.path if target is not None else "(no route)", scope["method"],
+                              response.status_code, time.perf_counter() - started)
 
     async def _respond(self, scope: Scope, receive: Receive, target: Route | None,
                        params: dict[str, str], bad_path: bool) -> Response:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import secrets
+import shutil
 import sys
 import threading
 import time
@@ -783,10 +784,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _metrics_folder(data: str) -> None:
+    """A server's workers count requests in files of one folder (quire.metrics),
+    emptied now: before anything imports prometheus_client, which reads the
+    variable once, and before the workers are forked."""
+    folder = Path(data) / ".metrics"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder.resolve())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from quire.errors import ApiError
+
+    if args.func is cmd_serve or (args.func is cmd_demo and getattr(args, "serve", False)):
+        _metrics_folder(args.data)
 
     try:
         return int(args.func(args))

@@ -50,6 +50,11 @@ class ServerSettings(Section):
     workers: int = setting(1, between=(1, 64))
     quiet: bool = False
     access_log: bool = True
+    # count requests for GET /metrics (docs/operations.md); and whether it
+    # answers without a key (a scraper on a private network), else a key
+    # whose role has `system/metrics`
+    metrics: bool = True
+    metrics_open: bool = False
     public_url: str = ""
     proxy_hops: int = setting(0, between=(0, MAX_PROXY_HOPS))
 

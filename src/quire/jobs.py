@@ -619,6 +619,13 @@ class Jobs:
             return poll
         return min(poll, max(MIN_WAIT, min(times) - self.clock()))
 
+    def counts(self) -> dict[tuple[str, str], int]:
+        """Jobs waiting, running and failed, by kind (for /metrics)."""
+        jobs = self.store.collection(JOBS, HINTS)
+        stored = jobs.exists()
+        return {(kind, state): jobs.count({"kind": kind, "state": state}) if stored else 0
+                for kind in sorted(self.kinds) for state in (PENDING, RUNNING, FAILED)}
+
     def prune(self, store: Store, force: bool = False) -> int:
         """Delete jobs done more than `keep_done_seconds` ago and failed
         more than `keep_failed_seconds` ago (every `PRUNE_EVERY` seconds

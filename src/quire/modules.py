@@ -9,7 +9,7 @@ This module sits at the bottom: it imports nothing of the features.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -302,3 +302,5 @@ class Module:
     events: Sequence[EventSpec] = ()
     schema: Callable[[Services], Sequence[SchemaPart]] | None = None
     feed: Sequence[FeedKind] = ()  # what it puts in the change feed besides content items
+    # gauges read when /metrics is scraped (quire.metrics.Gauges): [(name, help, labels, [(values, value)])]
+    gauges: Callable[[Services], Iterable[Any]] | None = None

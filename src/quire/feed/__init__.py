@@ -70,4 +70,10 @@ def subscribe(services: Services) -> None:
                 services.events.on(name, kind_removed(kind, name))
 
 
-module = Module("feed", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths)
+def gauges(services: Services) -> list[Any]:
+    return [("quire_feed_last_change", "The number of the change feed's last change (its growth: writes)", [],
+             [([], float(services.get(ChangeLog).latest()))])]
+
+
+module = Module("feed", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths,
+                gauges=gauges)

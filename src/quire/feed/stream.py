@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from quire import metrics
 from quire.errors import ApiError
 from quire.feed.log import ChangeLog
 from quire.feed.view import Readers, TooOld, View, changes, shown
@@ -124,6 +125,7 @@ class Hub:
         self.check(who)
         subscriber = Subscriber(view, who, asyncio.Queue(self.queue_size), through)
         self.subscribers.add(subscriber)
+        metrics.STREAMS.inc()
         asyncio.get_running_loop().create_task(self.publish(who))
         if not self.running:
             self.position = through  # the hub reads on from what this one has
@@ -133,6 +135,7 @@ class Hub:
     def close(self, subscriber: Subscriber) -> None:
         if subscriber in self.subscribers:
             self.subscribers.discard(subscriber)
+            metrics.STREAMS.dec()
             with contextlib.suppress(RuntimeError):  # no loop: the process is ending, its rows go stale
                 asyncio.get_running_loop().create_task(self.publish(subscriber.who))
 

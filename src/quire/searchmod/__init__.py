@@ -11,7 +11,9 @@ from quire.content.models import ModelService
 from quire.content.service import ContentService
 from quire.modules import Module, NavEntry, Services
 from quire.searchmod import locales, openapi, routes, screens
+from quire.searchmod.follow import QUEUE
 from quire.searchmod.service import SearchService
+from quire.store.queue import Queue
 
 
 def build(services: Services) -> None:
@@ -44,7 +46,13 @@ def _searcher(identity: Any) -> bool:
     return bool(identity.can("searchmod/read") or identity.can("searchmod/manage"))
 
 
-module = Module("searchmod", build=build, subscribe=subscribe, openapi=openapi.paths,
+def gauges(services: Services) -> list[Any]:
+    waiting = Queue(services.store, QUEUE).waiting()
+    return [("quire_search_queue_rows", "Content writes not yet in the search indexes (their lag)", [],
+             [([], float(waiting))])]
+
+
+module = Module("searchmod", gauges=gauges, build=build, subscribe=subscribe, openapi=openapi.paths,
                 routes=[*routes.routes, *screens.routes], templates=HERE / "templates",
                 nav=[NavEntry("Search", "/studio/search", "Site", _searcher, order=60)],
                 permissions=("searchmod/read", "searchmod/manage"),

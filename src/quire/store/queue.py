@@ -43,6 +43,10 @@ class Queue:
         """The sequence number of the last row queued (0 when none was)."""
         return int(self.store.execute_read(f"SELECT coalesce(max(seq), 0) FROM {self.table}").fetchone()[0])
 
+    def waiting(self) -> int:
+        """Rows queued and not yet taken (every name)."""
+        return int(self.store.execute_read(f"SELECT count(*) FROM {self.table}").fetchone()[0]) if self.exists() else 0
+
     def after(self, name: str, seq: int, limit: int) -> list[tuple[int, str | None]]:
         """Up to `limit` rows of `name` after `seq`, in order."""
         p = self.p

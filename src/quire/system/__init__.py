@@ -23,4 +23,5 @@ def _counts(counts: dict[str, Any]) -> dict[str, Any]:
     return {text(k): v for k, v in counts.items()}
 
 
-module = Module("system", events=SENT, routes=routes.routes, openapi=openapi.paths)
+module = Module("system", events=SENT, routes=routes.routes, openapi=openapi.paths,
+                permissions=("system/metrics",))

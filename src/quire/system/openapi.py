@@ -68,6 +68,10 @@ def paths() -> dict[str, Any]:
                              body=MODEL_CHANGE, schema=OBJECT), "description": PUT_MODEL},
             "delete": system("Delete a model and all its items", [model_name], (403, 404), schema=SUCCESS),
         },
+        "/metrics": {"get": system("Prometheus metrics in its text format: requests by route and status, their "
+                                   "latency, open change streams, jobs by kind and state, the search queue "
+                                   "(a key with system/metrics, or none with [server] metrics_open)",
+                                   [], (403,), schema={"type": "string"}, media="text/plain")},
         "/api/system/components": {"get": system("List the shared blocks (layout components every layout field "
                                                  "offers)", [], (403,), schema=OBJECTS)},
         "/api/system/components/{name}": {

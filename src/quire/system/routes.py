@@ -3,6 +3,7 @@ permission `system/manage`) and of the OpenAPI document (public)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
@@ -10,7 +11,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from quire import openapi, schema
+from quire import metrics, openapi, schema
 from quire.asgi import route
 from quire.auth.request import identify, require_manage
 from quire.auth.service import AuthService
@@ -196,7 +197,27 @@ async def openapi_json(request: Request) -> Response:
     return raw_json_response(body)
 
 
+async def get_metrics(request: Request) -> Response:
+    """Prometheus' text format (docs/operations.md): a key with
+    `system/metrics`, or none with `[server] metrics_open`."""
+    quire = quire_of(request)
+    if not quire.settings.server.metrics_open:
+        identify(request).require("system/metrics")
+
+    def gauges() -> Iterable[Any]:
+        counts = quire.jobs.counts()
+        yield ("quire_jobs", "Jobs by kind and state (pending, running, failed)", ["kind", "state"],
+               [([kind, state], float(n)) for (kind, state), n in counts.items()])
+        for module in quire.modules:
+            if module.gauges is not None:
+                yield from module.gauges(quire)
+
+    return Response(metrics.scrape(metrics.Sampled(gauges)), media_type=metrics.CONTENT_TYPE,
+                    headers={"Cache-Control": "no-store"})
+
+
 routes = [
+    route("/metrics", get=get_metrics),
     route("/api/system/models", get=list_models),
     route("/api/system/models/{name}", get=get_model, put=put_model, delete=delete_model),
     route("/api/system/models/{name}/usage", get=model_usage),

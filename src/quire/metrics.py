@@ -1,0 +1,77 @@
+"""What the service does, in Prometheus' text format at `GET /metrics`
+(docs/operations.md), with the maintained `prometheus_client`.
+
+Counted as requests are answered (every worker process of `quire serve`
+writes its own file under `PROMETHEUS_MULTIPROC_DIR`, which the command
+line sets and empties before anything imports this module, so that the
+forked workers count in files, and a scrape adds them up): requests by route
+and status, their latency, open change-feed streams. Read from the
+database when scraped, so every instance answers the same: jobs by kind
+and state, the change log's last number and the search index's queue."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+REQUESTS = Counter("quire_requests_total", "HTTP requests answered, by route (its pattern) and status",
+                   ["route", "method", "status"])
+LATENCY = Histogram("quire_request_seconds", "Time to answer a request (to its last byte), by route",
+                    ["route"], buckets=BUCKETS)
+STREAMS = Gauge("quire_feed_streams", "Open change-feed streams (GET /api/content/changes)",
+                multiprocess_mode="livesum")
+
+
+def process_ended() -> None:
+    """A worker stopping: its open streams stop counting."""
+    if os.environ.get(MULTIPROC_ENV):
+        multiprocess.mark_process_dead(os.getpid())
+
+
+def observe(route: str, method: str, status: int, seconds: float) -> None:
+    REQUESTS.labels(route, method, str(status)).inc()
+    LATENCY.labels(route).observe(seconds)
+
+
+class Sampled(Collector):
+    """Gauges read from the database at each scrape: `read()` answers
+    (name, help, labels, [(label values, value)])."""
+
+    def __init__(self, read: Callable[[], Iterable[tuple[str, str, list[str], list[tuple[list[str], float]]]]]) -> None:
+        self.read = read
+
+    def collect(self) -> Iterable[Any]:
+        for name, text, labels, samples in self.read():
+            family = GaugeMetricFamily(name, text, labels=labels)
+            for values, value in samples:
+                family.add_metric(values, value)
+            yield family
+
+
+def scrape(sampled: Sampled | None) -> bytes:
+    """The text of every metric: the workers' counts and the sampled ones."""
+    registry = CollectorRegistry()
+    if os.environ.get(MULTIPROC_ENV):
+        multiprocess.MultiProcessCollector(registry)
+    else:  # one process (tests, `quire` used as a library): its own counts
+        for metric in (REQUESTS, LATENCY, STREAMS):
+            registry.register(metric)
+    if sampled is not None:
+        registry.register(sampled)
+    return generate_latest(registry)
