@@ -3,11 +3,13 @@ without a key, limited per role (`[api] rate_limits`, docs/permissions.md).
 
 Counting every request in the database would put a write in every read;
 instead each worker counts in memory and adds its counts to the shared
-ones (`system/rates`, one row per key and minute) about once a second,
-reading back what every worker and instance counted. A key over its limit
-is refused in every worker within that second; in the meantime each other
-worker may let through what it counts itself, so the limit holds to
-within a second's worth of requests per worker. Minutes are the wall
+ones (`system/rates`, one row per key and minute) once it has counted a
+twentieth of the key's limit (at most once a second), reading back what
+every worker and instance counted. A key over its limit is refused in
+every worker from its next share on; meanwhile each worker may let
+through what it counts itself, so the limit holds to within about a
+twentieth of it (or a second's requests) per worker. A key far from its
+limit costs no database write. Minutes are the wall
 clock's, the same in every process: a window ends for all at once.
 
 Answers carry the IETF draft's fields (draft-ietf-httpapi-ratelimit-headers):
@@ -33,6 +35,7 @@ log = logging.getLogger("quire.apilimits")
 RATES = "system/rates"
 WINDOW = 60  # seconds: limits are per minute
 SYNC_SECONDS = 1.0
+SHARE_PART = 20  # a worker shares its counts of a bucket after 1/20 of its limit
 
 
 class TooManyRequests(ApiError):
@@ -69,7 +72,12 @@ class ApiLimits:
                                "RateLimit": f'"minute";r=0;t={reset}'}
             raise refused
         self.local[bucket] = self.local.get(bucket, 0) + 1
-        if now - self._synced >= SYNC_SECONDS and not self._syncing:
+        # Sharing is a write, and every write makes each worker's kept answers
+        # be made again: a worker shares once it has counted a twentieth of a
+        # bucket's limit (at most once a second), so a key far from its limit
+        # costs no write at all.
+        if self.local[bucket] >= max(1, limit // SHARE_PART) and now - self._synced >= SYNC_SECONDS \
+                and not self._syncing:
             self._synced = now
             with contextlib.suppress(RuntimeError):  # no running loop (a test calling it directly)
                 self._syncing = True

@@ -123,6 +123,9 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
 
 
 def _shut_down(quire: Quire) -> None:
+    """A worker's lifespan ends: done well before `cli.STOP_SECONDS`, after
+    which the server kills it (and says so)."""
+    quire.stopping_worker = True
     quire.close()
     metrics.process_ended()
 

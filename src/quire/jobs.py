@@ -301,7 +301,7 @@ class Jobs:
         for name in names:
             self.lanes[name].call()
 
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self, timeout: float = 3.0) -> None:
         """Stop the runner threads: a job running now finishes (or its
         lease ends); waits up to `timeout` seconds for them in all. A
         second call (the webhooks module closes the runner it shares before

@@ -68,6 +68,10 @@ class Services:
         self.item_search: ItemSearch | None = None
         # every module's events, by name (catalogue.py; set by the app)
         self.catalogue: dict[str, EventSpec] = {}
+        # a server worker stopping (set by the app's shutdown): `close` must be
+        # done before the server kills it, so work another worker or the next
+        # start does anyway (a search catch-up) is left to them
+        self.stopping_worker = False
         # API endpoints the site's hooks add (endpoints.py), served by the system module
         self.endpoints: list[Endpoint] = []
         self._by_type: dict[type, object] = {}

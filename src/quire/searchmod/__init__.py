@@ -23,7 +23,7 @@ def build(services: Services) -> None:
     services.add("search", search)
     services.item_search = search  # the studio's content lists search with it
     services.on_start(search.start)
-    services.on_close(search.close)
+    services.on_close(lambda: search.close(catch_up=not services.stopping_worker))
 
 
 def subscribe(services: Services) -> None:

@@ -104,11 +104,13 @@ class SearchService:
         else:
             self._poller = asyncio.get_running_loop().create_task(self._poll())
 
-    def close(self) -> None:
+    def close(self, catch_up: bool = True) -> None:
+        """Stop; with `catch_up`, index what is queued first (a command's
+        last writes: no later round of this process would)."""
         if self._background is not None:
             self._background.stop()
             self._background = None
-        if self.follower.pending():  # a command's last writes, left to a round that will not come
+        if catch_up and self.follower.pending():
             self._catch_up("at close")
         if self._poller is not None:
             self._poller.cancel()
