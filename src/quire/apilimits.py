@@ -52,6 +52,7 @@ class ApiLimits:
         self.shared: dict[str, int] = {}  # every worker's counts as last read (this one's added ones included)
         self._synced = 0.0
         self._syncing = False
+        self._policies: dict[int, tuple[bytes, bytes]] = {}
 
     def hit(self, bucket: str, limit: int) -> list[tuple[bytes, bytes]]:
         """Count one request of `bucket` (a key's id, or `addr:<address>`)
@@ -64,7 +65,9 @@ class ApiLimits:
             self._clear_old(window)
         reset = max(1, math.ceil((window + 1) * WINDOW - now))
         used = self.shared.get(bucket, 0) + self.local.get(bucket, 0)
-        policy = (b"ratelimit-policy", f'"minute";q={limit};w={WINDOW}'.encode())
+        policy = self._policies.get(limit)
+        if policy is None:
+            policy = self._policies[limit] = (b"ratelimit-policy", f'"minute";q={limit};w={WINDOW}'.encode())
         if used >= limit:
             refused = TooManyRequests(f"Too many requests: at most {limit} per minute for this key (or "
                                       f"address); try again in {reset} s")

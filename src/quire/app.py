@@ -33,7 +33,7 @@ from quire import (
 )
 from quire.apilimits import ApiLimits
 from quire.asgi import App, Scope
-from quire.auth.request import request_key
+from quire.auth.request import IDENTITY, request_key
 from quire.cache import Cache
 from quire.catalogue import catalogue
 from quire.config import Settings, load_settings
@@ -143,7 +143,7 @@ def api_limit(quire: Quire) -> Callable[[Scope], list[tuple[bytes, bytes]] | Non
         if not scope["path"].startswith("/api/"):
             return None
         try:
-            identity = quire.auth.identify(request_key(Request(scope)))
+            identity = scope[IDENTITY] = quire.auth.identify(request_key(Request(scope)))
         except ApiError:
             return None  # an unknown key: its 401 comes from the route
         allowed = per_role.get(identity.role, default)

@@ -44,9 +44,19 @@ def process_ended() -> None:
         multiprocess.mark_process_dead(os.getpid())
 
 
+_counted: dict[tuple[str, str, int], Any] = {}  # labelled children, looked up once (labels() takes a lock)
+_timed: dict[str, Any] = {}
+
+
 def observe(route: str, method: str, status: int, seconds: float) -> None:
-    REQUESTS.labels(route, method, str(status)).inc()
-    LATENCY.labels(route).observe(seconds)
+    counter = _counted.get((route, method, status))
+    if counter is None:
+        counter = _counted[(route, method, status)] = REQUESTS.labels(route, method, str(status))
+    timer = _timed.get(route)
+    if timer is None:
+        timer = _timed[route] = LATENCY.labels(route)
+    counter.inc()
+    timer.observe(seconds)
 
 
 class Sampled(Collector):

@@ -54,7 +54,13 @@ def _may_name_api_key(query: bytes) -> bool:
     return False
 
 
+IDENTITY = "quire.identity"  # the scope's key for the Identity found before the route (the rate limit's)
+
+
 def identify(request: Request) -> Identity:
+    found = request.scope.get(IDENTITY)
+    if found is not None:
+        return found
     quire: Services = request.app.state.quire
     return quire.auth.identify(request_key(request))
 
