@@ -264,7 +264,9 @@ def demo(data: Path, env: dict[str, str]) -> tuple[str, str, str]:
 
 def settings_file(nginx_base: str, provider: Provider | None) -> str:
     """The settings every instance shares (the one quire.toml of the data directory)."""
-    lines = ["[server]", "proxy_hops = 1", f'public_url = "{nginx_base}"', ""]
+    lines = ["[server]", "proxy_hops = 1", f'public_url = "{nginx_base}"', "",
+             # a role only the rate-limit test's key has (the others are not limited)
+             "[api]", "rate_limits = { limited = 40 }", ""]
     if provider is not None:
         lines += ["[sso]", f'provider_url = "{provider.issuer}"', f'client_id = "{CLIENT_ID}"',
                   f'client_secret = "{CLIENT_SECRET}"', "[sso.mapping]", 'role = "realm_access/roles/0"']
@@ -443,6 +445,27 @@ def test_login_throttling_holds_across_instances(cluster: Cluster) -> None:
             assert int(refused.headers["retry-after"]) > 0
         # another address trying the same user name is held too (per user name)
         assert admin_login(b, "mallory", "wrong", {"x-forwarded-for": "198.51.100.8"}).status_code == 429
+
+
+def test_a_keys_rate_limit_holds_across_instances(cluster: Cluster) -> None:
+    with cluster.client(cluster.nginx.base) as admin:
+        assert admin.put("/api/system/roles/limited", json={"permissions": {"content/notes/read": True}}
+                         ).status_code == 200
+        key = admin.post("/api/system/keys", json={"name": "limited", "role": "limited"}).json()["key"]
+    left = 60 - time.time() % 60
+    if left < 20:  # limits count per wall-clock minute: start in a fresh one
+        time.sleep(left + 0.2)
+    statuses = []
+    with httpx.Client(timeout=30, headers={"api-key": key}) as http:
+        for n in range(120):  # the two instances in turn, each with its own workers
+            base = (cluster.a.base, cluster.b.base)[n % 2]
+            statuses.append(http.get(f"{base}/api/system/healthcheck").status_code)
+            time.sleep(0.02)
+    allowed = statuses.count(200)
+    # 40 a minute for the key, shared through PostgreSQL: each worker may let a
+    # twentieth of it through (and a second's worth) before sharing its counts
+    assert 40 <= allowed <= 70, statuses
+    assert statuses[-30:] == [429] * 30, statuses
 
 
 def test_concurrent_failed_logins_on_both_instances_are_counted_once(cluster: Cluster) -> None:
