@@ -124,3 +124,12 @@ def test_pages_menus_assets_and_translations_are_in_the_same_feed(admin: Api, an
     gone = {(c["model"], c["id"], c["change"]) for c in _pull(admin, start)["data"]}
     assert {("@pages", page["_id"], "remove"), ("@menus", "main", "remove"), ("@assets", asset["_id"], "remove"),
             ("@translations", "site", "remove")} <= gone
+
+
+def test_a_filter_that_matches_nothing_answers_no_changes_and_moves_on(admin: Api, anon: Api) -> None:
+    _site(admin)
+    start = _pull(anon)["next"]
+    for n in range(3):
+        admin.post("/api/content/item/posts", json={"data": {"title": f"T{n}", "kind": "news", "_state": 1}})
+    page = _pull(anon, start, filter='{"kind": "never"}')
+    assert page["data"] == [] and int(page["next"]) > int(start)  # read past them: not asked again
