@@ -210,6 +210,12 @@ def anon(client: TestClient) -> Api:
     return Api(client, None)
 
 
+def etag_rev(response: Any) -> int:
+    """The revision an item answer's ETag names: `"7"` (a save's answer) or
+    `"7-<digest of its bytes>"` (a read's, quire.conditional)."""
+    return int(response.headers["etag"].strip('"').split("-", 1)[0])
+
+
 def put_model(admin: Api, name: str, **definition: Any) -> dict[str, Any]:
     response = admin.put(f"/api/system/models/{name}", json={"name": name, **definition})
     assert response.status_code == 200, response.text

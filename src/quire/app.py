@@ -9,12 +9,14 @@ import os
 from collections.abc import Callable
 
 from starlette.requests import Request
+from starlette.responses import Response
 
 from quire import (
     accounts,
     assets,
     audit,
     auth,
+    conditional,
     content,
     feed,
     gql,
@@ -116,10 +118,30 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
         before_request=quire.cache.refresh,
         limit_request=api_limit(quire),
         observe=metrics.observe if settings.server.metrics else None,
+        conditional=conditional_get(settings),
         strict_transport=settings.server.public_url.startswith("https://"),
     )
     app.state.quire = quire
     return app
+
+
+def conditional_get(settings: Settings) -> Callable[[Scope, Response], Response]:
+    """GET answers of the API with their ETag and Cache-Control, or a 304
+    (quire.conditional; `[api] cache_control` per route family)."""
+    cache_control = dict(settings.api.cache_control)
+
+    def finish(scope: Scope, response: Response) -> Response:
+        if scope["method"] != "GET" or not scope["path"].startswith("/api/"):
+            return response
+        inm = None
+        for name, value in scope["headers"]:
+            if name == b"if-none-match":
+                inm = value.decode("latin-1")
+                break
+        keyed = request_key(Request(scope)) is not None
+        return conditional.finish(response, scope["path"], inm, keyed, cache_control)
+
+    return finish
 
 
 def _shut_down(quire: Quire) -> None:

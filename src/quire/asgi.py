@@ -75,6 +75,7 @@ class App:
         before_request: Callable[[], None] | None = None,
         limit_request: Callable[[Scope], list[tuple[bytes, bytes]] | None] | None = None,
         observe: Callable[[str, str, int, float], None] | None = None,
+        conditional: Callable[[Scope, Response], Response] | None = None,
         strict_transport: bool = False,
     ) -> None:
         self.routes = routes
@@ -98,6 +99,8 @@ class App:
         self._limit_request = limit_request
         # each answer once sent: (route pattern, method, status, seconds) (quire.metrics)
         self._observe = observe
+        # an answer's ETag and Cache-Control, or its 304 (quire.conditional)
+        self._conditional = conditional
         # Served as https (`[server] public_url`): browsers are told to use
         # https only for a year, so a later http:// link or a downgrade on
         # the way cannot read the session cookie or an API key.
@@ -168,6 +171,8 @@ class App:
             await self._preflight(cors, scope, receive, send)
             return
         response = await self._respond(scope, receive, target, params, bad_path)
+        if self._conditional is not None:
+            response = self._conditional(scope, response)
         # Browsers must not read any answer as another type than it says
         # (a JSON error shown as HTML, an upload as script).
         _nosniff(response)

@@ -76,6 +76,10 @@ class ApiSettings(Section):
     # role; `rate_limit` for a role not listed; 0: no limit (quire.apilimits)
     rate_limits: dict[str, int] = setting({}, describe="a table of role = requests per minute")
     rate_limit: int = setting(0, between=(0, 1_000_000_000))
+    # Cache-Control of answers to calls without a key, by route family
+    # (`content`, `pages`, ...: the path's part after /api/); answers to a
+    # key are always `private, no-cache` (quire.conditional)
+    cache_control: dict[str, str] = setting({}, describe="a table of family = \"Cache-Control value\"")
 
     def check(self) -> None:
         bad_rates = [role for role, n in self.rate_limits.items() if not 0 <= n <= 1_000_000_000]

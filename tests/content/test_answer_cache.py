@@ -18,7 +18,7 @@ from quire.app import build_app
 from quire.config import load_settings
 from quire.events import Events
 from tests.client import TestClient
-from tests.conftest import Api, create_item, put_model, role_key
+from tests.conftest import Api, create_item, etag_rev, put_model, role_key
 
 PAGE = {"limit": 2, "skip": 0}
 
@@ -185,7 +185,7 @@ def test_an_item_by_id_shows_a_write_and_never_reaches_another_caller(blog: Api,
     assert item(other, first_id).json()["title"] == "one"
     other.post("/api/content/item/posts", json={"data": {"_id": first_id, "title": "edited"}})
     edited = item(blog, first_id)
-    assert edited.json()["title"] == "edited" and edited.headers["etag"] == '"2"'
+    assert edited.json()["title"] == "edited" and etag_rev(edited) == 2
     assert item(blog, first_id, populate=1).json()["author"]["name"] == "Ann"
     posts_only = role_key(blog, "posts-only", {"content/posts/read": True})
     assert item(posts_only, first_id, populate=1).json()["author"] is None  # may not read authors

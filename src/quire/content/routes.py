@@ -17,6 +17,7 @@ from starlette.responses import Response
 from quire.asgi import route
 from quire.auth.request import identify
 from quire.auth.service import Identity
+from quire.conditional import answer_etag
 from quire.content import transfer
 from quire.content.aggregate import run_aggregate
 from quire.content.fill import rev_of
@@ -153,6 +154,7 @@ def if_match(request: Request) -> Expected:
         tag = tag[2:]
     if len(tag) >= 2 and tag[0] == tag[-1] == '"':
         tag = tag[1:-1]
+    tag = tag.split("-", 1)[0]  # an answer's ETag: "7-<digest of its bytes>" is revision 7
     if not tag.isascii() or not tag.isdigit() or len(tag) > 18:
         raise BadRequest('If-Match must name one revision, as the item\'s ETag does: "7"', fields=["_rev"])
     return int(tag)
@@ -305,7 +307,9 @@ def _keep(quire: Services, answers: Region, key: Any, persona: Persona | None, b
     if not quire.cache.store.in_transaction():
         # resolved for a persona with a schedule: good for this minute only
         minute = -1 if persona is None or persona.timed_minute is None else persona.timed_minute
-        answers.put(key, (minute, body, headers), generation, _ANSWER_ENTRY + len(body))
+        # its ETag made once: a kept answer's 304 hashes nothing (quire.conditional)
+        tagged = {**(headers or {}), "ETag": answer_etag(body, (headers or {}).get("ETag"))}
+        answers.put(key, (minute, body, tagged), generation, _ANSWER_ENTRY + len(body))
 
 
 def _answer_key(scope: Any, identity: Identity) -> Any:
