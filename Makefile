@@ -94,6 +94,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/instances.py
 	$(BIN)/python bench/feed.py
 	$(BIN)/python bench/limits.py
+	$(BIN)/python bench/conditional.py
 
 ## make vendor: rebuild the studio's third-party browser code (htmx, Sortable,
 ## the TipTap/CodeMirror bundle) from vendor/package-lock.json into

@@ -50,6 +50,10 @@ def finish(response: Response, path: str, if_none_match: str | None, keyed: bool
            cache_control: Mapping[str, str]) -> Response:
     """A GET answer with its ETag and Cache-Control, or the 304 that
     replaces it when the client has it already."""
+    if response.status_code == 304:  # a route's own (a kept answer's): who may keep it, as its 200 says
+        if "cache-control" not in response.headers:
+            response.headers["cache-control"] = PRIVATE if keyed else cache_control.get(family(path), PUBLIC_DEFAULT)
+        return response
     body = getattr(response, "body", None)
     if response.status_code != 200 or not isinstance(body, bytes):
         return response

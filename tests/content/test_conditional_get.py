@@ -32,6 +32,7 @@ def test_a_list_answers_304_until_what_it_holds_changes(admin: Api) -> None:
     assert first.status_code == 200 and tag.startswith('"') and first.headers["cache-control"] == "private, no-cache"
     again = admin.get("/api/content/items/posts", params=page, headers={"if-none-match": tag})
     assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == tag
+    assert again.headers["cache-control"] == "private, no-cache"
     assert admin.get("/api/content/items/posts", params=page, headers={"if-none-match": f'W/{tag}, "x"'}
                      ).status_code == 304  # weak and listed tags match as RFC 9110 says
     admin.post("/api/content/item/posts", json={"data": {"title": "Second", "_state": 1}})

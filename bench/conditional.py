@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""304 against 200 on the items page (quire.conditional, docs/delivery.md):
+the content benchmark's data (bench/run.py, 100,000 posts), one
+`quire serve --workers 2`, wrk on one page of 20 posts asked with its
+ETag in `If-None-Match` (every answer a 304) and without (every answer a
+200 with the page), taking turns, `--rounds` each. Results go to stdout
+and, at the standard sizes, to the "HTTP caching: 304 against 200"
+section of docs/benchmarks.md.
+
+    .venv/bin/python bench/conditional.py              # 3 rounds of 10 s each way
+    .venv/bin/python bench/conditional.py --posts 2000 --rounds 1 --duration 3 --no-docs
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import (  # noqa: E402
+    DEFAULT_DOCS,
+    DEFAULT_WORK,
+    PAGE,
+    STANDARD_AUTHORS,
+    Server,
+    ensure_data,
+    free_port,
+    machine_paragraph,
+    parse_wrk,
+    rotate_key,
+    update_doc,
+)
+
+SECTION_TITLE = "HTTP caching: 304 against 200"
+STANDARD = {"posts": 100_000, "rounds": 3, "duration": 10.0}
+
+
+def wrk(args: argparse.Namespace, key: str, url: str, seconds: float, extra: list[str]) -> str:
+    command = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds:g}s", "--latency",
+               "-H", f"api-key: {key}", *extra, url]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=True)
+    return done.stdout + done.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--posts", type=int, default=STANDARD["posts"])
+    parser.add_argument("--rounds", type=int, default=STANDARD["rounds"])
+    parser.add_argument("--duration", type=float, default=STANDARD["duration"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--no-docs", action="store_true")
+    args = parser.parse_args()
+    dataset = ensure_data(DEFAULT_WORK, args.posts, STANDARD_AUTHORS, False)
+    key = rotate_key(dataset.data_dir)
+    server = Server(dataset.data_dir, free_port(), 2, DEFAULT_WORK / "conditional.log")
+    url = f"{server.base}/api/content/items/posts?limit={PAGE}&skip=100"
+    results: dict[str, list[float]] = {"200": [], "304": []}
+    loads = [os.getloadavg()[0]]
+    server.start()
+    try:
+        server.wait_ready()
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"api-key": key}), timeout=30) as answer:
+            tag, size = answer.headers["etag"], len(answer.read())
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, headers={"api-key": key, "if-none-match": tag}),
+                                   timeout=30)
+            raise AssertionError("the page's own ETag did not get a 304")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 304, exc.code
+        wrk(args, key, url, 3, [])
+        for _ in range(args.rounds):
+            for name, extra in (("200", []), ("304", ["-H", f"if-none-match: {tag}"])):
+                out = parse_wrk(wrk(args, key, url, args.duration, extra))
+                assert out.non2xx == 0, f"{name}: {out.non2xx} of {out.requests} not 2xx or 3xx"
+                results[name].append(out.rps)
+            loads.append(os.getloadavg()[0])
+    finally:
+        server.stop()
+    ok, cached = statistics.median(results["200"]), statistics.median(results["304"])
+    lines = [
+        f"## {SECTION_TITLE}",
+        "",
+        f"`bench/conditional.py`: {args.posts:,} posts, `quire serve --workers 2`, wrk `-t{args.threads} "
+        f"-c{args.connections}` {args.duration:g} s on `items/posts?limit={PAGE}&skip=100` ({size:,} bytes), one "
+        f"API key; with its ETag in `If-None-Match` (every answer a 304) and without (every answer a 200), taking "
+        f"turns, {args.rounds} rounds. Load average {', '.join(f'{x:.1f}' for x in loads)}.",
+        "",
+        "| Answers | req/s each round | median |",
+        "|---|---|---|",
+        f"| 200 with the page | {', '.join(f'{x:,.0f}' for x in results['200'])} | {ok:,.0f} |",
+        f"| 304 | {', '.join(f'{x:,.0f}' for x in results['304'])} | {cached:,.0f} |",
+        "",
+        f"304 against 200: {cached / ok:.2f}× (target: at least 2×).",
+    ]
+    section = "\n".join(lines) + "\n"
+    print(section)
+    if not args.no_docs and args.posts == STANDARD["posts"] and args.rounds == STANDARD["rounds"] \
+            and args.duration == STANDARD["duration"]:
+        update_doc(DEFAULT_DOCS, machine_paragraph(), section, SECTION_TITLE)
+
+
+if __name__ == "__main__":
+    main()
