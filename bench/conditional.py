@@ -13,10 +13,8 @@ section of docs/benchmarks.md.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
-import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -31,9 +29,12 @@ from run import (  # noqa: E402
     Server,
     ensure_data,
     free_port,
+    is_standard,
     machine_paragraph,
     parse_wrk,
     rotate_key,
+    run_wrk,
+    turns_parser,
     update_doc,
 )
 
@@ -41,22 +42,8 @@ SECTION_TITLE = "HTTP caching: 304 against 200"
 STANDARD = {"posts": 100_000, "rounds": 3, "duration": 10.0}
 
 
-def wrk(args: argparse.Namespace, key: str, url: str, seconds: float, extra: list[str]) -> str:
-    command = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds:g}s", "--latency",
-               "-H", f"api-key: {key}", *extra, url]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=True)
-    return done.stdout + done.stderr
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--posts", type=int, default=STANDARD["posts"])
-    parser.add_argument("--rounds", type=int, default=STANDARD["rounds"])
-    parser.add_argument("--duration", type=float, default=STANDARD["duration"])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--no-docs", action="store_true")
-    args = parser.parse_args()
+    args = turns_parser(__doc__, STANDARD).parse_args()
     dataset = ensure_data(DEFAULT_WORK, args.posts, STANDARD_AUTHORS, False)
     key = rotate_key(dataset.data_dir)
     server = Server(dataset.data_dir, free_port(), 2, DEFAULT_WORK / "conditional.log")
@@ -74,10 +61,10 @@ def main() -> None:
             raise AssertionError("the page's own ETag did not get a 304")
         except urllib.error.HTTPError as exc:
             assert exc.code == 304, exc.code
-        wrk(args, key, url, 3, [])
+        run_wrk(args, key, url, None, [], 3)
         for _ in range(args.rounds):
-            for name, extra in (("200", []), ("304", ["-H", f"if-none-match: {tag}"])):
-                out = parse_wrk(wrk(args, key, url, args.duration, extra))
+            for name, headers in (("200", {}), ("304", {"if-none-match": tag})):
+                out = parse_wrk(run_wrk(args, key, url, None, [], args.duration, headers=headers))
                 assert out.non2xx == 0, f"{name}: {out.non2xx} of {out.requests} not 2xx or 3xx"
                 results[name].append(out.rps)
             loads.append(os.getloadavg()[0])
@@ -108,8 +95,7 @@ def main() -> None:
     ]
     section = "\n".join(lines) + "\n"
     print(section)
-    if not args.no_docs and args.posts == STANDARD["posts"] and args.rounds == STANDARD["rounds"] \
-            and args.duration == STANDARD["duration"]:
+    if is_standard(args, STANDARD):
         update_doc(DEFAULT_DOCS, machine_paragraph(), section, SECTION_TITLE)
 
 

@@ -14,7 +14,6 @@ docs/benchmarks.md.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -32,10 +31,12 @@ from run import (  # noqa: E402
     Server,
     ensure_data,
     free_port,
+    is_standard,
     machine_paragraph,
     parse_wrk,
     rotate_key,
     run_wrk,
+    turns_parser,
     update_doc,
 )
 
@@ -44,14 +45,7 @@ STANDARD = {"posts": 100_000, "rounds": 3, "duration": 10.0}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--posts", type=int, default=STANDARD["posts"])
-    parser.add_argument("--rounds", type=int, default=STANDARD["rounds"])
-    parser.add_argument("--duration", type=float, default=STANDARD["duration"])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--no-docs", action="store_true")
-    args = parser.parse_args()
+    args = turns_parser(__doc__, STANDARD).parse_args()
     dataset = ensure_data(DEFAULT_WORK, args.posts, STANDARD_AUTHORS, False)
     key = rotate_key(dataset.data_dir)
     prefix = f"/api/content/items/posts?limit={PAGE}&skip="
@@ -94,8 +88,7 @@ def main() -> None:
     ]
     section = "\n".join(lines) + "\n"
     print(section)
-    if not args.no_docs and args.posts == STANDARD["posts"] and args.rounds == STANDARD["rounds"] \
-            and args.duration == STANDARD["duration"]:
+    if is_standard(args, STANDARD):
         update_doc(DEFAULT_DOCS, machine_paragraph(), section, SECTION_TITLE)
 
 

@@ -483,6 +483,24 @@ def record_answers(base: str, key: str, paths: dict[str, str], out: Path) -> dic
     return sizes
 
 
+def turns_parser(doc: str | None, standard: dict[str, Any]) -> argparse.ArgumentParser:
+    """The options of a benchmark that runs wrk on the content data in
+    turns (bench/limits.py, bench/conditional.py): sizes, rounds, wrk's."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--posts", type=int, default=standard["posts"])
+    parser.add_argument("--rounds", type=int, default=standard["rounds"])
+    parser.add_argument("--duration", type=float, default=standard["duration"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--no-docs", action="store_true")
+    return parser
+
+
+def is_standard(args: argparse.Namespace, standard: dict[str, Any]) -> bool:
+    """A run at the standard sizes, whose figures go to docs/benchmarks.md."""
+    return not args.no_docs and all(getattr(args, k) == v for k, v in standard.items())
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -549,11 +567,13 @@ def parse_wrk(text: str) -> WrkResult:
 
 
 def run_wrk(args: argparse.Namespace, key: str, url: str, script: Path | None, script_args: list[str],
-            seconds: float, timeout: float | None = None) -> str:
+            seconds: float, timeout: float | None = None, headers: dict[str, str] | None = None) -> str:
     """wrk's output; `timeout`: how long a request may take before wrk
-    gives it up (its own default is 2 s)."""
+    gives it up (its own default is 2 s); `headers` sent besides the key."""
     command = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds:g}s", "--latency",
                "-H", f"api-key: {key}"]
+    for name, value in (headers or {}).items():
+        command += ["-H", f"{name}: {value}"]
     if timeout is not None:
         command.append(f"--timeout={timeout:g}s")
     if script is not None:

@@ -138,7 +138,8 @@ def conditional_get(settings: Settings) -> Callable[[Scope, Response], Response]
             if name == b"if-none-match":
                 inm = value.decode("latin-1")
                 break
-        keyed = request_key(Request(scope)) is not None
+        found = scope.get(IDENTITY)  # the rate limit's lookup, when one ran
+        keyed = not found.anonymous if found is not None else request_key(Request(scope)) is not None
         return conditional.finish(response, scope["path"], inm, keyed, cache_control)
 
     return finish

@@ -168,14 +168,15 @@ def _remove_leftovers(path: Path) -> None:
     for leftover in [*path.parent.glob(f".{path.name}.*.part"), *path.parent.glob(".quire-backup-*")]:
         marks = leftover.name.removeprefix(f".{path.name}.").removeprefix(".quire-backup-")
         pid = marks.split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             if leftover.is_dir():
                 shutil.rmtree(leftover, ignore_errors=True)
             else:
                 leftover.unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

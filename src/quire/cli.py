@@ -790,25 +790,17 @@ def _metrics_folder(data: str) -> None:
     keep theirs apart), made now, before anything imports prometheus_client,
     which reads the variable once, and before the workers are forked.
     Folders of servers that are gone are removed."""
+    from quire.backup import pid_alive
+
     root = Path(data) / ".metrics"
     root.mkdir(parents=True, exist_ok=True)
     for folder in root.iterdir():
-        if folder.is_dir() and folder.name.isdigit() and not _alive(int(folder.name)):
+        if folder.is_dir() and folder.name.isdigit() and not pid_alive(int(folder.name)):
             shutil.rmtree(folder, ignore_errors=True)
     mine = root / str(os.getpid())
     shutil.rmtree(mine, ignore_errors=True)
     mine.mkdir()
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(mine.resolve())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main(argv: list[str] | None = None) -> int:
