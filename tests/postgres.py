@@ -16,13 +16,14 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from tests.ports import free_port
 
 SERVER_USER = "nobody"  # who runs initdb and postgres when the tests run as root
 
@@ -35,12 +36,6 @@ def binaries() -> Path | None:
     versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
                       key=lambda p: int(Path(p).parent.parent.name))
     return Path(versions[-1]).parent if versions else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def schema_of(url: str) -> str:
@@ -71,7 +66,7 @@ class PostgresServer:
         self.bin = bin_dir
         self.root = Path(tempfile.mkdtemp(prefix="quire-pg-"))
         self.data = self.root / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.user = "quire"
         self._as: dict[str, str] = {}
         if os.geteuid() == 0:

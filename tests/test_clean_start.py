@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.serving import free_port
+from tests.ports import free_port
 
 STRICT = {**os.environ, "PYTHONWARNINGS": "error", "PYTHONUNBUFFERED": "1"}
 

@@ -45,8 +45,8 @@ import httpx2 as httpx
 import orjson
 import pytest
 
+from tests.ports import free_port
 from tests.postgres import PostgresServer, binaries
-from tests.serving import free_port
 from tests.sso.provider import Provider, end_session, login, start_provider, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]

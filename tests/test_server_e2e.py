@@ -94,3 +94,19 @@ def test_concurrent_partial_updates_over_http_both_survive(server: Server) -> No
     assert failures == []
     status, final = server.call("GET", f"/api/content/item/counters/{item['_id']}")
     assert (final["a"], final["b"]) == (40, 40)
+
+
+def test_a_second_server_on_a_served_port_refuses_to_start(server: Server, tmp_path: Path) -> None:
+    """The server shares its socket between workers (SO_REUSEPORT): without
+    the check a second one would start too and the kernel would deal the
+    requests out between two data folders."""
+    from tests.commands import run_quire
+
+    port = urllib.parse.urlsplit(server.base).port
+    for command in (["serve"], ["demo", "--serve"]):
+        done = run_quire(*command, "--data", str(tmp_path / "other"), "--port", str(port), check=False, process=True)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"cannot serve on 127.0.0.1:{port}: the port is in use" in done.stderr
+        assert "Quire serving" not in done.stdout
+    status, _ = server.call("GET", "/api/system/healthcheck")  # the first one serves on
+    assert status == 200

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
 import secrets
 import shutil
+import socket
 import sys
 import threading
 import time
@@ -65,6 +67,8 @@ def _serve(args: argparse.Namespace, overrides: dict[str, dict[str, Any]],
     os.environ["QUIRE_CONFIG"] = str(Path(args.config).resolve()) if args.config else ""
     for key, value in overrides["server"].items():
         os.environ[f"QUIRE_SERVER_{key.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
+    if _address_taken(server.host, server.port):
+        return 1
     print(f"Quire serving {settings.data_dir} on http://{server.host}:{server.port}", flush=True)
     if when_up is not None:
         url = _local_url(server.host, server.port)
@@ -91,6 +95,36 @@ def _wait_then(url: str, then: Callable[[str], None]) -> None:
     else:
         return
     then(url)
+
+
+def _address_taken(host: str, port: int) -> bool:
+    """Whether `host:port` cannot be served (said on stderr)."""
+    why = _why_unservable(host, port)
+    if why:
+        print(f"error: cannot serve on {host}:{port}: {why}", file=sys.stderr)
+    return why is not None
+
+
+def _why_unservable(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be served, or None. The server binds with
+    SO_REUSEPORT (its workers share the socket), so a second server on a
+    port already served would start without a word and the kernel would
+    deal the requests out between the two: a plain bind finds it first."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"unknown host ({exc.strerror}); check --host or [server] host"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port left in TIME_WAIT is free
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return ("the port is in use (another Quire or another program serves there); "
+                        "stop it or choose another port with --port or [server] port")
+            return f"{exc.strerror or exc}; check --host, --port or [server]"
+    return None
 
 
 def granian_server(target: str, host: str, port: int, workers: int, quiet: bool) -> Any:
@@ -170,6 +204,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     host = host if getattr(args, "host", None) is None else args.host
     port = port if getattr(args, "port", None) is None else args.port
     url = _local_url(host, port)
+    if args.serve and _address_taken(host, port):
+        return 1
     login = []
     if token:
         login.append(f"Contact form token: {token}   (POST {url}/api/inbox/submit/{token}, no key needed)")

@@ -23,14 +23,9 @@ from quire.store import SqliteStore
 from tests.client import TestClient
 from tests.conftest import Api
 from tests.inbox.conftest import PDF, inbox_files, make_form, png, stored, submit
+from tests.ports import free_port
 
 FROM = "forms@quire.test"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Inbox:

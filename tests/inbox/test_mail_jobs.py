@@ -22,7 +22,8 @@ from quire.config import load_settings
 from quire.inbox.mailer import EMAIL, Mailer
 from quire.jobs import DONE, JOBS, RUNNING, Jobs
 from quire.store import SqliteStore
-from tests.inbox.test_mail import FROM, Inbox, free_port, wait_for
+from tests.inbox.test_mail import FROM, Inbox, wait_for
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

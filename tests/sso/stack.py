@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.commands import run_quire
-from tests.serving import free_port, quire_server
+from tests.ports import free_port
+from tests.serving import quire_server
 from tests.sso.provider import Provider, start_provider
 
 CLIENT_ID = "quire-admin"

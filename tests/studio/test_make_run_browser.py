@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.serving import free_port
+from tests.ports import free_port
 from tests.studio.browsing import (
     NARROW,
     WIDE,
