@@ -11,6 +11,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from tests.commands import run_quire
 from tests.ports import free_port
@@ -43,8 +44,13 @@ def quire_server(data: Path, env: dict[str, str] | None = None,
                 time.sleep(0.1)
         yield base, key, log
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[Any], seconds: float = 15) -> None:
+    """SIGTERM, and SIGKILL if it has not ended after `seconds`."""
+    proc.terminate()
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -16,6 +16,7 @@ from quire import (
     assets,
     audit,
     auth,
+    cdn,
     conditional,
     content,
     feed,
@@ -58,7 +59,7 @@ log = logging.getLogger("quire")
 MODULES: list[Module] = [
     auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
     searchmod.module, health.module, system.module, accounts.module, revisions.module, audit.module, webhooks.module,
-    feed.module, gql.module, sso.module,
+    feed.module, cdn.module, gql.module, sso.module,
     studio.module,
 ]
 
@@ -118,17 +119,20 @@ def build_app(settings: Settings, events: Events | None = None) -> App:
         before_request=quire.cache.refresh,
         limit_request=api_limit(quire),
         observe=metrics.observe if settings.server.metrics else None,
-        conditional=conditional_get(settings),
+        conditional=conditional_get(settings, quire.modules),
         strict_transport=settings.server.public_url.startswith("https://"),
     )
     app.state.quire = quire
     return app
 
 
-def conditional_get(settings: Settings) -> Callable[[Scope, Response], Response]:
+def conditional_get(settings: Settings, modules: Sequence[Module]) -> Callable[[Scope, Response], Response]:
     """GET answers of the API with their ETag and Cache-Control, or a 304
-    (quire.conditional; `[api] cache_control` per route family)."""
+    (quire.conditional; `[api] cache_control` per route family), and with
+    the CDN's tags when `[cdn]` wants them."""
     cache_control = dict(settings.api.cache_control)
+    tagger = conditional.Tagger({m.name: [kind.name for kind in m.feed] for m in modules if m.feed}) \
+        if settings.cdn.tagging else None
 
     def finish(scope: Scope, response: Response) -> Response:
         if scope["method"] != "GET" or not scope["path"].startswith("/api/"):
@@ -140,7 +144,7 @@ def conditional_get(settings: Settings) -> Callable[[Scope, Response], Response]
                 break
         found = scope.get(IDENTITY)  # the rate limit's lookup, when one ran
         keyed = not found.anonymous if found is not None else request_key(Request(scope)) is not None
-        return conditional.finish(response, scope["path"], inm, keyed, cache_control)
+        return conditional.finish(response, scope["path"], inm, keyed, cache_control, tagger)
 
     return finish
 

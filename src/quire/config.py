@@ -314,6 +314,52 @@ class FeedSettings(Section):
 
 
 @dataclass(frozen=True)
+class CdnSettings(Section):
+    """A CDN or caching proxy in front of the read API (docs/delivery.md#cdn):
+    whether answers name what they contain in `Surrogate-Key` and
+    `Cache-Tag` (by default: when a purge address is set), and the purge
+    request sent after each write with the tags it touched."""
+
+    NAME: ClassVar[str] = "cdn"
+    tags: str = "auto"  # auto, on or off
+    # empty: no purging; else the CDN's purge-by-tag address (Fastly's
+    # https://api.fastly.com/service/<id>/purge, Cloudflare's
+    # https://api.cloudflare.com/client/v4/zones/<zone>/purge_cache)
+    purge_url: str = setting("", secret=True)
+    purge_method: str = "POST"
+    # headers of the purge request (the CDN's API key goes here; never logged)
+    purge_headers: dict[str, str] = setting({}, secret=True, describe="a table of header = value")
+    # where the tags go: a header of that name, space-separated (Fastly's
+    # `Surrogate-Key`), or else a JSON body {"<purge_field>": [tags]}
+    # (Cloudflare's `tags`, Fastly's `surrogate_keys`)
+    purge_header: str = ""
+    purge_field: str = "tags"
+    tags_per_request: int = setting(30, between=(1, 10_000))
+    timeout_seconds: int = setting(10, between=(1, 120))
+    max_attempts: int = setting(10, between=(1, 100))
+    retry_ms: int = setting(5_000, between=(10, 86_400_000))
+
+    @property
+    def tagging(self) -> bool:
+        return self.tags == "on" or (self.tags == "auto" and bool(self.purge_url))
+
+    def check(self) -> None:
+        if self.tags not in ("auto", "on", "off"):
+            raise ConfigError("setting 'cdn.tags' must be auto, on or off")
+        if not _TOKEN.fullmatch(self.purge_method):
+            raise ConfigError(f"setting 'cdn.purge_method' is {self.purge_method!r}, which is not an HTTP method")
+        if self.purge_url:
+            _check_url("cdn.purge_url", self.purge_url)
+        for name in [*self.purge_headers, *([self.purge_header] if self.purge_header else [])]:
+            if not _TOKEN.fullmatch(name):
+                raise ConfigError(f"setting 'cdn.purge_headers' / 'cdn.purge_header' has {name!r}, "
+                                  "which is not an HTTP header name")
+        if not self.purge_header and not self.purge_field:
+            raise ConfigError("setting 'cdn.purge_field' must name the JSON field of the tags "
+                              "(or set 'cdn.purge_header')")
+
+
+@dataclass(frozen=True)
 class JobsSettings(Section):
     """The jobs table (quire.jobs): how often a runner looks for due work
     when nothing woke it, and how long finished jobs are kept."""
@@ -467,6 +513,7 @@ SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     WebhooksSettings,
     AuditSettings,
     FeedSettings,
+    CdnSettings,
     GraphqlSettings,
 )}
 
@@ -577,6 +624,7 @@ class Settings:
     webhooks = _SectionOf(WebhooksSettings)
     audit = _SectionOf(AuditSettings)
     feed = _SectionOf(FeedSettings)
+    cdn = _SectionOf(CdnSettings)
     hooks = _SectionOf(HooksSettings)
     modules = _SectionOf(ModulesSettings)
     admin = _SectionOf(AdminSettings)

@@ -23,6 +23,7 @@ class Received:
     body: bytes
     at: float
     path: str
+    method: str = "POST"
 
     @property
     def json(self) -> Any:
@@ -44,7 +45,8 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                got = Received({k.lower(): v for k, v in self.headers.items()}, body, time.time(), self.path)
+                got = Received({k.lower(): v for k, v in self.headers.items()}, body, time.time(), self.path,
+                               self.command)
                 status = receiver.answer(got)
                 with receiver._changed:
                     receiver.received.append(got)
@@ -56,6 +58,8 @@ class Receiver:
                 self.send_header("content-length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")
+
+            do_PURGE = do_POST  # noqa: N815 (a CDN purge request, tests/cdn)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -38,6 +38,8 @@ class ChangeLog:
         self.keep_days = keep_days
         self.clock = clock
         self.records = store.collection(CHANGES, HINTS)
+        # told of each record in its write's transaction (the CDN purge): (model, id)
+        self.listeners: list[Callable[[str, str], None]] = []
         store.ensure_indexes(CHANGES, [[("model",), ("_id",)]], HINTS)
         self.daily = Daily(jobs, PRUNE, lambda store: self.prune(store=store),
                            f"change records older than {keep_days} days", lambda: self.clock())
@@ -53,6 +55,8 @@ class ChangeLog:
             {"kind": "public", "id": None}
         self.records.insert({"_id": record_id(seq), "seq": seq, "at": round(self.clock(), 3), "event": event,
                              "model": model, "id": item_id, "who": who, "now": now_visible, "was": was_visible})
+        for listener in self.listeners:
+            listener(model, item_id)
         return seq
 
     def latest(self) -> int:
