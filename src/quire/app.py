@@ -48,6 +48,7 @@ from quire.hooks import load_hooks
 from quire.jobs import Jobs
 from quire.modules import Module, Services
 from quire.packages import chosen
+from quire.requestid import configure_logging
 from quire.store import SqliteStore, open_store
 from quire.system.custom import routes_of as custom_routes
 from quire.ui.web import use_module_files
@@ -184,6 +185,6 @@ def api_limit(quire: Quire) -> Callable[[Scope], list[tuple[bytes, bytes]] | Non
 def app_from_env() -> App:
     """The factory granian's workers call: settings come from the environment
     that `quire serve` prepared (QUIRE_DATA, QUIRE_CONFIG)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = load_settings(os.environ.get("QUIRE_DATA", "./data"), os.environ.get("QUIRE_CONFIG") or None)
+    configure_logging(settings.server.log_format == "json")
     return build_app(settings)

@@ -22,6 +22,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from quire.errors import ApiError
 from quire.forwarded import serving
+from quire.requestid import REQUEST_ID, request_id
 from quire.responses import json_response
 from quire.store.values import bad_text
 
@@ -108,10 +109,14 @@ class App:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            if self._log:
-                await self._logged(scope, receive, send)
-            else:
-                await self._http(scope, receive, send)
+            token = REQUEST_ID.set(request_id(_header(scope, b"x-request-id")))
+            try:
+                if self._log:
+                    await self._logged(scope, receive, send)
+                else:
+                    await self._http(scope, receive, send)
+            finally:
+                REQUEST_ID.reset(token)
         elif scope["type"] == "lifespan":
             await self._lifespan(receive, send)
 
@@ -147,7 +152,9 @@ class App:
         finally:
             # the path only: a query string may carry an api_key
             ms = (time.perf_counter() - start) * 1000
-            access_log.info("%s %s %d %.1fms%s", scope["method"], scope["path"], status[0], ms, broken)
+            access_log.info("%s %s %d %.1fms%s", scope["method"], scope["path"], status[0], ms, broken,
+                            extra={"method": scope["method"], "path": scope["path"], "status": status[0],
+                                   "ms": round(ms, 1)})
 
     def _match(self, path: str) -> tuple[Route | None, dict[str, str]]:
         found = self._static.get(path)
@@ -176,6 +183,7 @@ class App:
         # Browsers must not read any answer as another type than it says
         # (a JSON error shown as HTML, an upload as script).
         _nosniff(response)
+        response.raw_headers.append((b"x-request-id", (REQUEST_ID.get() or "").encode()))
         if self._extra_headers:
             response.raw_headers.extend(self._extra_headers)
         if cors is not None:

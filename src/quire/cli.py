@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
+import logging
 import os
 import secrets
 import shutil
@@ -69,11 +70,19 @@ def _serve(args: argparse.Namespace, overrides: dict[str, dict[str, Any]],
         os.environ[f"QUIRE_SERVER_{key.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
     if _address_taken(server.host, server.port):
         return 1
-    print(f"Quire serving {settings.data_dir} on http://{server.host}:{server.port}", flush=True)
+    serving = f"Quire serving {settings.data_dir} on http://{server.host}:{server.port}"
+    if server.log_format == "json":
+        from quire.requestid import configure_logging
+
+        configure_logging(True)
+        logging.getLogger("quire").info(serving)
+    else:
+        print(serving, flush=True)
     if when_up is not None:
         url = _local_url(server.host, server.port)
         threading.Thread(target=_wait_then, args=(url, when_up), daemon=True).start()
-    granian_server("quire.app:app_from_env", server.host, server.port, server.workers, server.quiet).serve()
+    granian_server("quire.app:app_from_env", server.host, server.port, server.workers, server.quiet,
+                   json_logs=server.log_format == "json").serve()
     return 0
 
 
@@ -127,7 +136,12 @@ def _why_unservable(host: str, port: int) -> str | None:
     return None
 
 
-def granian_server(target: str, host: str, port: int, workers: int, quiet: bool) -> Any:
+# `[server] log_format = "json"`: the server's own lines as JSON too (granian's
+# logging config names these two formatters)
+JSON_LOGGING = {"formatters": {name: {"()": "quire.requestid.JsonFormatter"} for name in ("generic", "access")}}
+
+
+def granian_server(target: str, host: str, port: int, workers: int, quiet: bool, json_logs: bool = False) -> Any:
     """The server `quire serve` runs: granian's ASGI interface, with the app
     made in each worker by the factory `target` ("module:function"). The
     content benchmark serves its ceiling app with it too, so both run with
@@ -143,6 +157,7 @@ def granian_server(target: str, host: str, port: int, workers: int, quiet: bool)
         factory=True,
         loop=_event_loop(),  # type: ignore[arg-type]
         log_enabled=not quiet,
+        log_dictconfig=JSON_LOGGING if json_logs else None,
         log_access=False,
         # A worker killed by the kernel (out of memory) or by a crash in a
         # native library is started again; the others keep serving meanwhile.

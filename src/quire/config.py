@@ -57,9 +57,13 @@ class ServerSettings(Section):
     metrics_open: bool = False
     public_url: str = ""
     proxy_hops: int = setting(0, between=(0, MAX_PROXY_HOPS))
+    # "text" lines, or "json": one object per line with the request id (quire.requestid)
+    log_format: str = "text"
 
     def check(self) -> None:
         _check_url("server.public_url", self.public_url)
+        if self.log_format not in ("text", "json"):
+            raise ConfigError("setting 'server.log_format' must be text or json")
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,8 @@ def test_keys_and_roles_are_recorded_with_who_and_the_client_address(admin: Api,
     for entry in listed["data"]:
         assert entry["who"] == {"kind": "key", "id": me.key_id, "name": "test admin", "role": "admin"}
         assert entry["ip"] == "testclient"  # the peer: no proxy is trusted by default
-        assert set(entry) == {"_id", "at", "who", "action", "resource", "id", "detail", "ip"}
+        assert set(entry) == {"_id", "at", "who", "action", "resource", "id", "detail", "ip", "request"}
+        assert len(entry["request"]) == 16  # the id its answer carried in X-Request-Id
     created = listed["data"][2]
     assert (created["resource"], created["id"]) == ("keys", key["_id"])
     assert created["detail"] == {"name": "site build", "role": "editor"}

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from quire import requestid
 from quire.auth.service import Identity, who
 from quire.catalogue import MAX_TEXT
 from quire.config import AuditSettings
@@ -152,6 +153,9 @@ class AuditService:
                  "action": action, "action_kind": action.partition(".")[0], "resource": resource,
                  "resource_kind": resource.partition("/")[0], "id": item, "detail": detail or {},
                  "ip": current_client(self.proxy_hops)}
+        request = requestid.current()
+        if request is not None:  # the HTTP request that made the change (quire.requestid)
+            entry["request"] = request
         if self.store.in_transaction():
             self.entries.insert(entry)  # the change's own transaction: no savepoint needed
         else:

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from quire import requestid
 from quire.auth.service import SYSTEM, Identity
 from quire.cache import Cache, bump_system_version
 from quire.catalogue import EventSpec
@@ -288,9 +289,10 @@ class WebhookService:
             return 0
         now = self.clock()
         body = orjson.dumps({"type": event, "timestamp": iso(now), "data": data}).decode()
+        request = requestid.current()  # the HTTP request whose write this tells of, if any
         for hook in followers:
             self.jobs.enqueue(DELIVERY, {"hook": hook["_id"], "msg": f"msg_{new_id()}", "event": event,
-                                         "body": body, "queued": now})
+                                         "body": body, "queued": now, "request": request})
         return len(followers)
 
     # -- delivering (in the jobs runner's thread) ------------------------------
@@ -317,6 +319,8 @@ class WebhookService:
         headers = {**hook["headers"], "content-type": "application/json", "webhook-id": payload["msg"],
                    "webhook-timestamp": str(timestamp),
                    "webhook-signature": " ".join(sign(s, payload["msg"], timestamp, body) for s in secrets_now)}
+        if payload.get("request"):
+            headers["quire-request-id"] = payload["request"]
         started = time.monotonic()
         try:
             answer = self.sender.post(hook["url"], headers, body)
@@ -361,7 +365,8 @@ class WebhookService:
             store.collection(DELIVERIES, DELIVERY_HINTS).insert({
                 "_id": new_id(), "hook": payload["hook"], "msg": payload["msg"], "event": payload["event"],
                 "job": job.id, "attempt": job.attempts, "status": status, "ok": ok, "ms": ms, "error": error,
-                "at": now, "manual": bool(payload.get("manual")), "body": payload["body"]})
+                "at": now, "manual": bool(payload.get("manual")), "body": payload["body"],
+                "request": payload.get("request")})
             hooks = store.collection(WEBHOOKS)
             hook = hooks.get(payload["hook"])
             if hook is not None and counts:
