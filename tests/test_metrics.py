@@ -46,6 +46,21 @@ def test_metrics_count_requests_and_read_jobs_and_queues(admin: Api, anon: Api) 
     assert anon.get("/metrics").status_code == 401
 
 
+def test_metrics_count_write_lock_waits_kept_answers_and_their_misses(admin: Api) -> None:
+    before = admin.get("/metrics").text
+    put_model(admin, "notes", type="collection", fields=[{"name": "text", "type": "text"}])
+    admin.post("/api/content/item/notes", json={"data": {"text": "one"}})
+    for _ in range(3):  # a miss, then the answer kept
+        admin.get("/api/content/items/notes", params={"limit": "5"})
+    after = admin.get("/metrics").text
+    waits = "quire_store_lock_wait_seconds_count"
+    assert _value(after, waits, got="yes") >= _value(before, waits, got="yes") + 2  # the model, the item
+    kept = "quire_kept_answers_total"
+    assert _value(after, kept, region="list", result="hit") >= _value(before, kept, region="list", result="hit") + 2
+    assert _value(after, kept, region="list", result="miss") >= _value(before, kept, region="list", result="miss") + 1
+    assert "quire_store_lock_wait_seconds_bucket" in after
+
+
 def test_only_a_role_with_system_metrics_or_an_open_setting_reads_them(admin: Api, tmp_path: Path) -> None:
     admin.put("/api/system/roles/scraper", json={"permissions": {"system/metrics": True}})
     admin.put("/api/system/roles/reader", json={"permissions": {"content/posts/read": True}})
@@ -80,3 +95,16 @@ def test_two_workers_counts_are_added_up(tmp_path: Path) -> None:
             assert _value(after, "quire_feed_streams") == 3
             for response in streams:
                 response.close()
+
+
+def test_the_command_line_names_the_metrics_folder_before_prometheus_client_is_imported(tmp_path: Path) -> None:
+    """prometheus_client reads PROMETHEUS_MULTIPROC_DIR once, when imported:
+    imported earlier (a module importing quire.metrics), every worker
+    counted in memory and a scrape saw none of the requests."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from quire import cli; cli.build_parser(); cli._metrics_folder(sys.argv[1]); "
+            "print('prometheus_client' in sys.modules)")  # as cli.main does it
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr

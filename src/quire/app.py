@@ -109,6 +109,7 @@ class Quire(Services):
 
 def build_app(settings: Settings, events: Events | None = None) -> App:
     quire = Quire(settings, events)
+    metrics.counting(settings.server.metrics)
     app = App(
         [*(r for module in quire.modules for r in module.routes), *custom_routes(quire)],
         cors_origins=list(settings.api.cors_origins),

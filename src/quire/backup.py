@@ -51,6 +51,7 @@ from quire import __version__
 from quire.config import Settings
 from quire.files import BadKey, FileHold, Files, PiecesReader, check_key, open_files
 from quire.migrate import is_copied, is_data_meta
+from quire.processes import pid_alive
 from quire.store import open_store
 from quire.webhooks.sealing import KEY_FILE
 
@@ -173,17 +174,6 @@ def _remove_leftovers(path: Path) -> None:
                 shutil.rmtree(leftover, ignore_errors=True)
             else:
                 leftover.unlink(missing_ok=True)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process `pid` runs (one of another user counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _write_store(store: Any, tar: tarfile.TarFile, work: Path, summary: Summary,

@@ -841,7 +841,7 @@ def _metrics_folder(data: str) -> None:
     keep theirs apart), made now, before anything imports prometheus_client,
     which reads the variable once, and before the workers are forked.
     Folders of servers that are gone are removed."""
-    from quire.backup import pid_alive
+    from quire.processes import pid_alive  # imports nothing that imports prometheus_client
 
     root = Path(data) / ".metrics"
     root.mkdir(parents=True, exist_ok=True)

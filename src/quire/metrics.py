@@ -5,7 +5,8 @@ Counted as requests are answered (every worker process of `quire serve`
 writes its own file under `PROMETHEUS_MULTIPROC_DIR`, which the command
 line sets and empties before anything imports this module, so that the
 forked workers count in files, and a scrape adds them up): requests by route
-and status, their latency, open change-feed streams. Read from the
+and status, their latency, open change-feed streams, waits for the write
+lock, reads of kept answers, webhook deliveries. Read from the
 database when scraped, so every instance answers the same: jobs by kind
 and state, the change log's last number and the search index's queue."""
 
@@ -26,6 +27,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from quire import counting as told
+
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -36,6 +39,13 @@ LATENCY = Histogram("quire_request_seconds", "Time to answer a request (to its l
                     ["route"], buckets=BUCKETS)
 STREAMS = Gauge("quire_feed_streams", "Open change-feed streams (GET /api/content/changes)",
                 multiprocess_mode="livesum")
+LOCK_WAIT = Histogram("quire_store_lock_wait_seconds",
+                      "Time a write waited for the database's write lock, by whether it got it (no: a 503)",
+                      ["got"], buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0))
+KEPT = Counter("quire_kept_answers_total", "Reads answered from the answers kept in memory, or not, by kind",
+               ["region", "result"])
+DELIVERIES = Counter("quire_webhook_deliveries_total", "Webhook delivery attempts, by outcome", ["outcome"])
+OWN = (REQUESTS, LATENCY, STREAMS, LOCK_WAIT, KEPT, DELIVERIES)
 
 
 def process_ended() -> None:
@@ -59,6 +69,46 @@ def observe(route: str, method: str, status: int, seconds: float) -> None:
     timer.observe(seconds)
 
 
+_waits = {True: LOCK_WAIT.labels("yes"), False: LOCK_WAIT.labels("no")}
+_on = [True]  # `[server] metrics` of this process (app.build_app)
+
+
+def counting(on: bool) -> None:
+    """Count (or not) lock waits, kept answers and deliveries in this
+    process (quire.counting tells of them); requests are counted by the
+    dispatcher when it is given `observe`."""
+    _on[0] = on
+    if on:
+        told.listen("lock_wait", lock_waited)
+        told.listen("kept_read", kept)
+        told.listen("delivery", delivered)
+
+
+def lock_waited(seconds: float, got: bool) -> None:
+    """A write's wait for the write lock (quire.store.base.LOCK_WAITS)."""
+    if _on[0]:
+        _waits[got].observe(seconds)
+
+
+_kept: dict[tuple[str, bool], Any] = {}
+
+
+def kept(region: str, hit: bool) -> None:
+    """A read looked among the kept answers of `region`."""
+    if not _on[0]:
+        return
+    child = _kept.get((region, hit))
+    if child is None:
+        child = _kept[(region, hit)] = KEPT.labels(region, "hit" if hit else "miss")
+    child.inc()
+
+
+def delivered(ok: bool) -> None:
+    """A webhook delivery attempt ended."""
+    if _on[0]:
+        DELIVERIES.labels("ok" if ok else "failed").inc()
+
+
 class Sampled(Collector):
     """Gauges read from the database at each scrape: `read()` answers
     (name, help, labels, [(label values, value)])."""
@@ -80,7 +130,7 @@ def scrape(sampled: Sampled | None) -> bytes:
     if os.environ.get(MULTIPROC_ENV):
         multiprocess.MultiProcessCollector(registry)
     else:  # one process (tests, `quire` used as a library): its own counts
-        for metric in (REQUESTS, LATENCY, STREAMS):
+        for metric in OWN:
             registry.register(metric)
     if sampled is not None:
         registry.register(sampled)

@@ -25,6 +25,7 @@ from quire.content.models import ModelService
 from quire.content.preview import DEFAULT_SECONDS
 from quire.content.service import ContentService, ReadOptions
 from quire.content.writes import REV_RULE, Expected, is_rev
+from quire.counting import tell
 from quire.errors import BadRequest, NotFound, PreconditionFailed, Unavailable
 from quire.http import (
     JSON_TYPE,
@@ -79,7 +80,7 @@ async def get_item(request: Request) -> Response:
     answers = quire.cache.region("content.item_answers", quire.settings.api.kept_answers_mb * 1024 * 1024)
     key = _answer_key(request.scope, identity) if item_id is not None and answers.size else None
     if key is not None:
-        kept = _kept(answers, key, request)
+        kept = _kept(answers, key, request, "item")
         if kept is not None:
             return kept
     generation = quire.cache.generation  # before the work: an answer of an older generation is not kept
@@ -254,7 +255,7 @@ async def list_items(request: Request) -> Response:
     # asked again, it is sent as it is, before any parameter is parsed.
     answers = quire.cache.region("content.answers", quire.settings.api.kept_answers_mb * 1024 * 1024)
     key = _answer_key(scope, identity)
-    kept = _kept(answers, key, request) if answers.size else None
+    kept = _kept(answers, key, request, "list") if answers.size else None
     if kept is not None:
         return kept
     generation = quire.cache.generation  # before the work: an answer of an older generation is not kept
@@ -293,11 +294,12 @@ async def list_items(request: Request) -> Response:
 _ANSWER_ENTRY = 600  # what an entry costs besides its body (key, tuple, headers, dict slot; tracemalloc)
 
 
-def _kept(answers: Region, key: Any, request: Request) -> Response | None:
+def _kept(answers: Region, key: Any, request: Request, kind: str) -> Response | None:
     """The kept answer of `key`, unless it was resolved for a persona
     schedule's minute that has passed; its 304 when the client sent its
     ETag (nothing else to make: quire.conditional adds Cache-Control)."""
     kept = answers.get(key)
+    tell("kept_read", kind, kept is not None)
     if kept is not None and (kept[0] < 0 or kept[0] == int(time.time()) // 60):
         wanted = request.headers.get("if-none-match")
         if wanted is not None and matches(wanted, kept[2]["ETag"]):

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from quire.counting import tell
 from quire.errors import StoreBusy
 from quire.store import match
 from quire.store.query import Node, Path, Projection
@@ -44,6 +45,11 @@ def on_event_loop() -> bool:
         return False
     return True
 
+
+
+def _waited(seconds: float, got: bool) -> None:
+    """A wait for the write lock ended (counted by quire.metrics)."""
+    tell("lock_wait", seconds, got)
 
 class Transactions(abc.ABC):
     """Write transactions over a backend's primitives (see the module doc)."""
@@ -177,7 +183,10 @@ class Transactions(abc.ABC):
                 wait = ON_LOOP_WAIT if on_event_loop() else self.blocking_timeout
                 if timeout is not None:
                     wait = min(wait, timeout)
-                if not self._try_begin(wait):
+                started = time.monotonic()
+                got = self._try_begin(wait)
+                _waited(time.monotonic() - started, got)
+                if not got:
                     raise self._busy()
             else:
                 self._savepoint(depth, "SAVEPOINT")
@@ -228,12 +237,14 @@ class Transactions(abc.ABC):
         is taken the same way, so a transaction of another thread is waited
         for without blocking this one's loop either. `steady`: the pause
         stays `FIRST_PAUSE` instead of growing (see `atomic`)."""
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         pause = FIRST_PAUSE
         while True:
             if self._wlock.acquire(blocking=False):
                 try:
                     if self._try_begin(0):
+                        _waited(time.monotonic() - started, True)
                         return  # the caller releases _wlock after the transaction
                 except BaseException:
                     self._wlock.release()
@@ -241,6 +252,7 @@ class Transactions(abc.ABC):
                 self._wlock.release()
             left = deadline - time.monotonic()
             if left <= 0:
+                _waited(time.monotonic() - started, False)
                 raise self._busy()
             await asyncio.sleep(min(pause, left))
             if not steady:

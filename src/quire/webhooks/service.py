@@ -24,6 +24,7 @@ from quire.auth.service import SYSTEM, Identity
 from quire.cache import Cache, bump_system_version
 from quire.catalogue import EventSpec
 from quire.config import WebhooksSettings
+from quire.counting import tell
 from quire.errors import BadRequest, NotFound
 from quire.events import Events, refusals_as_412
 from quire.ids import is_id, new_id
@@ -359,6 +360,8 @@ class WebhookService:
         runner taken over logs nothing and no attempt is logged twice."""
         payload = job.payload
         now = self.clock()
+
+        tell("delivery", error is None)
 
         def write(store: Store) -> None:
             ok = error is None
