@@ -7,8 +7,6 @@ the real server."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from quire.config import load_settings
 from quire.studio import shell as admin_routes
 from tests.admin.conftest import SESSION_COOKIE, Browser, logged_in, make_user, new_browser
 from tests.serving import quire_server
+from tests.streams import open_stream
 
 ISSUER = "https://idp.example"
 LOGOUT = {"type": "logout", "data": {"message": "You have been logged out from another application."}}
@@ -35,63 +34,10 @@ def _sso_session(quire: Quire, user: str = "ann", sub: str = "sub-ann", sid: str
     return token, session["_id"]
 
 
-class Stream:
-    """An open `GET /system/events` on the app, message by message."""
-
-    def __init__(self, receive_messages: Any) -> None:
-        self._messages = receive_messages
-        self.start: dict[str, Any] = {}
-        self.finished = False
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {k.decode().lower(): v.decode() for k, v in self.start.get("headers", [])}
-
-    async def chunk(self) -> bytes:
-        message = await self._messages.receive()
-        assert message["type"] == "http.response.body"
-        if not message.get("more_body", False):
-            self.finished = True
-        return bytes(message.get("body", b""))
-
-
-@asynccontextmanager
-async def open_stream(app: Any, token: str | None) -> AsyncIterator[Stream]:
-    headers = [(b"host", b"testserver")]
-    if token:
-        headers.append((b"cookie", f"{SESSION_COOKIE}={token}".encode()))
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
-             "scheme": "http", "path": "/system/events", "raw_path": b"/system/events", "query_string": b"",
-             "root_path": "", "headers": headers, "client": ("127.0.0.1", 50000),
-             "server": ("testserver", 80)}
-    send_stream, receive_stream = anyio.create_memory_object_stream[dict[str, Any]](100)
-    disconnected = anyio.Event()
-    requested = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal requested
-        if not requested:
-            requested = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        await disconnected.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        await send_stream.send(message)
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(app, scope, receive, send)
-        stream = Stream(receive_stream)
-        with anyio.fail_after(10):
-            stream.start = await receive_stream.receive()
-            assert stream.start["type"] == "http.response.start"
-            try:
-                yield stream
-            finally:
-                disconnected.set()
-                tasks.cancel_scope.cancel()
-    send_stream.close()
-    receive_stream.close()
+def open_events(app: Any, token: str | None) -> Any:
+    """`GET /system/events`, with the session cookie `token`."""
+    return open_stream(app, "/system/events",
+                       [(b"cookie", f"{SESSION_COOKIE}={token}".encode())] if token else [])
 
 
 # -- over HTTP in process -------------------------------------------------------------
@@ -118,7 +64,7 @@ def test_events_with_an_ended_session_is_401(app: Any, quire: Quire) -> None:
 @pytest.mark.anyio
 async def test_events_with_a_session_is_an_event_stream_starting_with_retry(app: Any) -> None:
     browser = logged_in(app)
-    async with open_stream(app, browser.cookies.get(SESSION_COOKIE)) as stream:
+    async with open_events(app, browser.cookies.get(SESSION_COOKIE)) as stream:
         assert stream.start["status"] == 200
         assert stream.headers["content-type"].startswith("text/event-stream")
         assert stream.headers["cache-control"] == "no-store"
@@ -130,7 +76,7 @@ async def test_events_with_a_session_is_an_event_stream_starting_with_retry(app:
 @pytest.mark.anyio
 async def test_logout_event_of_an_sso_session_is_delivered_and_the_stream_ends(app: Any, quire: Quire) -> None:
     token, session_id = _sso_session(quire)
-    async with open_stream(app, token) as stream:
+    async with open_events(app, token) as stream:
         assert (await stream.chunk()).startswith(b"retry:")
         ended = quire.sessions.end_sso(ISSUER, "sub-ann", "sid-1", LOGOUT)
         assert ended == [session_id]
@@ -147,7 +93,7 @@ async def test_logout_event_of_an_sso_session_is_delivered_and_the_stream_ends(a
 async def test_a_password_session_stream_gets_no_sso_event(app: Any, quire: Quire) -> None:
     browser = logged_in(app)
     _sso_session(quire, "ann", sub="sub-ann")
-    async with open_stream(app, browser.cookies.get(SESSION_COOKIE)) as stream:
+    async with open_events(app, browser.cookies.get(SESSION_COOKIE)) as stream:
         await stream.chunk()
         quire.sessions.end_sso(ISSUER, "sub-ann", None, LOGOUT)
         with anyio.move_on_after(1.5):
@@ -159,7 +105,7 @@ async def test_a_password_session_stream_gets_no_sso_event(app: Any, quire: Quir
 @pytest.mark.anyio
 async def test_every_open_tab_of_the_session_gets_the_logout_event(app: Any, quire: Quire) -> None:
     token, _ = _sso_session(quire)
-    async with open_stream(app, token) as first, open_stream(app, token) as second:
+    async with open_events(app, token) as first, open_events(app, token) as second:
         await first.chunk()
         await second.chunk()
         quire.sessions.end_sso(ISSUER, "sub-ann", None, LOGOUT)
@@ -176,7 +122,7 @@ async def test_stream_of_a_session_ended_without_an_event_closes(
     monkeypatch.setattr(admin_routes, "KEEPALIVE_SECONDS", 1.0)
     browser = logged_in(app)
     token = browser.cookies.get(SESSION_COOKIE)
-    async with open_stream(app, token) as stream:
+    async with open_events(app, token) as stream:
         await stream.chunk()
         quire.sessions.end_token(token)  # e.g. an administrator ended it
         with anyio.fail_after(5):
@@ -189,7 +135,7 @@ async def test_stream_of_a_live_session_sends_keep_alives(
         app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(admin_routes, "KEEPALIVE_SECONDS", 1.0)
     browser = logged_in(app)
-    async with open_stream(app, browser.cookies.get(SESSION_COOKIE)) as stream:
+    async with open_events(app, browser.cookies.get(SESSION_COOKIE)) as stream:
         await stream.chunk()
         assert (await stream.chunk()).startswith(b": keep-alive")
         assert (await stream.chunk()).startswith(b": keep-alive")

@@ -73,7 +73,7 @@ def test_pages_of_changes_follow_each_other_without_gaps(admin: Api, anon: Api) 
 
 def test_bad_requests_are_refused_naming_the_problem(admin: Api, anon: Api) -> None:
     _site(admin)
-    cases = [({"since": "abc"}, 400, "since"), ({"since": "-1"}, 400, "since"), ({"limit": "0"}, 400, "limit"),
+    cases = [({"since": "abc"}, 400, "since"), ({"since": "\u0661"}, 400, "since"), ({"since": "-1"}, 400, "since"), ({"limit": "0"}, 400, "limit"),
              ({"limit": "5000"}, 400, "limit"), ({"models": "secrets"}, 401, ""), ({"models": "nope"}, 404, ""),
              ({"filter": "{bad"}, 400, "filter"), ({"filter": '{"$where": "1"}'}, 400, ""),
              ({"models": ","}, 400, "models")]

@@ -34,7 +34,7 @@ def _view(request: Request) -> View:
 def _since(text: str | None) -> int:
     if text is None or text == "":
         return 0
-    if not text.isdigit() or len(text) > 18:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:  # "١٢" is digits to Python
         raise BadRequest("since must be a token this feed gave (next), or 0", fields=["since"])
     return int(text)
 

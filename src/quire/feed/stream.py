@@ -204,7 +204,7 @@ async def stream(hub: Hub, view: View, who: str, last_id: str | None,
     latest = hub.log.latest()
     since = latest  # a new stream: the changes committed from now on
     if last_id is not None:
-        asked = int(last_id) if last_id.isdigit() and len(last_id) <= 18 else -1
+        asked = int(last_id) if last_id.isascii() and last_id.isdigit() and len(last_id) <= 18 else -1
         if 0 <= asked <= latest:
             since = asked
         else:
