@@ -124,8 +124,7 @@ class Sampled(Collector):
             yield family
 
 
-def scrape(sampled: Sampled | None) -> bytes:
-    """The text of every metric: the workers' counts and the sampled ones."""
+def _registry(sampled: Sampled | None = None) -> CollectorRegistry:
     registry = CollectorRegistry()
     if os.environ.get(MULTIPROC_ENV):
         multiprocess.MultiProcessCollector(registry)
@@ -134,4 +133,35 @@ def scrape(sampled: Sampled | None) -> bytes:
             registry.register(metric)
     if sampled is not None:
         registry.register(sampled)
-    return generate_latest(registry)
+    return registry
+
+
+def totals() -> dict[str, Any]:
+    """This server's counts since it started, added up over its workers
+    (what the dashboard's charts take differences of): requests, server
+    errors (5xx), the latency histogram over every route (`buckets`: upper
+    bound -> count, with its `sum` and `count`), webhook deliveries."""
+    found: dict[str, Any] = {"requests": 0.0, "errors": 0.0, "latency_sum": 0.0, "latency_count": 0.0,
+                             "buckets": {}, "delivered": 0.0, "undelivered": 0.0}
+    for family in _registry().collect():
+        for sample in family.samples:
+            name, labels, value = sample.name, sample.labels, sample.value
+            if name == "quire_requests_total":
+                found["requests"] += value
+                if labels.get("status", "").startswith("5"):
+                    found["errors"] += value
+            elif name == "quire_request_seconds_bucket":
+                bound = labels["le"]
+                found["buckets"][bound] = found["buckets"].get(bound, 0.0) + value
+            elif name == "quire_request_seconds_sum":
+                found["latency_sum"] += value
+            elif name == "quire_request_seconds_count":
+                found["latency_count"] += value
+            elif name == "quire_webhook_deliveries_total":
+                found["delivered" if labels.get("outcome") == "ok" else "undelivered"] += value
+    return found
+
+
+def scrape(sampled: Sampled | None) -> bytes:
+    """The text of every metric: the workers' counts and the sampled ones."""
+    return generate_latest(_registry(sampled))

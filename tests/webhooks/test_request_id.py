@@ -6,6 +6,7 @@ followed from the proxy's log to the receiver's."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -50,7 +51,7 @@ def test_json_logs_are_one_object_a_line_with_the_request_id(tmp_path: Path) -> 
     with open(log, "w") as sink:
         proc = subprocess.Popen([sys.executable, "-m", "quire", "serve", "--data", str(tmp_path / "data"),
                                  "--port", str(port)], stdout=sink, stderr=subprocess.STDOUT,
-                                env={**__import__("os").environ, "QUIRE_SERVER_LOG_FORMAT": "json",
+                                env={**os.environ, "QUIRE_SERVER_LOG_FORMAT": "json",
                                      "PYTHONUNBUFFERED": "1"})
     try:
         deadline = time.monotonic() + 60
