@@ -32,6 +32,7 @@ from quire import (
     sso,
     studio,
     system,
+    tracing,
     webhooks,
 )
 from quire.apilimits import ApiLimits
@@ -157,6 +158,7 @@ def _shut_down(quire: Quire) -> None:
     quire.stopping_worker = True
     quire.close()
     metrics.process_ended()
+    tracing.shutdown()
 
 
 def api_limit(quire: Quire) -> Callable[[Scope], list[tuple[bytes, bytes]] | None] | None:
@@ -188,4 +190,7 @@ def app_from_env() -> App:
     that `quire serve` prepared (QUIRE_DATA, QUIRE_CONFIG)."""
     settings = load_settings(os.environ.get("QUIRE_DATA", "./data"), os.environ.get("QUIRE_CONFIG") or None)
     configure_logging(settings.server.log_format == "json")
+    traces = settings.traces
+    if traces.enabled:  # in the worker: the exporter's thread must not cross a fork
+        tracing.configure(traces.endpoint, traces.service_name, traces.sample_percent / 100)
     return build_app(settings)

@@ -20,6 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from quire import tracing
 from quire.errors import ApiError
 from quire.forwarded import serving
 from quire.requestid import REQUEST_ID, request_id
@@ -111,10 +112,11 @@ class App:
         if scope["type"] == "http":
             token = REQUEST_ID.set(request_id(_header(scope, b"x-request-id")))
             try:
-                if self._log:
-                    await self._logged(scope, receive, send)
-                else:
-                    await self._http(scope, receive, send)
+                with tracing.request_span(scope["method"], scope["path"], scope["headers"]):
+                    if self._log:
+                        await self._logged(scope, receive, send)
+                    else:
+                        await self._http(scope, receive, send)
             finally:
                 REQUEST_ID.reset(token)
         elif scope["type"] == "lifespan":
@@ -178,6 +180,10 @@ class App:
             await self._preflight(cors, scope, receive, send)
             return
         response = await self._respond(scope, receive, target, params, bad_path)
+        if tracing.enabled():
+            tracing.annotate({"http.response.status_code": response.status_code,
+                              "http.route": target.path if target is not None else "",
+                              "quire.request_id": REQUEST_ID.get() or ""})
         if self._conditional is not None:
             response = self._conditional(scope, response)
         # Browsers must not read any answer as another type than it says

@@ -364,6 +364,22 @@ class CdnSettings(Section):
 
 
 @dataclass(frozen=True)
+class TracesSettings(Section):
+    """OpenTelemetry traces (docs/operations.md#traces): on or off, where
+    the spans go (an OTLP/HTTP traces address) and what share of the
+    requests starting a trace is recorded."""
+
+    NAME: ClassVar[str] = "traces"
+    enabled: bool = False
+    endpoint: str = "http://127.0.0.1:4318/v1/traces"
+    service_name: str = "quire"
+    sample_percent: int = setting(100, between=(0, 100))
+
+    def check(self) -> None:
+        _check_url("traces.endpoint", self.endpoint)
+
+
+@dataclass(frozen=True)
 class JobsSettings(Section):
     """The jobs table (quire.jobs): how often a runner looks for due work
     when nothing woke it, and how long finished jobs are kept."""
@@ -518,6 +534,7 @@ SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     AuditSettings,
     FeedSettings,
     CdnSettings,
+    TracesSettings,
     GraphqlSettings,
 )}
 
@@ -629,6 +646,7 @@ class Settings:
     audit = _SectionOf(AuditSettings)
     feed = _SectionOf(FeedSettings)
     cdn = _SectionOf(CdnSettings)
+    traces = _SectionOf(TracesSettings)
     hooks = _SectionOf(HooksSettings)
     modules = _SectionOf(ModulesSettings)
     admin = _SectionOf(AdminSettings)

@@ -42,6 +42,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from quire import tracing
 from quire.config import JobsSettings
 from quire.errors import StoreBusy, StoreUnavailable
 from quire.ids import new_id
@@ -52,6 +53,7 @@ from quire.store import Collection, Store
 log = logging.getLogger("quire.jobs")
 
 JOBS = "system/jobs"
+TRACE_KEY = "_trace"  # in a payload: the trace that queued the job (quire.tracing)
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 LOST = "lost"  # an outcome, never stored: the lease was taken over, nothing recorded
 # Every stored value of these fields has this one type (or is null), so
@@ -270,6 +272,9 @@ class Jobs:
             raise ValueError(f"a job's key is a text of 1 to {MAX_KEY} characters")
         store = store or self.store
         now = self.clock()
+        queued_by = tracing.carrier()  # traces on: the job's span links back to this one
+        if queued_by:
+            payload = {**payload, TRACE_KEY: queued_by}
         doc: dict[str, Any] = {
             "_id": new_id() if key is None else f"{kind}:{key}",
             "kind": kind, "key": key, "payload": payload,
@@ -504,9 +509,10 @@ class Jobs:
             if n and (time.monotonic() - started > BATCH_SECONDS or self._stop.is_set()):
                 return outcomes, batch[n:]
             try:
-                result = self.kinds[job.kind].run(job)
-                if inspect.iscoroutine(result):  # a coroutine handler: on this thread's own loop
-                    run_here(result)
+                with tracing.job_span(job.kind, job.payload.get(TRACE_KEY)):
+                    result = self.kinds[job.kind].run(job)
+                    if inspect.iscoroutine(result):  # a coroutine handler: on this thread's own loop
+                        run_here(result)
             except GiveUp as exc:
                 outcomes.append(Ran(job, exc, retry=False))
             except Exception as exc:

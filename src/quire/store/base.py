@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from quire import tracing
 from quire.counting import tell
 from quire.errors import StoreBusy
 from quire.store import match
@@ -53,6 +54,8 @@ def _waited(seconds: float, got: bool) -> None:
 
 class Transactions(abc.ABC):
     """Write transactions over a backend's primitives (see the module doc)."""
+
+    system = ""  # what traces call the database: "sqlite", "postgresql"
 
     P = "?"  # the backend's parameter mark, for the SQL written here
 
@@ -199,8 +202,11 @@ class Transactions(abc.ABC):
         commit or roll back at its end."""
         self._depth += 1
         token = _in_tx.set(True)
+        traced = tracing.span("store.write", {"db.system": self.system}) if depth == 0 and tracing.enabled() \
+            else tracing.NOTHING
         try:
-            yield
+            with traced:
+                yield
         except BaseException:
             self._foreign += 1  # undone: what was read or kept inside may be gone
             if depth == 0:

@@ -43,6 +43,7 @@ import psycopg.errors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from quire import tracing
 from quire.errors import BadRequest, StoreBusy, StoreUnavailable
 from quire.ids import new_id
 from quire.store import match
@@ -130,6 +131,8 @@ def _number(value: Any) -> Any:
 
 class PostgresStore(Transactions):
     """A document store in one PostgreSQL schema (the `search_path` of `url`)."""
+
+    system = "postgresql"
 
     P = "%s"
 
@@ -390,6 +393,12 @@ class PostgresStore(Transactions):
 
     def execute_read(self, sql: str, params: Any = ()) -> psycopg.Cursor[Any]:
         self.queries += 1
+        if tracing.enabled():
+            with tracing.span("store.read", {"db.system": "postgresql", "db.query.text": sql[:300]}):
+                return self._read(sql, params)
+        return self._read(sql, params)
+
+    def _read(self, sql: str, params: Any) -> psycopg.Cursor[Any]:
         if _in_tx.get():
             return self._run(self._conn("_writer"), sql, params)
         return self._run(self._conn("_reader"), sql, params, reader=True)

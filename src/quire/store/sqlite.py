@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from quire import tracing
 from quire.errors import BadRequest
 from quire.ids import new_id
 from quire.store import match, values
@@ -216,6 +217,8 @@ def _bindable(value: Any) -> bool:
 class SqliteStore(Transactions):
     """A document store in one SQLite file."""
 
+    system = "sqlite"
+
     def __init__(
         self, path: str | FsPath, lock_timeout: float = 5.0, blocking_timeout: float = 60.0
     ) -> None:
@@ -305,6 +308,9 @@ class SqliteStore(Transactions):
 
     def execute_read(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
         self.queries += 1
+        if tracing.enabled():
+            with tracing.span("store.read", {"db.system": "sqlite", "db.query.text": sql[:300]}):
+                return self._read_conn().execute(sql, params)
         return self._read_conn().execute(sql, params)
 
     def open_stream_connection(self) -> sqlite3.Connection:

@@ -23,6 +23,7 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescap
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
+from quire import tracing
 from quire.auth.service import AuthService, Identity
 from quire.auth.sessions import SessionService
 from quire.auth.users import UserService
@@ -100,10 +101,11 @@ def render_in(env: Environment, request: Request, template: str, status: int = 2
 
     # the zone every time of the page is shown in (admin.js formats them)
     zone = zones.zone_name(request, login.user["_id"]) if isinstance(login, Login) else ""
-    html = env.get_template(template).render(
-        request=request, sso_enabled=sso.configured, login_text=sso.login_text, nav=nav,
-        find_enabled=quire.find_path is not None, user_zone=zone, **context,
-    )
+    with tracing.span("render", {"quire.template": template}):
+        html = env.get_template(template).render(
+            request=request, sso_enabled=sso.configured, login_text=sso.login_text, nav=nav,
+            find_enabled=quire.find_path is not None, user_zone=zone, **context,
+        )
     return HTMLResponse(html, status, headers=SECURITY_HEADERS)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from quire import requestid
+from quire import requestid, tracing
 from quire.auth.service import SYSTEM, Identity
 from quire.cache import Cache, bump_system_version
 from quire.catalogue import EventSpec
@@ -324,7 +324,11 @@ class WebhookService:
             headers["quire-request-id"] = payload["request"]
         started = time.monotonic()
         try:
-            answer = self.sender.post(hook["url"], headers, body)
+            with tracing.span("webhook POST", {"quire.webhook": payload["hook"], "quire.event": payload["event"]},
+                              kind="client"):
+                headers.update(tracing.carrier())  # the receiver may continue the trace (traceparent)
+                answer = self.sender.post(hook["url"], headers, body)
+                tracing.annotate({"http.response.status_code": answer.status})
         except Refused as exc:
             self._record(job, None, 0, str(exc))
             raise GiveUp(str(exc)) from None
