@@ -48,6 +48,7 @@ import pytest
 from tests.ports import free_port
 from tests.postgres import PostgresServer, binaries
 from tests.sso.provider import Provider, end_session, login, start_provider, unavailable
+from tests.webhooks.receiver import Receiver
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -240,6 +241,7 @@ class Cluster:
     form_token: str  # the demo's contact form
     data: Path
     provider: Provider | None
+    purges: Receiver  # the CDN's purge address
     provider_missing: str = ""
 
     @property
@@ -262,11 +264,13 @@ def demo(data: Path, env: dict[str, str]) -> tuple[str, str, str]:
     return out.stdout.strip().splitlines()[-1], password.group(1), token.group(1)
 
 
-def settings_file(nginx_base: str, provider: Provider | None) -> str:
+def settings_file(nginx_base: str, provider: Provider | None, purge_url: str) -> str:
     """The settings every instance shares (the one quire.toml of the data directory)."""
     lines = ["[server]", "proxy_hops = 1", f'public_url = "{nginx_base}"', "",
              # a role only the rate-limit test's key has (the others are not limited)
-             "[api]", "rate_limits = { limited = 40 }", ""]
+             "[api]", "rate_limits = { limited = 40 }", "",
+             # a CDN's purge address: the tests' receiver
+             "[cdn]", f'purge_url = "{purge_url}"', "retry_ms = 200", ""]
     if provider is not None:
         lines += ["[sso]", f'provider_url = "{provider.issuer}"', f'client_id = "{CLIENT_ID}"',
                   f'client_secret = "{CLIENT_SECRET}"', "[sso.mapping]", 'role = "realm_access/roles/0"']
@@ -302,12 +306,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "backchannel_logout_session_required": True}], ACCOUNTS))
         except pytest.skip.Exception as exc:
             missing = str(exc)
-        (data / "quire.toml").write_text(settings_file(proxy.base, provider))
+        purges = Receiver()
+        stack.callback(purges.close)
+        (data / "quire.toml").write_text(settings_file(proxy.base, provider, purges.url))
         a, b = (Instance(port, data, env, tmp / f"instance-{port}.log") for port in ports)
         for instance in (a, b):
             stack.callback(instance.stop)
             instance.start()
-        yield Cluster(pg, a, b, proxy, key, password, form_token, data, provider, missing)
+        yield Cluster(pg, a, b, proxy, key, password, form_token, data, provider, purges, missing)
 
 
 def make_model(cluster: Cluster, name: str) -> None:
@@ -428,6 +434,30 @@ def test_the_change_feed_streams_through_nginx_and_resumes_on_the_other_instance
         assert titles == ["on B", "while away"]  # from the other instance, no gap and no repeat
         pulled = proxied.get("/api/content/changes", params={"models": "feednotes", "since": "0"}).json()
         assert [c["item"]["title"] for c in pulled["data"]] == ["on A", "on B", "while away"]
+
+
+def test_writes_on_either_instance_are_purged_once_each_and_etags_hold_across_instances(cluster: Cluster) -> None:
+    make_model(cluster, "cached")
+    with cluster.client(cluster.a.base) as a, cluster.client(cluster.b.base) as b:
+        first = a.post("/api/content/item/cached", json={"data": {"title": "on A", "_state": 1}}).json()
+        second = b.post("/api/content/item/cached", json={"data": {"title": "on B", "_state": 1}}).json()
+        wanted = {"model:cached", "list:cached", f"id:{first['_id']}", f"id:{second['_id']}"}
+
+        def sent() -> list[str]:
+            return [tag for got in list(cluster.purges.received) for tag in got.json["tags"]]
+
+        wait_until(lambda: wanted <= set(sent()), "the writes' tags reached the purge address")
+        time.sleep(0.5)
+        for ident in (first["_id"], second["_id"]):
+            assert sent().count(f"id:{ident}") == 1  # one purge per write, whichever instance drained it
+        # a strong ETag made on A is the one B makes: either answers 304
+        page = {"limit": "10"}
+        tag = a.get("/api/content/items/cached", params=page).headers["etag"]
+        again = b.get("/api/content/items/cached", params=page, headers={"if-none-match": tag})
+        assert again.status_code == 304 and again.headers["etag"] == tag
+    with cluster.client(cluster.nginx.base) as through:
+        assert through.get("/api/content/items/cached", params=page, headers={"if-none-match": tag}
+                           ).status_code == 304
 
 
 def test_login_throttling_holds_across_instances(cluster: Cluster) -> None:
