@@ -59,6 +59,7 @@ def test_metrics_count_write_lock_waits_kept_answers_and_their_misses(admin: Api
     assert _value(after, kept, region="list", result="hit") >= _value(before, kept, region="list", result="hit") + 2
     assert _value(after, kept, region="list", result="miss") >= _value(before, kept, region="list", result="miss") + 1
     assert "quire_store_lock_wait_seconds_bucket" in after
+    assert _value(after, "quire_store_queries_total") > _value(before, "quire_store_queries_total")
 
 
 def test_only_a_role_with_system_metrics_or_an_open_setting_reads_them(admin: Api, tmp_path: Path) -> None:

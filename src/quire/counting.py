@@ -14,7 +14,7 @@ _listeners: dict[str, list[Callable[..., None]]] = {}
 
 
 def tell(what: str, *values: Any) -> None:
-    """`what` happened (`lock_wait`, `kept_read`, `delivery`), with its values."""
+    """`what` happened (`lock_wait`, `kept_read`, `delivery`, `query`), with its values."""
     for listener in _listeners.get(what, ()):
         listener(*values)
 

@@ -45,7 +45,8 @@ LOCK_WAIT = Histogram("quire_store_lock_wait_seconds",
 KEPT = Counter("quire_kept_answers_total", "Reads answered from the answers kept in memory, or not, by kind",
                ["region", "result"])
 DELIVERIES = Counter("quire_webhook_deliveries_total", "Webhook delivery attempts, by outcome", ["outcome"])
-OWN = (REQUESTS, LATENCY, STREAMS, LOCK_WAIT, KEPT, DELIVERIES)
+QUERIES = Counter("quire_store_queries_total", "Reads sent to the database (SQL statements)")
+OWN = (REQUESTS, LATENCY, STREAMS, LOCK_WAIT, KEPT, DELIVERIES, QUERIES)
 
 
 def process_ended() -> None:
@@ -82,6 +83,7 @@ def counting(on: bool) -> None:
         told.listen("lock_wait", lock_waited)
         told.listen("kept_read", kept)
         told.listen("delivery", delivered)
+        told.listen("query", queried)
 
 
 def lock_waited(seconds: float, got: bool) -> None:
@@ -101,6 +103,12 @@ def kept(region: str, hit: bool) -> None:
     if child is None:
         child = _kept[(region, hit)] = KEPT.labels(region, "hit" if hit else "miss")
     child.inc()
+
+
+def queried() -> None:
+    """A read went to the database."""
+    if _on[0]:
+        QUERIES.inc()
 
 
 def delivered(ok: bool) -> None:

@@ -44,6 +44,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from quire import tracing
+from quire.counting import tell
 from quire.errors import BadRequest, StoreBusy, StoreUnavailable
 from quire.ids import new_id
 from quire.store import match
@@ -393,6 +394,7 @@ class PostgresStore(Transactions):
 
     def execute_read(self, sql: str, params: Any = ()) -> psycopg.Cursor[Any]:
         self.queries += 1
+        tell("query")
         if tracing.enabled():
             with tracing.span("store.read", {"db.system": "postgresql", "db.query.text": sql[:300]}):
                 return self._read(sql, params)

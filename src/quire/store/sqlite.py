@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from quire import tracing
+from quire.counting import tell
 from quire.errors import BadRequest
 from quire.ids import new_id
 from quire.store import match, values
@@ -308,6 +309,7 @@ class SqliteStore(Transactions):
 
     def execute_read(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
         self.queries += 1
+        tell("query")
         if tracing.enabled():
             with tracing.span("store.read", {"db.system": "sqlite", "db.query.text": sql[:300]}):
                 return self._read_conn().execute(sql, params)
