@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -30,6 +32,7 @@ from quire import (
     revisions,
     searchmod,
     sso,
+    stopping,
     studio,
     system,
     tracing,
@@ -152,6 +155,42 @@ def conditional_get(settings: Settings, modules: Sequence[Module]) -> Callable[[
     return finish
 
 
+def _hear_the_stop() -> None:
+    """granian tells a worker to stop through the stop signal's handler it
+    puts on the worker's event loop as the worker starts
+    (`granian._signals.set_loop_signals`, called after this factory ran),
+    and calls back only once every connection has ended: an open event
+    stream never ends, so the worker was killed after `cli.STOP_SECONDS`.
+    Here that handler is replaced by one that does the same (sets
+    granian's stop event) and first ends the worker's event streams
+    (quire.stopping). Without the function (another granian), streams end
+    at the kill, as before."""
+    try:
+        from granian import _signals
+    except ImportError:
+        return
+    original = getattr(_signals, "set_loop_signals", None)
+    if original is None or getattr(original, "quire_hears", False):
+        return
+
+    def hearing(loop: Any) -> Any:
+        event = original(loop)
+
+        def stop(signum: int, frame: Any) -> None:
+            stopping.begin()
+            event.set()
+
+        try:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, stop, signum, None)
+        except (NotImplementedError, RuntimeError):  # no signals on this loop: granian's own stay
+            log.debug("the stop signal is granian's alone here")
+        return event
+
+    hearing.quire_hears = True  # type: ignore[attr-defined]
+    _signals.set_loop_signals = hearing
+
+
 def _shut_down(quire: Quire) -> None:
     """A worker's lifespan ends: done well before `cli.STOP_SECONDS`, after
     which the server kills it (and says so)."""
@@ -190,6 +229,7 @@ def app_from_env() -> App:
     that `quire serve` prepared (QUIRE_DATA, QUIRE_CONFIG)."""
     settings = load_settings(os.environ.get("QUIRE_DATA", "./data"), os.environ.get("QUIRE_CONFIG") or None)
     configure_logging(settings.server.log_format == "json")
+    _hear_the_stop()
     traces = settings.traces
     if traces.enabled:  # in the worker: the exporter's thread must not cross a fork
         tracing.configure(traces.endpoint, traces.service_name, traces.sample_percent / 100)

@@ -39,10 +39,11 @@ def _quire(args: argparse.Namespace) -> Any:
 
 
 RESPAWN_SECONDS = 1.0  # pause before a dead worker is started again
-# On SIGTERM a worker finishes what it is answering; one that has not stopped
-# after this long (an open event stream, a worker caught starting up) is
-# killed, so that stopping the server never hangs. Every acknowledged write
-# was committed before its answer, so the kill loses none.
+# On SIGTERM a worker ends its event streams (app._hear_the_stop) and
+# finishes what it is answering; one that has not stopped after this long (a
+# long request, a worker caught starting up) is killed, so that stopping the
+# server never hangs. Every acknowledged write was committed before its
+# answer, so the kill loses none.
 STOP_SECONDS = 10
 
 

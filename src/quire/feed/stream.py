@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from quire import metrics
+from quire import metrics, stopping
 from quire.errors import ApiError
 from quire.feed.log import ChangeLog
 from quire.feed.view import Readers, TooOld, View, changes, shown
@@ -229,6 +229,8 @@ async def stream(hub: Hub, view: View, who: str, last_id: str | None,
             try:
                 data = await asyncio.wait_for(subscriber.queue.get(), CHECK_SECONDS)
             except TimeoutError:
+                if stopping.under_way():
+                    return  # the worker stops: the client reconnects to one that serves on
                 if gone is not None and await gone():
                     return  # the client left: its stream stops counting at once
                 if time.monotonic() - quiet > KEEPALIVE_SECONDS:

@@ -18,6 +18,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
+from quire import stopping
 from quire.asgi import route
 from quire.auth.sessions import SessionService
 from quire.auth.users import UserService
@@ -159,6 +160,8 @@ async def events(request: Request) -> Response:
             if any(e["type"] == "logout" for e in waiting):
                 return
             await asyncio.sleep(POLL_SECONDS)
+            if stopping.under_way():
+                return  # the worker stops: the browser reconnects to one that serves on
             waited += POLL_SECONDS
             if waited % KEEPALIVE_SECONDS < POLL_SECONDS:
                 # A session ended without an event (logout in another tab, an
