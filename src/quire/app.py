@@ -31,6 +31,7 @@ from quire import (
     persona,
     revisions,
     searchmod,
+    spaces,
     sso,
     stopping,
     studio,
@@ -53,6 +54,7 @@ from quire.jobs import Jobs
 from quire.modules import Module, Services
 from quire.packages import chosen
 from quire.requestid import configure_logging
+from quire.sites import Sites
 from quire.store import SqliteStore, open_store
 from quire.system.custom import routes_of as custom_routes
 from quire.ui.web import use_module_files
@@ -64,7 +66,7 @@ log = logging.getLogger("quire")
 MODULES: list[Module] = [
     auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
     searchmod.module, health.module, system.module, accounts.module, revisions.module, audit.module, webhooks.module,
-    feed.module, cdn.module, gql.module, sso.module,
+    feed.module, cdn.module, gql.module, sso.module, spaces.module,
     studio.module,
 ]
 
@@ -111,8 +113,8 @@ class Quire(Services):
             raise
 
 
-def build_app(settings: Settings, events: Events | None = None) -> App:
-    quire = Quire(settings, events)
+def build_app(settings: Settings, events: Events | None = None, modules: list[Module] | None = None) -> App:
+    quire = Quire(settings, events, modules)
     metrics.counting(settings.server.metrics)
     app = App(
         [*(r for module in quire.modules for r in module.routes), *custom_routes(quire)],
@@ -224,7 +226,7 @@ def api_limit(quire: Quire) -> Callable[[Scope], list[tuple[bytes, bytes]] | Non
     return limit
 
 
-def app_from_env() -> App:
+def app_from_env() -> Any:
     """The factory granian's workers call: settings come from the environment
     that `quire serve` prepared (QUIRE_DATA, QUIRE_CONFIG)."""
     settings = load_settings(os.environ.get("QUIRE_DATA", "./data"), os.environ.get("QUIRE_CONFIG") or None)
@@ -233,4 +235,9 @@ def app_from_env() -> App:
     traces = settings.traces
     if traces.enabled:  # in the worker: the exporter's thread must not cross a fork
         tracing.configure(traces.endpoint, traces.service_name, traces.sample_percent / 100)
-    return build_app(settings)
+    return serve_sites(build_app(settings))
+
+
+def serve_sites(main: App) -> Any:
+    """The main site's app, and its spaces' under their names (quire.sites)."""
+    return Sites(main, lambda settings, modules: build_app(settings, modules=modules))

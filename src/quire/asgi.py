@@ -154,9 +154,9 @@ class App:
         finally:
             # the path only: a query string may carry an api_key
             ms = (time.perf_counter() - start) * 1000
-            access_log.info("%s %s %d %.1fms%s", scope["method"], scope["path"], status[0], ms, broken,
-                            extra={"method": scope["method"], "path": scope["path"], "status": status[0],
-                                   "ms": round(ms, 1)})
+            path = scope.get("root_path", "") + scope["path"]  # a space's requests under its name
+            access_log.info("%s %s %d %.1fms%s", scope["method"], path, status[0], ms, broken,
+                            extra={"method": scope["method"], "path": path, "status": status[0], "ms": round(ms, 1)})
 
     def _match(self, path: str) -> tuple[Route | None, dict[str, str]]:
         found = self._static.get(path)

@@ -1,4 +1,4 @@
-"""The `quire` command: serve, init, demo, keys, users, models, export, import, migrate."""
+"""The `quire` command: serve, init, demo, keys, spaces, users, models, export, import, migrate."""
 
 from __future__ import annotations
 
@@ -259,8 +259,25 @@ def _write_private(path: Path, text: str) -> None:
         out.write(text)
 
 
+def _space_quire(args: argparse.Namespace, name: str) -> Any:
+    """The services of space `name` of the site (its keys, its content)."""
+    from quire.app import Quire
+    from quire.spaces.service import SpaceService, space_settings
+
+    main = _quire(args)
+    try:
+        main.get(SpaceService).get(name)  # 404 (NotFound) when there is no such space
+        settings = space_settings(main.settings, name)
+        modules = [m for m in main.modules if m.name != "spaces"]
+    finally:
+        main.close()
+    quire = Quire(settings, modules=modules)
+    quire.store.lock_timeout = quire.store.blocking_timeout
+    return quire
+
+
 def cmd_keys(args: argparse.Namespace) -> int:
-    quire = _quire(args)
+    quire = _space_quire(args, args.space) if getattr(args, "space", None) else _quire(args)
     try:
         if args.keys_cmd == "create":
             created = quire.auth.create_key(args.name, args.role)
@@ -272,6 +289,32 @@ def cmd_keys(args: argparse.Namespace) -> int:
         else:
             quire.auth.delete_key(args.id)
             print(f"Deleted key {args.id}")
+    finally:
+        quire.close()
+    return 0
+
+
+def cmd_spaces(args: argparse.Namespace) -> int:
+    from quire.auth.service import SYSTEM
+    from quire.spaces.service import SpaceService
+
+    quire = _quire(args)
+    try:
+        spaces = quire.get(SpaceService)
+        if args.spaces_cmd == "list":
+            for space in spaces.list():
+                print(f"{space['name']:<20} {space['api']:<28} {space['label']}")
+        elif args.spaces_cmd == "create":
+            made = asyncio.run(spaces.create({"name": args.name, "label": args.label or args.name}, SYSTEM))
+            print(f"Created space {made['name']}: its API is {made['api']}/...; "
+                  f"a key for it: quire keys create --space {made['name']} --name ... --role admin")
+        else:
+            if not args.yes:
+                print(f"error: removing space {args.name} deletes its content, files and keys for good; "
+                      "say so with --yes", file=sys.stderr)
+                return 1
+            asyncio.run(spaces.remove(args.name))
+            print(f"Removed space {args.name}")
     finally:
         quire.close()
     return 0
@@ -730,7 +773,22 @@ def build_parser() -> argparse.ArgumentParser:
     keys_sub.add_parser("list", parents=[common], help="list keys (never the keys themselves)")
     delete = keys_sub.add_parser("delete", parents=[common], help="revoke a key")
     delete.add_argument("id", help="key id, from `quire keys list`")
+    for action in (create, *[keys_sub.choices[a] for a in ("list", "delete")]):
+        action.add_argument("--space", metavar="NAME", help="a key of this space (quire spaces list), not of the main site")
     keys.set_defaults(func=cmd_keys)
+
+    spaces = sub.add_parser("spaces", help="manage spaces (several sites in one Quire)",
+                            description="Create, list and remove spaces: sites with their own content, files, "
+                                        "roles and keys, served at /NAME/api/... (docs/spaces.md).")
+    spaces_sub = spaces.add_subparsers(dest="spaces_cmd", required=True, metavar="ACTION")
+    screate = spaces_sub.add_parser("create", parents=[common], help="create a space")
+    screate.add_argument("name", help="2 to 40 lowercase letters, digits and inner hyphens")
+    screate.add_argument("--label", help="a name for people (default: the name)")
+    spaces_sub.add_parser("list", parents=[common], help="list the spaces")
+    sremove = spaces_sub.add_parser("remove", parents=[common], help="remove a space and everything in it")
+    sremove.add_argument("name")
+    sremove.add_argument("--yes", action="store_true", help="yes, delete its content, files and keys")
+    spaces.set_defaults(func=cmd_spaces)
 
     users = sub.add_parser("users", help="manage admin users", description="Manage admin users.")
     users_sub = users.add_subparsers(dest="users_cmd", required=True, metavar="ACTION")

@@ -13,6 +13,7 @@ and state, the change log's last number and the search index's queue."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -92,6 +93,40 @@ def lock_waited(seconds: float, got: bool) -> None:
         _waits[got].observe(seconds)
 
 
+# Counted on every request: kept in plain numbers and added to the shared
+# counters (a lock and a write to the worker's file each) once 64 are
+# waiting or a second has passed, and at each scrape of this process; so
+# the other workers' last second may be missing from a scrape.
+FLUSH_EVERY = 64
+_pending: dict[Any, list[float]] = {}  # counter child -> [count waiting, when last added]
+
+
+def _count(child: Any) -> None:
+    waiting = _pending.get(child)
+    if waiting is None:
+        waiting = _pending[child] = [0, time.monotonic()]
+    waiting[0] += 1
+    if waiting[0] >= FLUSH_EVERY:
+        _flush_one(child, waiting)
+    else:
+        now = time.monotonic()
+        if now - waiting[1] >= 1.0:
+            _flush_one(child, waiting, now)
+
+
+def _flush_one(child: Any, waiting: list[float], now: float | None = None) -> None:
+    count, waiting[0] = waiting[0], 0
+    waiting[1] = time.monotonic() if now is None else now
+    if count:
+        child.inc(count)
+
+
+def flush() -> None:
+    """Add what this process holds back to the shared counters (a scrape)."""
+    for child, waiting in list(_pending.items()):
+        _flush_one(child, waiting)
+
+
 _kept: dict[tuple[str, bool], Any] = {}
 
 
@@ -102,13 +137,13 @@ def kept(region: str, hit: bool) -> None:
     child = _kept.get((region, hit))
     if child is None:
         child = _kept[(region, hit)] = KEPT.labels(region, "hit" if hit else "miss")
-    child.inc()
+    _count(child)
 
 
 def queried() -> None:
     """A read went to the database."""
     if _on[0]:
-        QUERIES.inc()
+        _count(QUERIES)
 
 
 def delivered(ok: bool) -> None:
@@ -149,6 +184,7 @@ def totals() -> dict[str, Any]:
     (what the dashboard's charts take differences of): requests, server
     errors (5xx), the latency histogram over every route (`buckets`: upper
     bound -> count, with its `sum` and `count`), webhook deliveries."""
+    flush()
     found: dict[str, Any] = {"requests": 0.0, "errors": 0.0, "latency_sum": 0.0, "latency_count": 0.0,
                              "buckets": {}, "delivered": 0.0, "undelivered": 0.0}
     for family in _registry().collect():
@@ -172,4 +208,5 @@ def totals() -> dict[str, Any]:
 
 def scrape(sampled: Sampled | None) -> bytes:
     """The text of every metric: the workers' counts and the sampled ones."""
+    flush()
     return generate_latest(_registry(sampled))

@@ -76,3 +76,17 @@ def test_json_logs_are_one_object_a_line_with_the_request_id(tmp_path: Path) -> 
     assert access and access[0]["logger"] == "quire.access" and "/api/system/healthcheck" in access[0]["message"]
     assert (access[0]["method"], access[0]["path"], access[0]["status"]) == ("GET", "/api/system/healthcheck", 200)
     assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+
+
+def test_forked_workers_make_ids_of_their_own() -> None:
+    from quire.requestid import request_id
+
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # a worker forked from the server's process
+        os.write(write, request_id(None).encode())
+        os._exit(0)
+    os.waitpid(child, 0)
+    theirs = os.read(read, 64).decode()
+    ours = request_id(None)
+    assert len(theirs) == len(ours) == 16 and theirs[:8] != ours[:8]

@@ -1,0 +1,85 @@
+"""The server's ASGI app when the site has spaces (docs/spaces.md): the
+main site's app, and each space's own at `/<name>/api/...` and
+`/<name>/storage/...` (the same paths under the space's name, as Cockpit
+serves its spaces), built in each worker the first time it is asked for,
+with its own database, files, jobs and caches.
+
+The list of spaces is the main site's (`system/spaces`), read again only
+after a change anywhere (its system version): a space created through one
+worker or instance is served by every other at its next request, and a
+removed one is closed and answers 404 there too. A path whose first part
+the main site serves itself (`api`, `studio`, ...) never looks at the
+list, so the main site's requests pay nothing for it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from quire.asgi import App, Receive, Scope, Send
+from quire.config import Settings
+from quire.modules import Module, Services
+from quire.spaces.service import SpaceService, space_settings
+
+log = logging.getLogger("quire.sites")
+
+SERVED = ("api", "storage")  # what a space serves under its name: the API and its files
+
+
+class Sites:
+    def __init__(self, main: App, build: Callable[[Settings, list[Module]], App]) -> None:
+        self.main = main
+        self.state = main.state  # tests and hooks read `app.state.quire`: the main site's
+        self.quire: Services = main.state.quire
+        self.build = build
+        self.apps: dict[str, App] = {}
+        self.roots = {r.path.split("/")[1] for r in main.routes}
+        self.quire.on_close(self.close)
+
+    @property
+    def routes(self) -> Sequence[Any]:
+        return self.main.routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            name, _, rest = path[1:].partition("/")
+            if name and name not in self.roots and rest.split("/", 1)[0] in SERVED:
+                space = self.space(name)
+                if space is not None:
+                    inner = dict(scope)
+                    inner["path"] = "/" + rest
+                    inner["raw_path"] = ("/" + rest).encode()
+                    inner["root_path"] = scope.get("root_path", "") + "/" + name
+                    await space(inner, receive, send)
+                    return
+        await self.main(scope, receive, send)
+
+    def space(self, name: str) -> App | None:
+        """The app of space `name` in this worker, or None when there is no
+        such space (any more: one removed elsewhere is closed here)."""
+        self.quire.cache.refresh()
+        known = self.quire.get(SpaceService).names()
+        for gone in [n for n in self.apps if n not in known]:
+            self._close(gone)
+        if name not in known:
+            return None
+        app = self.apps.get(name)
+        if app is None:
+            modules = [m for m in self.quire.modules if m.name != "spaces"]  # a space has no spaces
+            app = self.apps[name] = self.build(space_settings(self.quire.settings, name), modules)
+            app.state.quire.start()
+        return app
+
+    def _close(self, name: str) -> None:
+        app = self.apps.pop(name, None)
+        if app is not None:
+            try:
+                app.state.quire.close()
+            except Exception:  # noqa: BLE001 (one space's close must not keep the others open)
+                log.exception("closing space %s", name)
+
+    def close(self) -> None:
+        for name in list(self.apps):
+            self._close(name)

@@ -1,0 +1,152 @@
+"""The spaces of a site (docs/spaces.md): several sites in one Quire, each
+served at `/<name>/api/...` with its own database (a SQLite file of its own
+under `<data>/spaces/<name>/`, or a schema of its own on PostgreSQL), files
+(`<data>/spaces/<name>/`, or `spaces/<name>/` under the bucket's prefix),
+models, content, roles and keys. The main site keeps the list
+(`system/spaces`); its admins create and remove them.
+
+A space's settings are the main site's with three changes: its data
+folder, its database and its file storage (`space_settings`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from quire.auth.service import Identity
+from quire.cache import Cache, SystemValue
+from quire.config import Settings
+from quire.errors import BadRequest, Conflict, NotFound
+from quire.store import Store
+
+SPACES = "system/spaces"
+NAME = re.compile(r"[a-z][a-z0-9-]{0,38}[a-z0-9]")
+# never names of spaces: the main site's own first path segments (added at
+# build from every module's routes) and names that read as something else
+RESERVED = {"api", "admin", "auth", "studio", "system", "metrics", "sso", "demo", "assets", "storage", "uploads",
+            "static", "spaces", "space", "graphql", "gql", "mcp", "www", "main", "default", "quire", "docs",
+            "health", "login", "logout", "favicon.ico", "robots.txt", "sitemap.xml", "well-known", "null", "none",
+            "undefined", "root", "public", "private", "internal", "localhost"}
+SCHEMA_PREFIX = "quire_space_"
+
+
+def check_name(name: Any, reserved: Iterable[str] = ()) -> str:
+    """`name` when it may name a space, else a 400 saying why: lowercase
+    ASCII letters, digits and inner hyphens, 2 to 40, starting with a
+    letter (no look-alikes from other scripts, no dots or slashes), and not
+    a path the main site serves."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise BadRequest("A space's name is 2 to 40 lowercase letters (a-z), digits and inner hyphens, "
+                         "starting with a letter", fields=["name"])
+    if "--" in name:
+        raise BadRequest("A space's name has no double hyphen", fields=["name"])
+    if name in RESERVED or name in set(reserved):
+        raise BadRequest(f"'{name}' is a path the main site serves; choose another name", fields=["name"])
+    return name
+
+
+def space_folder(main: Settings, name: str) -> Path:
+    return main.data_dir / "spaces" / name
+
+
+def space_schema(name: str) -> str:
+    return SCHEMA_PREFIX + name.replace("-", "_")
+
+
+def _with_schema(url: str, schema: str) -> str:
+    """The PostgreSQL address `url` with its `search_path` set to `schema`."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "options"]
+    options = [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "options"]
+    kept = " ".join(o for o in options if "search_path" not in o)
+    query.append(("options", f"{kept} -c search_path={schema}".strip()))
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))  # %20, not +: libpq reads no +
+
+
+def space_settings(main: Settings, name: str) -> Settings:
+    """The settings a space runs with: the main site's, with its own data
+    folder, database and file storage."""
+    sections = dict(main.sections)
+    store = main.store
+    if store.url:
+        sections["store"] = dataclasses.replace(store, url=_with_schema(store.url, space_schema(name)))
+    assets = main.assets
+    if assets.storage:
+        sections["assets"] = dataclasses.replace(assets, storage=assets.storage.rstrip("/") + f"/spaces/{name}")
+    server = main.server
+    if server.public_url:
+        sections["server"] = dataclasses.replace(server, public_url=server.public_url.rstrip("/") + f"/{name}")
+    return Settings(space_folder(main, name), sections, [])
+
+
+class SpaceService:
+    def __init__(self, store: Store, cache: Cache, settings: Settings, reserved: Iterable[str]) -> None:
+        self.store = store
+        self.cache = cache
+        self.settings = settings
+        self.reserved = set(reserved)
+        self.spaces = store.collection(SPACES)
+        self._names: SystemValue[frozenset[str]] = SystemValue(cache, self._load_names)
+
+    def _load_names(self) -> frozenset[str]:
+        return frozenset(d["_id"] for d in self.spaces.find()) if self.spaces.exists() else frozenset()
+
+    def names(self) -> frozenset[str]:
+        """The spaces there are (read again only after a change anywhere)."""
+        return self._names.get()
+
+    def list(self) -> list[dict[str, Any]]:
+        return sorted((shown(d) for d in self.spaces.find()), key=lambda d: d["name"]) if self.spaces.exists() else []
+
+    def get(self, name: str) -> dict[str, Any]:
+        found = self.spaces.get(name) if isinstance(name, str) and self.spaces.exists() else None
+        if found is None:
+            raise NotFound("Space not found")
+        return shown(found)
+
+    async def create(self, body: Any, identity: Identity) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise BadRequest("The body is an object: {\"name\": ..., \"label\": ...}")
+        name = check_name(body.get("name"), self.reserved)
+        label = body.get("label", name)
+        if not isinstance(label, str) or not label.strip() or len(label) > 200:
+            raise BadRequest("A space's label is a text of 1 to 200 characters", fields=["label"])
+        doc = {"_id": name, "label": label.strip(), "created": round(time.time(), 3),
+               "by": identity.key_id or identity.kind}
+        async with self.store.atomic():
+            if self.spaces.get(name) is not None:
+                raise Conflict(f"There is a space '{name}' already")
+            self.spaces.insert(doc)
+            self.cache.bump_system()
+        self._prepare(name)
+        return shown(doc)
+
+    def _prepare(self, name: str) -> None:
+        """Its database's room: the folder; on PostgreSQL the schema."""
+        space_folder(self.settings, name).mkdir(parents=True, exist_ok=True)
+        if self.settings.store.url:
+            with self.store.transaction():
+                self.store.write(f'CREATE SCHEMA IF NOT EXISTS "{space_schema(name)}"')
+
+    async def remove(self, name: str) -> None:
+        """Remove a space and everything in it (its database and files)."""
+        async with self.store.atomic():
+            if not self.spaces.exists() or self.spaces.get(name) is None:
+                raise NotFound("Space not found")
+            self.spaces.delete(name)
+            self.cache.bump_system()
+        if self.settings.store.url:
+            with self.store.transaction():
+                self.store.write(f'DROP SCHEMA IF EXISTS "{space_schema(name)}" CASCADE')
+        shutil.rmtree(space_folder(self.settings, name), ignore_errors=True)
+
+
+def shown(doc: dict[str, Any]) -> dict[str, Any]:
+    return {"name": doc["_id"], "label": doc.get("label", doc["_id"]), "created": doc.get("created"),
+            "api": f"/{doc['_id']}/api"}

@@ -1,0 +1,149 @@
+"""Spaces (quire/spaces, quire/sites.py, docs/spaces.md): several sites in
+one Quire, each at /<name>/api/... with its own database, files, models,
+content, roles and keys; created, listed and removed by the main site's
+admins (API and command line); isolated: a key of one site reads nothing of
+another on any route."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from quire.app import build_app, serve_sites
+from quire.config import load_settings
+from tests.client import TestClient
+from tests.commands import run_quire
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[Any, TestClient, str]]:
+    """(the served app with its spaces, a client, the main site's admin key)."""
+    app = serve_sites(build_app(load_settings(tmp_path / "data", env={"QUIRE_SERVER_QUIET": "1"})))
+    quire = app.state.quire
+    key = quire.auth.create_key("main admin", "admin")["key"]
+    try:
+        yield app, TestClient(app, raise_server_exceptions=False), key
+    finally:
+        quire.close()
+
+
+def _space_key(app: Any, name: str) -> str:
+    data = str(app.state.quire.settings.data_dir)
+    return run_quire("keys", "create", "--space", name, "--name", "k", "--role", "admin", "--data", data
+                     ).stdout.split()[-1]
+
+
+def _model(client: TestClient, base: str, key: str, name: str = "posts") -> None:
+    answer = client.put(f"{base}/api/system/models/{name}", headers={"api-key": key}, json={
+        "name": name, "type": "collection", "fields": [{"name": "title", "type": "text"}]})
+    assert answer.status_code == 200, answer.text
+
+
+def test_an_admin_creates_lists_and_removes_spaces(site: tuple[Any, TestClient, str]) -> None:
+    app, client, key = site
+    admin = {"api-key": key}
+    made = client.post("/api/system/spaces", headers=admin, json={"name": "shop", "label": "The shop"})
+    assert made.status_code == 200, made.text
+    assert made.json() == {"name": "shop", "label": "The shop", "created": made.json()["created"], "api": "/shop/api"}
+    assert client.post("/api/system/spaces", headers=admin, json={"name": "shop"}).status_code == 409
+    assert [s["name"] for s in client.get("/api/system/spaces", headers=admin).json()] == ["shop"]
+    assert client.get("/api/system/spaces/shop", headers=admin).json()["label"] == "The shop"
+    folder = app.state.quire.settings.data_dir / "spaces" / "shop"
+    assert (folder).is_dir()
+    space_key = _space_key(app, "shop")
+    _model(client, "/shop", space_key)
+    assert (folder / "quire.db").is_file()  # a database of its own
+    assert client.delete("/api/system/spaces/shop", headers=admin).json() == {"success": True}
+    assert not folder.exists()
+    assert client.get("/shop/api/content/items/posts", headers={"api-key": space_key}).status_code == 404
+    assert client.delete("/api/system/spaces/shop", headers=admin).status_code == 404
+    # only the main site's admins
+    client.put("/api/system/roles/editor", headers=admin, json={"permissions": {"content/*/read": True}})
+    editor = client.post("/api/system/keys", headers=admin, json={"name": "e", "role": "editor"}).json()["key"]
+    assert client.get("/api/system/spaces", headers={"api-key": editor}).status_code == 403
+    assert client.post("/api/system/spaces", json={"name": "anon"}).status_code == 401
+
+
+@pytest.mark.parametrize("name", [
+    "api", "studio", "auth", "admin", "storage", "metrics", "sso", "demo", "system", "favicon.ico", "spaces",
+    "../etc", "a/b", "shop%2f", "Shop", "SHOP", "s", "9lives", "-shop", "shop-", "sh--op", "xn--shop",
+    "sh\u043ep",  # a Cyrillic o: a look-alike
+    "shöp", "shop\u200b", " shop", "shop.", "x" * 41, "", None, 7, ["shop"]])
+def test_names_that_are_routes_reserved_tricks_or_look_alikes_are_refused(
+        site: tuple[Any, TestClient, str], name: Any) -> None:
+    _app, client, key = site
+    answer = client.post("/api/system/spaces", headers={"api-key": key}, json={"name": name})
+    assert answer.status_code == 400, (name, answer.text)
+    assert "error" in answer.json()
+    assert client.get("/api/system/spaces", headers={"api-key": key}).json() == []
+
+
+def test_a_space_answers_as_the_main_api_does_with_its_own_content(site: tuple[Any, TestClient, str]) -> None:
+    app, client, key = site
+    client.post("/api/system/spaces", headers={"api-key": key}, json={"name": "shop"})
+    space_key = _space_key(app, "shop")
+    _model(client, "", key)
+    _model(client, "/shop", space_key)
+    client.post("/api/content/item/posts", headers={"api-key": key}, json={"data": {"title": "main", "_state": 1}})
+    client.post("/shop/api/content/item/posts", headers={"api-key": space_key},
+                json={"data": {"title": "shop", "_state": 1}})
+    main_list = client.get("/api/content/items/posts", headers={"api-key": key}).json()
+    shop_list = client.get("/shop/api/content/items/posts", headers={"api-key": space_key}).json()
+    assert [p["title"] for p in main_list] == ["main"] and [p["title"] for p in shop_list] == ["shop"]
+    # the Cockpit client's shapes: /:space/api/content/items/{model} with the query as on the main site
+    assert client.get("/shop/api/content/items/posts", headers={"api-key": space_key},
+                      params={"filter": '{"title": "shop"}', "fields": '{"title": 1}'}).json()[0]["title"] == "shop"
+    assert client.get("/shop/api/content/item/posts", headers={"api-key": space_key}).status_code == 200
+    gql = client.post("/shop/api/gql", headers={"api-key": space_key},
+                      json={"query": "{ content(model: \"posts\") }"})
+    assert gql.status_code == 200 and gql.json()["data"]["content"][0]["title"] == "shop"
+    # its own roles
+    client.put("/shop/api/system/roles/readers", headers={"api-key": space_key},
+               json={"permissions": {"content/posts/read": True}})
+    assert client.get("/api/system/roles/readers", headers={"api-key": key}).status_code == 404
+    assert client.get("/shop/api/system/spaces", headers={"api-key": space_key}).status_code == 404  # none inside
+
+
+def _get_routes(app: Any) -> list[str]:
+    paths = []
+    for r in app.main.routes:
+        if r.path.startswith("/api/") and "GET" in r.handlers:
+            paths.append(re.sub(r"\{[^}]+\}", "x", r.path))
+    return paths
+
+
+def test_a_key_of_one_site_reads_nothing_of_another_on_any_route(site: tuple[Any, TestClient, str]) -> None:
+    app, client, key = site
+    client.post("/api/system/spaces", headers={"api-key": key}, json={"name": "shop"})
+    space_key = _space_key(app, "shop")
+    _model(client, "", key, "x")
+    _model(client, "/shop", space_key, "x")
+    routes = _get_routes(app)
+    assert len(routes) > 40
+    for path in routes:
+        for base, foreign in (("", space_key), ("/shop", key)):
+            asked = client.get(base + path, headers={"api-key": foreign})
+            if asked.status_code == 200:  # only what the site answers anyone, key or none
+                anonymous = client.get(base + path)
+                assert anonymous.status_code == 200 and anonymous.content == asked.content, (base + path, asked.text)
+            else:
+                assert asked.status_code in (400, 401, 403, 404, 405, 410), (base + path, asked.status_code, asked.text)
+
+
+def test_the_command_line_creates_lists_and_removes(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    made = run_quire("spaces", "create", "blog", "--label", "The blog", "--data", data)
+    assert "Created space blog" in made.stdout
+    assert "blog" in run_quire("spaces", "list", "--data", data).stdout
+    assert run_quire("spaces", "create", "studio", "--data", data, check=False).returncode == 1
+    refused = run_quire("spaces", "remove", "blog", "--data", data, check=False)
+    assert refused.returncode == 1 and "--yes" in refused.stderr
+    assert run_quire("spaces", "remove", "blog", "--yes", "--data", data).returncode == 0
+    assert run_quire("spaces", "list", "--data", data).stdout.strip() == ""
+    missing = run_quire("keys", "create", "--space", "blog", "--name", "k", "--role", "admin", "--data", data,
+                        check=False)
+    assert missing.returncode == 1 and "Space not found" in missing.stderr
