@@ -25,13 +25,37 @@ from quire.errors import NotFound
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    return load_settings(args.data, getattr(args, "config", None))
+    """The settings of the site a command works on: the main site's, or
+    with `--space NAME` that space's (its own database and files)."""
+    settings = load_settings(args.data, getattr(args, "config", None))
+    space = getattr(args, "space", None)
+    if space:
+        from quire.spaces.service import space_settings
+
+        _existing_space(settings, space)
+        return space_settings(settings, space)
+    return settings
+
+
+def _existing_space(settings: Settings, name: str) -> None:
+    """Nothing, or NotFound (status 1) when the site has no space `name`."""
+    from quire.app import Quire
+    from quire.spaces.service import SpaceService
+
+    main = Quire(settings)
+    try:
+        main.get(SpaceService).get(name)
+    finally:
+        main.close()
 
 
 def _quire(args: argparse.Namespace) -> Any:
-    from quire.app import Quire
+    from quire.app import MODULES, Quire
 
-    quire = Quire(_settings(args))
+    settings = _settings(args)
+    # a space has no spaces of its own
+    modules = [m for m in MODULES if m.name != "spaces"] if getattr(args, "space", None) else None
+    quire = Quire(settings, modules=modules)
     # A command may wait for the write lock longer than an API request:
     # nobody else waits behind it.
     quire.store.lock_timeout = quire.store.blocking_timeout
@@ -259,25 +283,8 @@ def _write_private(path: Path, text: str) -> None:
         out.write(text)
 
 
-def _space_quire(args: argparse.Namespace, name: str) -> Any:
-    """The services of space `name` of the site (its keys, its content)."""
-    from quire.app import Quire
-    from quire.spaces.service import SpaceService, space_settings
-
-    main = _quire(args)
-    try:
-        main.get(SpaceService).get(name)  # 404 (NotFound) when there is no such space
-        settings = space_settings(main.settings, name)
-        modules = [m for m in main.modules if m.name != "spaces"]
-    finally:
-        main.close()
-    quire = Quire(settings, modules=modules)
-    quire.store.lock_timeout = quire.store.blocking_timeout
-    return quire
-
-
 def cmd_keys(args: argparse.Namespace) -> int:
-    quire = _space_quire(args, args.space) if getattr(args, "space", None) else _quire(args)
+    quire = _quire(args)
     try:
         if args.keys_cmd == "create":
             created = quire.auth.create_key(args.name, args.role)
@@ -298,12 +305,23 @@ def cmd_spaces(args: argparse.Namespace) -> int:
     from quire.auth.service import SYSTEM
     from quire.spaces.service import SpaceService
 
+    if args.spaces_cmd in ("fork", "diff"):
+        return _forks(args)
     quire = _quire(args)
     try:
         spaces = quire.get(SpaceService)
         if args.spaces_cmd == "list":
-            for space in spaces.list():
+            for space in spaces.all():
                 print(f"{space['name']:<20} {space['api']:<28} {space['label']}")
+            for alias in spaces.list_aliases():
+                print(f"{alias['name']:<20} {alias['api']:<28} alias of {alias['space']}")
+        elif args.spaces_cmd == "alias":
+            pointed = asyncio.run(spaces.point(args.name, {"space": args.target}, SYSTEM))
+            was = f" (was {pointed['previous']})" if pointed["previous"] else ""
+            print(f"{pointed['api']}/... now serves space {pointed['space']}{was}")
+        elif args.spaces_cmd == "unalias":
+            asyncio.run(spaces.unalias(args.name))
+            print(f"Removed alias {args.name}")
         elif args.spaces_cmd == "create":
             made = asyncio.run(spaces.create({"name": args.name, "label": args.label or args.name}, SYSTEM))
             print(f"Created space {made['name']}: its API is {made['api']}/...; "
@@ -317,6 +335,40 @@ def cmd_spaces(args: argparse.Namespace) -> int:
             print(f"Removed space {args.name}")
     finally:
         quire.close()
+    return 0
+
+
+def _forks(args: argparse.Namespace) -> int:
+    from quire import forks
+
+    settings = _settings(args)
+    try:
+        if args.spaces_cmd == "fork":
+            started = time.monotonic()
+            made = forks.fork(settings, args.source, args.name, args.label,
+                              lambda step: print(f"  {step}", file=sys.stderr, flush=True))
+            print(f"Forked space {args.source} into {made['name']} in {time.monotonic() - started:.1f} s: "
+                  f"its API is {made['api']}/... (quire spaces diff {made['name']} compares them)")
+            return 0
+        origin, models = forks.diff(settings, args.name)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(orjson.dumps({"space": args.name, "origin": origin, "models": [m.as_json() for m in models]},
+                           option=orjson.OPT_INDENT_2).decode())
+        return 0
+    if not models:
+        print(f"{args.name} and {origin} hold the same items")
+        return 0
+    print(f"{args.name} against {origin}, item by item since the fork:")
+    for m in models:
+        counts = [(len(m.added), "added"), (len(m.changed), "changed"), (len(m.removed), "removed"),
+                  (len(m.origin_added), f"added in {origin}"), (len(m.origin_changed), f"changed in {origin}"),
+                  (len(m.origin_removed), f"removed in {origin}"), (len(m.conflicts), "changed on both sides")]
+        print(f"  {m.model}: " + ", ".join(f"{n} {what}" for n, what in counts if n))
+    print(f"Models and settings: quire schema snapshot --space {origin} > origin.json; "
+          f"quire schema diff --space {args.name} origin.json")
     return 0
 
 
@@ -738,6 +790,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data", default="./data", help="data directory (default ./data)")
     common.add_argument("--config", default=None, help="settings file (default <data>/quire.toml)")
+    common.add_argument("--space", metavar="NAME", default=None,
+                        help="work on this space of the site (quire spaces list), not on the main site")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser("serve", parents=[common], help="run the HTTP server (granian)",
@@ -773,8 +827,6 @@ def build_parser() -> argparse.ArgumentParser:
     keys_sub.add_parser("list", parents=[common], help="list keys (never the keys themselves)")
     delete = keys_sub.add_parser("delete", parents=[common], help="revoke a key")
     delete.add_argument("id", help="key id, from `quire keys list`")
-    for action in (create, *[keys_sub.choices[a] for a in ("list", "delete")]):
-        action.add_argument("--space", metavar="NAME", help="a key of this space (quire spaces list), not of the main site")
     keys.set_defaults(func=cmd_keys)
 
     spaces = sub.add_parser("spaces", help="manage spaces (several sites in one Quire)",
@@ -788,6 +840,18 @@ def build_parser() -> argparse.ArgumentParser:
     sremove = spaces_sub.add_parser("remove", parents=[common], help="remove a space and everything in it")
     sremove.add_argument("name")
     sremove.add_argument("--yes", action="store_true", help="yes, delete its content, files and keys")
+    sfork = spaces_sub.add_parser("fork", parents=[common], help="make a space a copy of another (an environment)")
+    sfork.add_argument("source", help="the space copied, as it is now")
+    sfork.add_argument("name", help="the new space")
+    sfork.add_argument("--label", help="a name for people (default: the name)")
+    sdiff = spaces_sub.add_parser("diff", parents=[common], help="a forked space against its origin, item by item")
+    sdiff.add_argument("name", help="the forked space")
+    sdiff.add_argument("--json", action="store_true", help="the ids, as JSON")
+    salias = spaces_sub.add_parser("alias", parents=[common], help="point an alias at a space (or switch it)")
+    salias.add_argument("name", help="the alias, served at /NAME/api/...")
+    salias.add_argument("target", metavar="space", help="the space it serves from now on")
+    sunalias = spaces_sub.add_parser("unalias", parents=[common], help="remove an alias")
+    sunalias.add_argument("name")
     spaces.set_defaults(func=cmd_spaces)
 
     users = sub.add_parser("users", help="manage admin users", description="Manage admin users.")
@@ -918,6 +982,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from quire.errors import ApiError
 
+    if getattr(args, "space", None) and args.func in (cmd_serve, cmd_demo, cmd_init, cmd_spaces):
+        parser.error("--space is for commands on one site's content and settings: a server serves every space")
     if args.func is cmd_serve or (args.func is cmd_demo and getattr(args, "serve", False)):
         _metrics_folder(args.data)
 

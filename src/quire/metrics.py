@@ -12,7 +12,9 @@ and state, the change log's last number and the search index's queue."""
 
 from __future__ import annotations
 
+import bisect
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -60,15 +62,62 @@ _counted: dict[tuple[str, str, int], Any] = {}  # labelled children, looked up o
 _timed: dict[str, Any] = {}
 
 
+class _Timing:
+    """A route's latencies held back (see FLUSH_EVERY): counts per bucket
+    and their sum, added to the shared histogram at once. Reaches into the
+    histogram's buckets and sum as its own `observe` does; a histogram
+    without them (another prometheus_client) is given each time on its own."""
+
+    def __init__(self, histogram: Any) -> None:
+        self.histogram = histogram
+        self.bounds: list[float] = list(getattr(histogram, "_upper_bounds", ()))
+        self.batched = bool(self.bounds) and hasattr(histogram, "_buckets") and hasattr(histogram, "_sum")
+        self.counts = [0] * len(self.bounds)
+        self.total = 0.0
+        self.waiting = 0
+        self.since = time.monotonic()
+
+    def add(self, seconds: float) -> None:
+        if not self.batched:
+            self.histogram.observe(seconds)
+            return
+        with _lock:
+            self._add(seconds)
+
+    def _add(self, seconds: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, seconds)] += 1
+        self.total += seconds
+        self.waiting += 1
+        if self.waiting >= FLUSH_EVERY:
+            self.flush()
+        else:
+            now = time.monotonic()
+            if now - self.since >= 1.0:
+                self.flush(now)
+
+    def flush(self, now: float | None = None) -> None:
+        self.since = time.monotonic() if now is None else now
+        if not self.waiting:
+            return
+        counts, total = self.counts, self.total
+        self.counts, self.total, self.waiting = [0] * len(self.bounds), 0.0, 0
+        self.histogram._sum.inc(total)
+        for bucket, count in zip(self.histogram._buckets, counts, strict=True):
+            if count:
+                bucket.inc(count)
+
+
 def observe(route: str, method: str, status: int, seconds: float) -> None:
+    """A request answered (the dispatcher's `observe`): counted and timed,
+    added to the shared files in batches (FLUSH_EVERY)."""
     counter = _counted.get((route, method, status))
     if counter is None:
         counter = _counted[(route, method, status)] = REQUESTS.labels(route, method, str(status))
     timer = _timed.get(route)
     if timer is None:
-        timer = _timed[route] = LATENCY.labels(route)
-    counter.inc()
-    timer.observe(seconds)
+        timer = _timed[route] = _Timing(LATENCY.labels(route))
+    _count(counter)
+    timer.add(seconds)
 
 
 _waits = {True: LOCK_WAIT.labels("yes"), False: LOCK_WAIT.labels("no")}
@@ -80,6 +129,9 @@ def counting(on: bool) -> None:
     process (quire.counting tells of them); requests are counted by the
     dispatcher when it is given `observe`."""
     _on[0] = on
+    if on and os.environ.get(MULTIPROC_ENV) and not _flusher:
+        _flusher.append(threading.Thread(target=_flush_each_second, name="quire-metrics", daemon=True))
+        _flusher[0].start()
     if on:
         told.listen("lock_wait", lock_waited)
         told.listen("kept_read", kept)
@@ -95,13 +147,30 @@ def lock_waited(seconds: float, got: bool) -> None:
 
 # Counted on every request: kept in plain numbers and added to the shared
 # counters (a lock and a write to the worker's file each) once 64 are
-# waiting or a second has passed, and at each scrape of this process; so
-# the other workers' last second may be missing from a scrape.
+# waiting, at each scrape of this process, and each second by a thread of
+# a server's worker; so a scrape may miss the other workers' last second.
 FLUSH_EVERY = 64
 _pending: dict[Any, list[float]] = {}  # counter child -> [count waiting, when last added]
 
 
+_lock = threading.Lock()  # requests count on the event loop, jobs in their threads, the flusher in its own
+_flusher: list[threading.Thread] = []
+
+
+def _flush_each_second() -> None:
+    """A server's worker: what a quiet worker holds back reaches the
+    shared files within a second all the same."""
+    while True:
+        time.sleep(1.0)
+        flush()
+
+
 def _count(child: Any) -> None:
+    with _lock:
+        _count_locked(child)
+
+
+def _count_locked(child: Any) -> None:
     waiting = _pending.get(child)
     if waiting is None:
         waiting = _pending[child] = [0, time.monotonic()]
@@ -123,8 +192,11 @@ def _flush_one(child: Any, waiting: list[float], now: float | None = None) -> No
 
 def flush() -> None:
     """Add what this process holds back to the shared counters (a scrape)."""
-    for child, waiting in list(_pending.items()):
-        _flush_one(child, waiting)
+    with _lock:
+        for child, waiting in list(_pending.items()):
+            _flush_one(child, waiting)
+        for timing in list(_timed.values()):
+            timing.flush()
 
 
 _kept: dict[tuple[str, bool], Any] = {}

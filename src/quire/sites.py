@@ -14,6 +14,7 @@ list, so the main site's requests pay nothing for it."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +37,8 @@ class Sites:
         self.apps: dict[str, App] = {}
         self.roots = {r.path.split("/")[1] for r in main.routes}
         self.quire.on_close(self.close)
+        self.quire.get(SpaceService).closing.append(self._close)  # removed through this worker: at once
+        self._looked = 0.0
 
     @property
     def routes(self) -> Sequence[Any]:
@@ -54,17 +57,26 @@ class Sites:
                     inner["root_path"] = scope.get("root_path", "") + "/" + name
                     await space(inner, receive, send)
                     return
+        if self.apps and time.monotonic() - self._looked > 1.0:
+            self._drop_gone()  # removed elsewhere: this worker's app of it stops within a second
         await self.main(scope, receive, send)
+
+    def _drop_gone(self) -> dict[str, str]:
+        self._looked = time.monotonic()
+        self.quire.cache.refresh()
+        served = self.quire.get(SpaceService).served()
+        for gone in [n for n in self.apps if n not in served.values()]:
+            self._close(gone)
+        return served
 
     def space(self, name: str) -> App | None:
         """The app of space `name` in this worker, or None when there is no
         such space (any more: one removed elsewhere is closed here)."""
-        self.quire.cache.refresh()
-        known = self.quire.get(SpaceService).names()
-        for gone in [n for n in self.apps if n not in known]:
-            self._close(gone)
-        if name not in known:
+        served = self._drop_gone()
+        target = served.get(name)  # a space's own name, or an alias of it
+        if target is None:
             return None
+        name = target
         app = self.apps.get(name)
         if app is None:
             modules = [m for m in self.quire.modules if m.name != "spaces"]  # a space has no spaces

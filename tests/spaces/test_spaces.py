@@ -48,7 +48,8 @@ def test_an_admin_creates_lists_and_removes_spaces(site: tuple[Any, TestClient, 
     admin = {"api-key": key}
     made = client.post("/api/system/spaces", headers=admin, json={"name": "shop", "label": "The shop"})
     assert made.status_code == 200, made.text
-    assert made.json() == {"name": "shop", "label": "The shop", "created": made.json()["created"], "api": "/shop/api"}
+    assert made.json() == {"name": "shop", "label": "The shop", "created": made.json()["created"], "api": "/shop/api",
+                           "origin": None}
     assert client.post("/api/system/spaces", headers=admin, json={"name": "shop"}).status_code == 409
     assert [s["name"] for s in client.get("/api/system/spaces", headers=admin).json()] == ["shop"]
     assert client.get("/api/system/spaces/shop", headers=admin).json()["label"] == "The shop"
@@ -147,3 +148,52 @@ def test_the_command_line_creates_lists_and_removes(tmp_path: Path) -> None:
     missing = run_quire("keys", "create", "--space", "blog", "--name", "k", "--role", "admin", "--data", data,
                         check=False)
     assert missing.returncode == 1 and "Space not found" in missing.stderr
+
+
+def test_an_alias_serves_a_space_and_switching_it_back_is_the_rollback(site: tuple[Any, TestClient, str]) -> None:
+    app, client, key = site
+    admin = {"api-key": key}
+    for name in ("blue", "green"):
+        client.post("/api/system/spaces", headers=admin, json={"name": name})
+    keys = {name: _space_key(app, name) for name in ("blue", "green")}
+    for name in ("blue", "green"):
+        _model(client, f"/{name}", keys[name])
+        client.post(f"/{name}/api/content/item/posts", headers={"api-key": keys[name]},
+                    json={"data": {"title": f"from {name}", "_state": 1}})
+    client.put("/blue/api/system/roles/public", headers={"api-key": keys["blue"]},
+               json={"permissions": {"content/posts/read": True}})
+    client.put("/green/api/system/roles/public", headers={"api-key": keys["green"]},
+               json={"permissions": {"content/posts/read": True}})
+
+    def through_alias() -> str:
+        return str(client.get("/production/api/content/items/posts").json()[0]["title"])
+
+    pointed = client.put("/api/system/aliases/production", headers=admin, json={"space": "blue"})
+    assert pointed.status_code == 200 and pointed.json()["space"] == "blue" and pointed.json()["previous"] is None
+    assert through_alias() == "from blue"
+    switched = client.put("/api/system/aliases/production", headers=admin, json={"space": "green"}).json()
+    assert switched["previous"] == "blue" and through_alias() == "from green"  # promoted
+    client.put("/api/system/aliases/production", headers=admin, json={"space": switched["previous"]})
+    assert through_alias() == "from blue"  # rolled back
+    assert [a["name"] for a in client.get("/api/system/aliases", headers=admin).json()] == ["production"]
+    # refused: a space's name, a space that is not there, removing the space an alias serves
+    assert client.put("/api/system/aliases/green", headers=admin, json={"space": "blue"}).status_code == 409
+    assert client.put("/api/system/aliases/prod", headers=admin, json={"space": "nope"}).status_code == 400
+    assert client.put("/api/system/aliases/api", headers=admin, json={"space": "blue"}).status_code == 400
+    assert client.post("/api/system/spaces", headers=admin, json={"name": "production"}).status_code == 409
+    gone = client.delete("/api/system/spaces/blue", headers=admin)
+    assert gone.status_code == 409 and "production" in gone.json()["error"]
+    assert client.delete("/api/system/aliases/production", headers=admin).status_code == 200
+    assert client.get("/production/api/content/items/posts").status_code == 404
+    assert client.delete("/api/system/spaces/blue", headers=admin).status_code == 200
+
+
+def test_the_command_line_points_and_removes_aliases(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    run_quire("spaces", "create", "v1", "--data", data)
+    run_quire("spaces", "create", "v2", "--data", data)
+    assert "now serves space v1" in run_quire("spaces", "alias", "live", "v1", "--data", data).stdout
+    assert "(was v1)" in run_quire("spaces", "alias", "live", "v2", "--data", data).stdout
+    assert "alias of v2" in run_quire("spaces", "list", "--data", data).stdout
+    assert run_quire("spaces", "unalias", "live", "--data", data).returncode == 0
+    assert "alias" not in run_quire("spaces", "list", "--data", data).stdout

@@ -5,7 +5,7 @@ the main site's list of them and its API; `quire.served` routes
 from __future__ import annotations
 
 from quire.modules import Module, Services
-from quire.spaces import routes
+from quire.spaces import openapi, routes
 from quire.spaces.service import SpaceService
 
 
@@ -15,4 +15,4 @@ def build(services: Services) -> None:
     services.add("spaces", SpaceService(services.store, services.cache, services.settings, served - {""}))
 
 
-module = Module("spaces", build=build, routes=routes.routes, permissions=(routes.PERMISSION,))
+module = Module("spaces", build=build, routes=routes.routes, openapi=openapi.paths, permissions=(routes.PERMISSION,))

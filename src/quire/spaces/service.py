@@ -14,7 +14,7 @@ import dataclasses
 import re
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -26,6 +26,7 @@ from quire.errors import BadRequest, Conflict, NotFound
 from quire.store import Store
 
 SPACES = "system/spaces"
+ALIASES = "system/space_aliases"
 NAME = re.compile(r"[a-z][a-z0-9-]{0,38}[a-z0-9]")
 # never names of spaces: the main site's own first path segments (added at
 # build from every module's routes) and names that read as something else
@@ -92,16 +93,28 @@ class SpaceService:
         self.settings = settings
         self.reserved = set(reserved)
         self.spaces = store.collection(SPACES)
-        self._names: SystemValue[frozenset[str]] = SystemValue(cache, self._load_names)
+        self.aliases = store.collection(ALIASES)
+        self._served: SystemValue[dict[str, str]] = SystemValue(cache, self._load_served)
+        # told of a space about to be emptied (quire.sites closes this worker's app of it first)
+        self.closing: list[Callable[[str], None]] = []
 
-    def _load_names(self) -> frozenset[str]:
-        return frozenset(d["_id"] for d in self.spaces.find()) if self.spaces.exists() else frozenset()
+    def _load_served(self) -> dict[str, str]:
+        served = {d["_id"]: d["_id"] for d in self.spaces.find()} if self.spaces.exists() else {}
+        if self.aliases.exists():
+            served.update({d["_id"]: d["space"] for d in self.aliases.find()})
+        return served
+
+    def served(self) -> dict[str, str]:
+        """Each name served under `/<name>/` and the space it serves: a
+        space's own, and each alias's (read again only after a change
+        anywhere, so a switch is seen by every worker at its next request)."""
+        return self._served.get()
 
     def names(self) -> frozenset[str]:
-        """The spaces there are (read again only after a change anywhere)."""
-        return self._names.get()
+        """The spaces there are."""
+        return frozenset(n for n, space in self.served().items() if n == space)
 
-    def list(self) -> list[dict[str, Any]]:
+    def all(self) -> list[dict[str, Any]]:
         return sorted((shown(d) for d in self.spaces.find()), key=lambda d: d["name"]) if self.spaces.exists() else []
 
     def get(self, name: str) -> dict[str, Any]:
@@ -110,24 +123,28 @@ class SpaceService:
             raise NotFound("Space not found")
         return shown(found)
 
-    async def create(self, body: Any, identity: Identity) -> dict[str, Any]:
+    async def create(self, body: Any, identity: Identity, origin: str | None = None) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise BadRequest("The body is an object: {\"name\": ..., \"label\": ...}")
         name = check_name(body.get("name"), self.reserved)
         label = body.get("label", name)
         if not isinstance(label, str) or not label.strip() or len(label) > 200:
             raise BadRequest("A space's label is a text of 1 to 200 characters", fields=["label"])
-        doc = {"_id": name, "label": label.strip(), "created": round(time.time(), 3),
-               "by": identity.key_id or identity.kind}
+        doc: dict[str, Any] = {"_id": name, "label": label.strip(), "created": round(time.time(), 3),
+                               "by": identity.key_id or identity.kind}
+        if origin is not None:
+            doc["origin"] = origin  # a fork (quire.forks)
         async with self.store.atomic():
             if self.spaces.get(name) is not None:
                 raise Conflict(f"There is a space '{name}' already")
+            if self.aliases.exists() and self.aliases.get(name) is not None:
+                raise Conflict(f"'{name}' is an alias; choose another name")
             self.spaces.insert(doc)
             self.cache.bump_system()
-        self._prepare(name)
+        self.prepare(name)
         return shown(doc)
 
-    def _prepare(self, name: str) -> None:
+    def prepare(self, name: str) -> None:
         """Its database's room: the folder; on PostgreSQL the schema."""
         space_folder(self.settings, name).mkdir(parents=True, exist_ok=True)
         if self.settings.store.url:
@@ -139,14 +156,67 @@ class SpaceService:
         async with self.store.atomic():
             if not self.spaces.exists() or self.spaces.get(name) is None:
                 raise NotFound("Space not found")
+            pointing = sorted(d["_id"] for d in self.aliases.find({"space": name})) if self.aliases.exists() else []
+            if pointing:
+                raise Conflict(f"The alias {', '.join(pointing)} serves space '{name}': point it elsewhere "
+                               "or remove it first")
             self.spaces.delete(name)
             self.cache.bump_system()
+        for close in self.closing:
+            close(name)
         if self.settings.store.url:
             with self.store.transaction():
                 self.store.write(f'DROP SCHEMA IF EXISTS "{space_schema(name)}" CASCADE')
         shutil.rmtree(space_folder(self.settings, name), ignore_errors=True)
 
 
+    # -- aliases ---------------------------------------------------------------
+
+    def list_aliases(self) -> list[dict[str, Any]]:
+        found = self.aliases.find() if self.aliases.exists() else []
+        return sorted((alias_shown(d) for d in found), key=lambda d: d["name"])
+
+    async def point(self, name: str, body: Any, identity: Identity) -> dict[str, Any]:
+        """Make alias `name` serve a space, or switch it to another: one
+        write, seen by every worker and instance at its next request (a
+        request under way finishes on the space it started on). Pointing
+        it back is the rollback."""
+        name = check_name(name, self.reserved)
+        space = body.get("space") if isinstance(body, dict) else None
+        if not isinstance(space, str):
+            raise BadRequest("Say which space the alias serves: {\"space\": \"<name>\"}", fields=["space"])
+        now = round(time.time(), 3)
+        async with self.store.atomic():
+            if self.spaces.exists() and self.spaces.get(name) is not None:
+                raise Conflict(f"'{name}' is a space; an alias needs a name of its own")
+            if not self.spaces.exists() or self.spaces.get(space) is None:
+                raise BadRequest(f"There is no space '{space}'", fields=["space"])
+            before = self.aliases.get(name) if self.aliases.exists() else None
+            doc = {"_id": name, "space": space, "switched": now, "by": identity.key_id or identity.kind,
+                   "previous": before["space"] if before and before["space"] != space else
+                   (before or {}).get("previous")}
+            if before is None:
+                doc["created"] = now
+                self.aliases.insert(doc)
+            else:
+                doc["created"] = before.get("created", now)
+                self.aliases.replace(doc)
+            self.cache.bump_system()
+        return alias_shown(doc)
+
+    async def unalias(self, name: str) -> None:
+        async with self.store.atomic():
+            if not self.aliases.exists() or self.aliases.get(name) is None:
+                raise NotFound("Alias not found")
+            self.aliases.delete(name)
+            self.cache.bump_system()
+
+
+def alias_shown(doc: dict[str, Any]) -> dict[str, Any]:
+    return {"name": doc["_id"], "space": doc["space"], "previous": doc.get("previous"),
+            "switched": doc.get("switched"), "api": f"/{doc['_id']}/api"}
+
+
 def shown(doc: dict[str, Any]) -> dict[str, Any]:
     return {"name": doc["_id"], "label": doc.get("label", doc["_id"]), "created": doc.get("created"),
-            "api": f"/{doc['_id']}/api"}
+            "api": f"/{doc['_id']}/api", "origin": doc.get("origin")}
