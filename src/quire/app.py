@@ -198,6 +198,7 @@ def _shut_down(quire: Quire) -> None:
     which the server kills it (and says so)."""
     quire.stopping_worker = True
     quire.close()
+    metrics.flush()  # what this worker held back
     metrics.process_ended()
     tracing.shutdown()
 

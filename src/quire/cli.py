@@ -982,8 +982,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from quire.errors import ApiError
 
-    if getattr(args, "space", None) and args.func in (cmd_serve, cmd_demo, cmd_init, cmd_spaces):
-        parser.error("--space is for commands on one site's content and settings: a server serves every space")
+    if getattr(args, "space", None) and args.func in (cmd_serve, cmd_demo, cmd_init, cmd_spaces, cmd_migrate):
+        parser.error("--space is for commands on one site's content and settings: a server serves every space, "
+                     "and quire migrate moves the main site")
     if args.func is cmd_serve or (args.func is cmd_demo and getattr(args, "serve", False)):
         _metrics_folder(args.data)
 

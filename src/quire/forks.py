@@ -25,7 +25,7 @@ from quire.backup import restore_backup, write_backup
 from quire.config import Settings
 from quire.content.models import ModelService
 from quire.files import open_files
-from quire.spaces.service import SpaceService, check_name, space_folder, space_settings
+from quire.spaces.service import SpaceService, check_name, space_settings
 from quire.store import Store, open_store
 
 BASE = "system/fork_base"  # in a fork: "<model>|<id>" -> the item's revision when it was forked
@@ -62,7 +62,6 @@ def fork(main: Settings, source: str, name: str, label: str | None = None,
         if name in spaces.served():
             raise ValueError(f"'{name}' is taken (a space or an alias)")
     origin, target = space_settings(main, source), space_settings(main, name)
-    space_folder(main, name).mkdir(parents=True, exist_ok=True)
     archive = main.data_dir / "spaces" / f".fork-{name}.tar"
     try:
         say(f"copying {source}")
@@ -73,9 +72,12 @@ def fork(main: Settings, source: str, name: str, label: str | None = None,
         finally:
             store.close()
             files.close()
-        if main.store.url:  # its schema, before anything is written into it
-            with _site(main, space=False) as site:
-                site.get(SpaceService).prepare(name)
+        with _site(main, space=False) as site:
+            spaces = site.get(SpaceService)
+            if name in spaces.served():  # made meanwhile (through the API, say): not overwritten
+                raise ValueError(f"'{name}' is taken (a space or an alias)")
+            spaces.empty(name)  # what a killed fork to this name left
+            spaces.prepare(name)  # its folder, and on PostgreSQL its schema, before anything is written
         say(f"restoring into {name}")
         restore_backup(target, archive, force=True)  # force: what a killed fork to this name left
     finally:
@@ -90,6 +92,9 @@ def fork(main: Settings, source: str, name: str, label: str | None = None,
 
 def _record_base(store: Store, revisions: dict[str, dict[str, int]]) -> None:
     base = store.collection(BASE)
+    if base.exists():  # a fork of a fork: the copy brought its origin's base along
+        with store.transaction():
+            base.delete_many({})
     rows = [{"_id": f"{model}|{item}", "rev": rev} for model, items in revisions.items() for item, rev in items.items()]
     for start in range(0, len(rows), BATCH):
         with store.transaction():

@@ -76,6 +76,7 @@ class Services:
         self.endpoints: list[Endpoint] = []
         self._by_type: dict[type, object] = {}
         self._by_name: dict[str, object] = {}
+        self.space_name: str | None = None  # the space these services serve (quire.sites), None: the main site
         self._on_start: list[Callable[[], None]] = []
         self._on_close: list[Callable[[], None]] = []
 

@@ -20,7 +20,9 @@ from typing import Any
 
 from quire.asgi import App, Receive, Scope, Send
 from quire.config import Settings
+from quire.errors import StoreBusy, StoreUnavailable
 from quire.modules import Module, Services
+from quire.responses import json_response
 from quire.spaces.service import SpaceService, space_settings
 
 log = logging.getLogger("quire.sites")
@@ -34,7 +36,7 @@ class Sites:
         self.state = main.state  # tests and hooks read `app.state.quire`: the main site's
         self.quire: Services = main.state.quire
         self.build = build
-        self.apps: dict[str, App] = {}
+        self.apps: dict[str, tuple[float | None, App]] = {}  # a space's name: (when it was made, its app)
         self.roots = {r.path.split("/")[1] for r in main.routes}
         self.quire.on_close(self.close)
         self.quire.get(SpaceService).closing.append(self._close)  # removed through this worker: at once
@@ -48,17 +50,23 @@ class Sites:
         if scope["type"] == "http":
             path: str = scope["path"]
             name, _, rest = path[1:].partition("/")
-            if name and name not in self.roots and rest.split("/", 1)[0] in SERVED:
-                space = self.space(name)
-                if space is not None:
-                    inner = dict(scope)
-                    inner["path"] = "/" + rest
-                    inner["raw_path"] = ("/" + rest).encode()
-                    inner["root_path"] = scope.get("root_path", "") + "/" + name
-                    await space(inner, receive, send)
-                    return
-        if self.apps and time.monotonic() - self._looked > 1.0:
-            self._drop_gone()  # removed elsewhere: this worker's app of it stops within a second
+            try:
+                if name and name not in self.roots and rest.split("/", 1)[0] in SERVED:
+                    space = self.space(name)
+                    if space is not None:
+                        inner = dict(scope)
+                        inner["path"] = "/" + rest
+                        raw = scope.get("raw_path") or path.encode()
+                        inner["raw_path"] = raw[len(name) + 1:] if raw.startswith(b"/" + name.encode() + b"/") \
+                            else inner["path"].encode()
+                        inner["root_path"] = scope.get("root_path", "") + "/" + name
+                        await space(inner, receive, send)
+                        return
+                if self.apps and time.monotonic() - self._looked > 1.0:
+                    self._drop_gone()  # removed elsewhere: this worker's app of it stops within a second
+            except (StoreBusy, StoreUnavailable) as exc:
+                await json_response({"error": exc.message}, 503, {"Retry-After": "1"})(scope, receive, send)
+                return
         await self.main(scope, receive, send)
 
     def _drop_gone(self) -> dict[str, str]:
@@ -77,18 +85,24 @@ class Sites:
         if target is None:
             return None
         name = target
-        app = self.apps.get(name)
-        if app is None:
+        made = self.quire.get(SpaceService).incarnations().get(name)
+        kept = self.apps.get(name)
+        if kept is not None and kept[0] != made:  # removed and made again: another site now
+            self._close(name)
+            kept = None
+        if kept is None:
             modules = [m for m in self.quire.modules if m.name != "spaces"]  # a space has no spaces
-            app = self.apps[name] = self.build(space_settings(self.quire.settings, name), modules)
+            app = self.build(space_settings(self.quire.settings, name), modules)
+            app.state.quire.space_name = name
             app.state.quire.start()
-        return app
+            kept = self.apps[name] = (made, app)
+        return kept[1]
 
     def _close(self, name: str) -> None:
-        app = self.apps.pop(name, None)
-        if app is not None:
+        kept = self.apps.pop(name, None)
+        if kept is not None:
             try:
-                app.state.quire.close()
+                kept[1].state.quire.close()
             except Exception:  # noqa: BLE001 (one space's close must not keep the others open)
                 log.exception("closing space %s", name)
 

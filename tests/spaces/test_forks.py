@@ -105,3 +105,34 @@ def test_a_fork_killed_half_way_leaves_no_space_and_the_next_one_starts_over(
     monkeypatch.setattr(forks, "_record_base", real)
     assert forks.fork(settings, "one", "copy")["name"] == "copy"  # over what was left
     assert "copy" in run_quire("spaces", "list", "--data", str(data)).stdout
+
+
+def test_a_fork_of_a_fork_and_a_space_made_over_a_killed_forks_leftovers(tmp_path: Path, monkeypatch: Any) -> None:
+    from quire import forks
+
+    data = tmp_path / "data"
+    run_quire("spaces", "create", "one", "--data", str(data))
+    key = _key(str(data), "one")
+    app = serve_sites(build_app(load_settings(data, env={"QUIRE_SERVER_QUIET": "1"})))
+    try:
+        client = TestClient(app)
+        client.put("/one/api/system/models/notes", headers={"api-key": key}, json={
+            "name": "notes", "type": "collection", "fields": [{"name": "text", "type": "text"}]})
+        client.post("/one/api/content/item/notes", headers={"api-key": key}, json={"data": {"text": "a"}})
+    finally:
+        app.state.quire.close()
+    run_quire("spaces", "fork", "one", "two", "--data", str(data))
+    assert "Forked space two into three" in run_quire("spaces", "fork", "two", "three", "--data", str(data)).stdout
+    assert "hold the same items" in run_quire("spaces", "diff", "three", "--data", str(data)).stdout
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(forks, "_record_base", killed)
+    with pytest.raises(KeyboardInterrupt):
+        forks.fork(load_settings(data), "one", "four")  # the copy is in place, not registered
+    run_quire("spaces", "create", "four", "--data", str(data))  # a new space: empty, whatever was left
+    refused = run_quire("keys", "list", "--space", "four", "--data", str(data)).stdout
+    assert refused.strip() == ""  # none of the origin's keys came with what the killed fork left
+    models = run_quire("models", "--space", "four", "--data", str(data), check=False)
+    assert "notes" not in models.stdout

@@ -197,3 +197,46 @@ def test_the_command_line_points_and_removes_aliases(tmp_path: Path) -> None:
     assert "alias of v2" in run_quire("spaces", "list", "--data", data).stdout
     assert run_quire("spaces", "unalias", "live", "--data", data).returncode == 0
     assert "alias" not in run_quire("spaces", "list", "--data", data).stdout
+
+
+def test_a_space_removed_and_made_again_elsewhere_is_served_anew_here(site: tuple[Any, TestClient, str],
+                                                                      tmp_path: Path) -> None:
+    app, client, key = site
+    client.post("/api/system/spaces", headers={"api-key": key}, json={"name": "shop"})
+    old_key = _space_key(app, "shop")
+    _model(client, "/shop", old_key)
+    assert client.get("/shop/api/system/models", headers={"api-key": old_key}).status_code == 200  # built here
+    # another worker removes it and makes it again (this worker's app of it is not told)
+    data = str(app.state.quire.settings.data_dir)
+    run_quire("spaces", "remove", "shop", "--yes", "--data", data)
+    run_quire("spaces", "create", "shop", "--data", data)
+    assert client.get("/shop/api/system/models", headers={"api-key": old_key}).status_code == 401  # a new site
+
+
+def test_image_addresses_of_a_space_carry_its_name(site: tuple[Any, TestClient, str]) -> None:
+    import io
+
+    from PIL import Image
+
+    app, client, key = site
+    client.post("/api/system/spaces", headers={"api-key": key}, json={"name": "shop"})
+    space = {"api-key": _space_key(app, "shop")}
+    picture = io.BytesIO()
+    Image.new("RGB", (40, 30), "red").save(picture, "PNG")
+    made = client.post("/shop/api/assets", headers=space, files=[("files", ("red.png", picture.getvalue(), "image/png"))])
+    assert made.status_code == 200, made.text
+    found = made.json()
+    asset = (found["assets"] if isinstance(found, dict) else found)[0]
+    answer = client.get(f"/shop/api/assets/image/{asset['_id']}", headers=space,
+                        params={"w": "20", "re": "1"}, follow_redirects=False)
+    assert answer.status_code in (200, 302, 307), answer.text
+    if answer.status_code != 200:
+        assert "/shop/storage/" in answer.headers["location"], answer.headers["location"]
+    else:
+        assert "/shop/" in answer.text or answer.headers["content-type"].startswith("image/")
+
+
+def test_migrate_refuses_a_space(tmp_path: Path) -> None:
+    refused = run_quire("migrate", "--space", "x", "--to", "postgresql://u@127.0.0.1/db", "--data",
+                        str(tmp_path / "d"), check=False)
+    assert refused.returncode == 2 and "quire migrate moves the main site" in refused.stderr

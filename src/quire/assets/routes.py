@@ -52,8 +52,12 @@ _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
 
 def absolute(request: Request, path: str) -> str:
-    base = quire_of(request).public_url or f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
-    return base.rstrip("/") + path
+    public = quire_of(request).public_url  # a space's own already ends with its name (quire.spaces)
+    if public:
+        return public.rstrip("/") + path
+    # a space's requests come under its name (`root_path`, quire.sites)
+    host = f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
+    return host + request.scope.get("root_path", "") + path
 
 
 async def upload(request: Request) -> Response:

@@ -27,7 +27,7 @@ import httpx2
 
 from quire.config import CdnSettings
 from quire.ids import new_id
-from quire.jobs import Job, Jobs
+from quire.jobs import DONE, FAILED, Job, Jobs
 from quire.store import Store
 
 log = logging.getLogger("quire.cdn")
@@ -69,7 +69,13 @@ class Purges:
             self._wake()
 
     def _queue(self, store: Store) -> None:
-        self.jobs.enqueue(JOB, {}, key=f"drain-{int(store.get_meta(DRAIN_KEY) or 0)}", store=store)
+        number = int(store.get_meta(DRAIN_KEY) or 0)
+        job = self.jobs.enqueue(JOB, {}, key=f"drain-{number}", store=store)
+        if job["state"] in (DONE, FAILED):
+            # that number's job ended without raising it (it failed before it could): the number
+            # moves on here, so the records of this write are not left to a job that never runs
+            store.set_meta(DRAIN_KEY, str(number + 1))
+            self.jobs.enqueue(JOB, {}, key=f"drain-{number + 1}", store=store)
 
     def _wake(self) -> None:
         self.jobs.wake(JOB)

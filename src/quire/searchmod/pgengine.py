@@ -535,7 +535,10 @@ def _ensure_trgm(conn: psycopg.Connection[Any]) -> sql.Identifier:
         return found
     try:
         with conn.transaction():
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+            # in `public` where there is one: made from a space's schema it would go when the
+            # space is removed (quire.spaces), with every other site's trigram indexes
+            has_public = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'public'").fetchone()
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm" + (" SCHEMA public" if has_public else ""))
     except errors.InsufficientPrivilege:
         database = conn.info.dbname
         raise MissingExtension(

@@ -60,12 +60,16 @@ def space_schema(name: str) -> str:
     return SCHEMA_PREFIX + name.replace("-", "_")
 
 
+SEARCH_PATH = re.compile(r"-c\s*search_path=\S+")
+
+
 def _with_schema(url: str, schema: str) -> str:
-    """The PostgreSQL address `url` with its `search_path` set to `schema`."""
+    """The PostgreSQL address `url` with its `search_path` set to `schema`
+    (the address's other `options`, a statement timeout say, kept)."""
     parts = urlsplit(url)
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "options"]
     options = [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "options"]
-    kept = " ".join(o for o in options if "search_path" not in o)
+    kept = " ".join(SEARCH_PATH.sub("", o).strip() for o in options).strip()
     query.append(("options", f"{kept} -c search_path={schema}".strip()))
     return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))  # %20, not +: libpq reads no +
 
@@ -95,8 +99,17 @@ class SpaceService:
         self.spaces = store.collection(SPACES)
         self.aliases = store.collection(ALIASES)
         self._served: SystemValue[dict[str, str]] = SystemValue(cache, self._load_served)
+        self._made: SystemValue[dict[str, float]] = SystemValue(cache, self._load_made)
         # told of a space about to be emptied (quire.sites closes this worker's app of it first)
         self.closing: list[Callable[[str], None]] = []
+
+    def incarnations(self) -> dict[str, float]:
+        """When each space was made: a space removed and made again under
+        its name is another site (quire.sites builds its app anew)."""
+        return self._made.get()
+
+    def _load_made(self) -> dict[str, float]:
+        return {d["_id"]: float(d.get("created") or 0) for d in self.spaces.find()} if self.spaces.exists() else {}
 
     def _load_served(self) -> dict[str, str]:
         served = {d["_id"]: d["_id"] for d in self.spaces.find()} if self.spaces.exists() else {}
@@ -133,7 +146,14 @@ class SpaceService:
         doc: dict[str, Any] = {"_id": name, "label": label.strip(), "created": round(time.time(), 3),
                                "by": identity.key_id or identity.kind}
         if origin is not None:
-            doc["origin"] = origin  # a fork (quire.forks)
+            doc["origin"] = origin  # a fork (quire.forks): its folder and schema hold the copy
+        else:
+            if name in self.served():
+                raise Conflict(f"There is a space or alias '{name}' already")
+            # what a removal that failed half-way or a killed fork left under this name goes first:
+            # a new space starts empty (never with another site's content and keys)
+            self.empty(name)
+            self.prepare(name)
         async with self.store.atomic():
             if self.spaces.get(name) is not None:
                 raise Conflict(f"There is a space '{name}' already")
@@ -141,7 +161,6 @@ class SpaceService:
                 raise Conflict(f"'{name}' is an alias; choose another name")
             self.spaces.insert(doc)
             self.cache.bump_system()
-        self.prepare(name)
         return shown(doc)
 
     def prepare(self, name: str) -> None:
@@ -164,9 +183,22 @@ class SpaceService:
             self.cache.bump_system()
         for close in self.closing:
             close(name)
+        self.empty(name)
+
+    def empty(self, name: str) -> None:
+        """Delete the database and files of space `name` (its folder; on
+        PostgreSQL its schema). An extension a space's first search index
+        installed in its schema (pg_trgm) serves every site of the
+        database: it moves to `public` first, not away with the schema."""
         if self.settings.store.url:
+            schema = space_schema(name)
             with self.store.transaction():
-                self.store.write(f'DROP SCHEMA IF EXISTS "{space_schema(name)}" CASCADE')
+                found = self.store.execute_read(
+                    "SELECT e.extname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+                    "WHERE n.nspname = %s", (schema,)).fetchall()
+                for (extension,) in found:
+                    self.store.write(f'ALTER EXTENSION "{extension}" SET SCHEMA public')
+                self.store.write(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         shutil.rmtree(space_folder(self.settings, name), ignore_errors=True)
 
 
@@ -183,7 +215,7 @@ class SpaceService:
         it back is the rollback."""
         name = check_name(name, self.reserved)
         space = body.get("space") if isinstance(body, dict) else None
-        if not isinstance(space, str):
+        if not isinstance(space, str) or not NAME.fullmatch(space):
             raise BadRequest("Say which space the alias serves: {\"space\": \"<name>\"}", fields=["space"])
         now = round(time.time(), 3)
         async with self.store.atomic():

@@ -64,8 +64,8 @@ class Sampler:
         """In a worker of `quire serve` (its metrics folder is set): sample
         once a minute while this worker holds the server's lock file."""
         folder = os.environ.get(metrics.MULTIPROC_ENV)
-        if not folder or self._task is not None:
-            return
+        if not folder or self._task is not None or self.services.space_name is not None:
+            return  # the server's figures are recorded by the main site, whatever its spaces serve
         self.instance = f"{socket.gethostname()}:{Path(folder).name}"  # the server's pid: its workers are one
         with contextlib.suppress(RuntimeError):  # no loop: a command, not a server
             self._task = asyncio.get_running_loop().create_task(self._run(Path(folder) / "activity.lock"))
