@@ -152,7 +152,8 @@ def conditional_get(settings: Settings, modules: Sequence[Module]) -> Callable[[
                 break
         found = scope.get(IDENTITY)  # the rate limit's lookup, when one ran
         keyed = not found.anonymous if found is not None else request_key(Request(scope)) is not None
-        return conditional.finish(response, scope["path"], inm, keyed, cache_control, tagger)
+        return conditional.finish(response, scope["path"], inm, keyed, cache_control, tagger,
+                                  scope.get("root_path", "")[1:])  # a space's or alias's name (quire.sites)
 
     return finish
 

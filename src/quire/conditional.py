@@ -65,11 +65,13 @@ class Tagger:
         # a module's answers (pages, menus, ...) hold its feed kinds' documents
         self.family_tags = {family: [f"list:{kind}" for kind in kinds] for family, kinds in kinds_by_family.items()}
 
-    def tags(self, path: str, body: bytes) -> list[str] | None:
+    def tags(self, path: str, body: bytes, site: str = "") -> list[str] | None:
         """The answer's tags, or None when they would not fit one header
-        (the answer must then not be kept by a shared cache)."""
+        (the answer must then not be kept by a shared cache). `site`: the
+        space or alias the answer was served under (quire.sites), whose
+        switch or removal purges `site:<name>`."""
         parts = path.split("/")  # "", "api", family, ...
-        found: list[str] = []
+        found: list[str] = [f"site:{site}"] if site else []
         if parts[2] == "content":
             if len(parts) >= 5 and parts[4]:
                 found.append(f"model:{parts[4]}")
@@ -98,8 +100,8 @@ def _vary_by_persona(headers: MutableHeaders, path: str) -> None:
         headers["vary"] = f"{vary}, {PERSONA_HEADERS}" if vary else PERSONA_HEADERS
 
 
-def _tagged(headers: MutableHeaders, path: str, body: bytes, tagger: Tagger) -> None:
-    tags = tagger.tags(path, body)
+def _tagged(headers: MutableHeaders, path: str, body: bytes, tagger: Tagger, site: str) -> None:
+    tags = tagger.tags(path, body, site)
     if tags is None:  # too many to name: no shared cache may keep what it cannot purge
         headers["cache-control"] = PRIVATE
     elif tags:
@@ -108,7 +110,7 @@ def _tagged(headers: MutableHeaders, path: str, body: bytes, tagger: Tagger) -> 
 
 
 def finish(response: Response, path: str, if_none_match: str | None, keyed: bool,
-           cache_control: Mapping[str, str], tagger: Tagger | None = None) -> Response:
+           cache_control: Mapping[str, str], tagger: Tagger | None = None, site: str = "") -> Response:
     """A GET answer with its ETag and Cache-Control, or the 304 that
     replaces it when the client has it already."""
     if response.status_code == 304:  # a route's own (a kept answer's): who may keep it, as its 200 says
@@ -139,7 +141,7 @@ def finish(response: Response, path: str, if_none_match: str | None, keyed: bool
     if not keyed:
         _vary_by_persona(headers, path)
     if tagger is not None and not keyed and "surrogate-key" not in headers and headers["cache-control"] != "no-store":
-        _tagged(headers, path, body, tagger)
+        _tagged(headers, path, body, tagger, site)
     if if_none_match is not None and matches(if_none_match, tag):
         kept = {k: v for k, v in headers.items() if k in ("etag", "cache-control", "vary", "ratelimit",
                                                           "ratelimit-policy", "link")}

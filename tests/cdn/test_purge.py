@@ -165,3 +165,34 @@ def test_tags_can_go_in_a_header(app_env: dict[str, str], receiver: PurgeReceive
         assert sent[0].method == "PURGE" and sent[0].body == b""
     finally:
         quire.close()
+
+
+def test_answers_under_a_space_name_it_and_a_switched_alias_is_purged_whole(
+        app_env: dict[str, str], receiver: PurgeReceiver, tmp_path: Any) -> None:
+    from quire.app import build_app, serve_sites
+    from quire.config import load_settings
+    from tests.client import TestClient
+    from tests.commands import run_quire
+
+    data = tmp_path / "site"
+    app = serve_sites(build_app(load_settings(data, env=app_env)))
+    quire = app.state.quire
+    try:
+        client = TestClient(app)
+        admin = {"api-key": quire.auth.create_key("a", "admin")["key"]}
+        for name in ("blue", "green"):
+            assert client.post("/api/system/spaces", headers=admin, json={"name": name}).status_code == 200
+        key = run_quire("keys", "create", "--space", "blue", "--name", "k", "--role", "admin", "--data", str(data),
+                        env=app_env).stdout.split()[-1]
+        client.put("/blue/api/system/models/notes", headers={"api-key": key}, json={
+            "name": "notes", "type": "collection", "fields": [{"name": "text", "type": "text"}]})
+        client.put("/blue/api/system/roles/public", headers={"api-key": key},
+                   json={"permissions": {"content/notes/read": True}})
+        client.put("/api/system/aliases/live", headers=admin, json={"space": "blue"})
+        answer = client.get("/live/api/content/items/notes", params={"limit": "5"})
+        assert answer.status_code == 200 and "site:live" in answer.headers["surrogate-key"].split()
+        receiver.received.clear()
+        client.put("/api/system/aliases/live", headers=admin, json={"space": "green"})
+        receiver.wait_for_tags({"site:live"})
+    finally:
+        quire.close()

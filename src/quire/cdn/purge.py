@@ -60,13 +60,15 @@ class Purges:
         """Record `tags` for purging, in the caller's transaction, and
         queue the job that sends them (woken once the write commits)."""
         store = store or self.store
+        if not store.in_transaction():  # a change outside any write (an alias switched): a transaction of its own
+            with store.transaction():
+                self.add(tags, store)
+            self._wake()
+            return
         store.collection(PURGES, HINTS).insert({"_id": new_id(), "at": round(time.time(), 3),
                                                 "tags": sorted(set(tags))})
         self._queue(store)
-        if store.in_transaction():
-            store.after_commit(self._wake)
-        else:
-            self._wake()
+        store.after_commit(self._wake)
 
     def _queue(self, store: Store) -> None:
         number = int(store.get_meta(DRAIN_KEY) or 0)

@@ -4,6 +4,7 @@ the main site's list of them and its API; `quire.served` routes
 
 from __future__ import annotations
 
+from quire.cdn.purge import Purges
 from quire.modules import Module, Services
 from quire.spaces import openapi, routes
 from quire.spaces.service import SpaceService
@@ -15,4 +16,12 @@ def build(services: Services) -> None:
     services.add("spaces", SpaceService(services.store, services.cache, services.settings, served - {""}))
 
 
-module = Module("spaces", build=build, routes=routes.routes, openapi=openapi.paths, permissions=(routes.PERMISSION,))
+def subscribe(services: Services) -> None:
+    """With a CDN, a switched alias or a removed space has every answer
+    served under its name purged (`site:<name>`, quire.conditional)."""
+    if services.settings.cdn.purge_url:
+        purges = services.get(Purges)
+        services.get(SpaceService).switched.append(lambda name: purges.add([f"site:{name}"]))
+
+
+module = Module("spaces", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths, permissions=(routes.PERMISSION,))

@@ -102,6 +102,9 @@ class SpaceService:
         self._made: SystemValue[dict[str, float]] = SystemValue(cache, self._load_made)
         # told of a space about to be emptied (quire.sites closes this worker's app of it first)
         self.closing: list[Callable[[str], None]] = []
+        # told of a name whose answers changed wholesale: an alias switched or removed, a space
+        # removed (the CDN purges `site:<name>`)
+        self.switched: list[Callable[[str], None]] = []
 
     def incarnations(self) -> dict[str, float]:
         """When each space was made: a space removed and made again under
@@ -183,6 +186,8 @@ class SpaceService:
             self.cache.bump_system()
         for close in self.closing:
             close(name)
+        for told in self.switched:
+            told(name)
         self.empty(name)
 
     def empty(self, name: str) -> None:
@@ -234,6 +239,8 @@ class SpaceService:
                 doc["created"] = before.get("created", now)
                 self.aliases.replace(doc)
             self.cache.bump_system()
+        for told in self.switched:
+            told(name)
         return alias_shown(doc)
 
     async def unalias(self, name: str) -> None:
@@ -242,6 +249,8 @@ class SpaceService:
                 raise NotFound("Alias not found")
             self.aliases.delete(name)
             self.cache.bump_system()
+        for told in self.switched:
+            told(name)
 
 
 def alias_shown(doc: dict[str, Any]) -> dict[str, Any]:
