@@ -45,7 +45,8 @@ async def test_each_minute_records_what_the_server_did_since_the_last(
     assert sampler.previous is not None
     sampler.previous = {**sampler.previous, "requests": sampler.previous["requests"] + 10_000}
     again = await sampler.sample(now + 60)
-    assert again is not None and 0 < again["requests"] < 10_000
+    # the process's whole count (other tests' requests too: the counters are the process's)
+    assert again is not None and again["requests"] == sampler.previous["requests"] > 0
     assert quire.store.collection(ACTIVITY).count({}) == 2
 
 
