@@ -23,7 +23,7 @@ from quire.auth.service import Identity
 from quire.cache import Cache, SystemValue
 from quire.config import Settings
 from quire.errors import BadRequest, Conflict, NotFound
-from quire.store import Store
+from quire.store import PostgresStore, Store
 
 SPACES = "system/spaces"
 ALIASES = "system/space_aliases"
@@ -169,9 +169,8 @@ class SpaceService:
     def prepare(self, name: str) -> None:
         """Its database's room: the folder; on PostgreSQL the schema."""
         space_folder(self.settings, name).mkdir(parents=True, exist_ok=True)
-        if self.settings.store.url:
-            with self.store.transaction():
-                self.store.write(f'CREATE SCHEMA IF NOT EXISTS "{space_schema(name)}"')
+        if isinstance(self.store, PostgresStore):
+            self.store.create_schema(space_schema(name))
 
     async def remove(self, name: str) -> None:
         """Remove a space and everything in it (its database and files)."""
@@ -192,18 +191,9 @@ class SpaceService:
 
     def empty(self, name: str) -> None:
         """Delete the database and files of space `name` (its folder; on
-        PostgreSQL its schema). An extension a space's first search index
-        installed in its schema (pg_trgm) serves every site of the
-        database: it moves to `public` first, not away with the schema."""
-        if self.settings.store.url:
-            schema = space_schema(name)
-            with self.store.transaction():
-                found = self.store.execute_read(
-                    "SELECT e.extname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-                    "WHERE n.nspname = %s", (schema,)).fetchall()
-                for (extension,) in found:
-                    self.store.write(f'ALTER EXTENSION "{extension}" SET SCHEMA public')
-                self.store.write(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        PostgreSQL its schema, extensions in it kept: PostgresStore.drop_schema)."""
+        if isinstance(self.store, PostgresStore):
+            self.store.drop_schema(space_schema(name))
         shutil.rmtree(space_folder(self.settings, name), ignore_errors=True)
 
 

@@ -465,6 +465,23 @@ class PostgresStore(Transactions):
                 names.add(index)
         self._catalog = catalog
 
+    def create_schema(self, schema: str) -> None:
+        """Make another schema of this database (a space's, quire.spaces)."""
+        with self.transaction():
+            self._write(f"CREATE SCHEMA IF NOT EXISTS {ident(schema)}")
+
+    def drop_schema(self, schema: str) -> None:
+        """Drop another schema of this database and all in it. An extension
+        installed in it (pg_trgm, by a space's first search index) serves
+        every schema of the database: it moves to `public` first, not away
+        with the schema."""
+        with self.transaction():
+            found = self.execute_read("SELECT e.extname FROM pg_extension e JOIN pg_namespace n "
+                                      "ON n.oid = e.extnamespace WHERE n.nspname = %s", (schema,)).fetchall()
+            for (extension,) in found:
+                self._write(f"ALTER EXTENSION {ident(extension)} SET SCHEMA public")
+            self._write(f"DROP SCHEMA IF EXISTS {ident(schema)} CASCADE")
+
     def ensure_table(self, name: str) -> None:
         self._fresh()
         if name in self._known_tables:
