@@ -52,7 +52,7 @@ class ApiLimits:
         self.shared: dict[str, int] = {}  # every worker's counts as last read (this one's added ones included)
         self._synced = 0.0
         self._syncing = False
-        self._policies: dict[int, tuple[bytes, bytes]] = {}
+        self._policies: dict[int, tuple[tuple[bytes, bytes], int]] = {}  # limit -> its header, when to share
 
     def hit(self, bucket: str, limit: int) -> list[tuple[bytes, bytes]]:
         """Count one request of `bucket` (a key's id, or `addr:<address>`)
@@ -63,29 +63,31 @@ class ApiLimits:
         if window != self.window:
             self.window, self.local, self.shared = window, {}, {}
             self._clear_old(window)
-        reset = max(1, math.ceil((window + 1) * WINDOW - now))
-        used = self.shared.get(bucket, 0) + self.local.get(bucket, 0)
-        policy = self._policies.get(limit)
-        if policy is None:
-            policy = self._policies[limit] = (b"ratelimit-policy", f'"minute";q={limit};w={WINDOW}'.encode())
+        reset = math.ceil((window + 1) * WINDOW - now) or 1
+        local = self.local.get(bucket, 0)
+        used = self.shared.get(bucket, 0) + local
+        known = self._policies.get(limit)
+        if known is None:
+            known = self._policies[limit] = ((b"ratelimit-policy", f'"minute";q={limit};w={WINDOW}'.encode()),
+                                             max(1, limit // SHARE_PART))
+        policy, share_at = known
         if used >= limit:
             refused = TooManyRequests(f"Too many requests: at most {limit} per minute for this key (or "
                                       f"address); try again in {reset} s")
             refused.headers = {"Retry-After": str(reset), "RateLimit-Policy": policy[1].decode(),
                                "RateLimit": f'"minute";r=0;t={reset}'}
             raise refused
-        self.local[bucket] = self.local.get(bucket, 0) + 1
+        self.local[bucket] = local = local + 1
         # Sharing is a write, and every write makes each worker's kept answers
         # be made again: a worker shares once it has counted a twentieth of a
         # bucket's limit (at most once a second), so a key far from its limit
         # costs no write at all.
-        if self.local[bucket] >= max(1, limit // SHARE_PART) and now - self._synced >= SYNC_SECONDS \
-                and not self._syncing:
+        if local >= share_at and now - self._synced >= SYNC_SECONDS and not self._syncing:
             self._synced = now
             with contextlib.suppress(RuntimeError):  # no running loop (a test calling it directly)
                 self._syncing = True
                 asyncio.get_running_loop().create_task(self.sync())
-        return [policy, (b"ratelimit", f'"minute";r={max(0, limit - used - 1)};t={reset}'.encode())]
+        return [policy, (b"ratelimit", b'"minute";r=%d;t=%d' % (limit - used - 1, reset))]
 
     async def sync(self) -> None:
         """Add this worker's counts to the shared ones and read them back."""
@@ -114,12 +116,16 @@ class ApiLimits:
             self._syncing = False
 
     def _clear_old(self, window: int) -> None:
-        """Drop the rows of minutes gone, once a minute per worker."""
+        """Drop the rows of minutes gone, once a minute per worker. Looked
+        for first: a write, even one that changes nothing, makes this
+        worker's kept answers be made again."""
         async def drop() -> None:
             with contextlib.suppress(Exception):
+                old = {"w": {"$lt": window - 1}}
+                if not self.rows.exists() or self.rows.find_one(old) is None:
+                    return
                 async with self.store.atomic():
-                    if self.rows.exists():
-                        self.rows.delete_many({"w": {"$lt": window - 1}})
+                    self.rows.delete_many(old)
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().create_task(drop())
 

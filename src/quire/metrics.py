@@ -13,6 +13,7 @@ and state, the change log's last number and the search index's queue."""
 from __future__ import annotations
 
 import bisect
+import collections
 import os
 import threading
 import time
@@ -58,15 +59,27 @@ def process_ended() -> None:
         multiprocess.mark_process_dead(os.getpid())
 
 
+# What is counted on every request waits in `_answered` and `_told` (a
+# deque's append and popleft are atomic, so the event loop appends with no
+# lock) and is added to the shared counters (a lock and a write to the
+# worker's file per labelled child) by `flush`: each second from a thread of
+# a server's worker (so a scrape may miss the other workers' last second),
+# at each scrape of this process, and when FLUSH_AT wait (a process without
+# the thread). Requests pay for an append; the adding up is done in one go.
+FLUSH_AT = 4096
+_answered: collections.deque[tuple[str, str, int, float]] = collections.deque()  # route, method, status, s
+_told: collections.deque[Any] = collections.deque()  # a counter's labelled child, once per count
 _counted: dict[tuple[str, str, int], Any] = {}  # labelled children, looked up once (labels() takes a lock)
-_timed: dict[str, Any] = {}
+_timed: dict[str, _Timing] = {}
+_lock = threading.Lock()  # one flush at a time: a scrape waits for the thread's batch under way
+_flusher: list[threading.Thread] = []
 
 
 class _Timing:
-    """A route's latencies held back (see FLUSH_EVERY): counts per bucket
-    and their sum, added to the shared histogram at once. Reaches into the
-    histogram's buckets and sum as its own `observe` does; a histogram
-    without them (another prometheus_client) is given each time on its own."""
+    """A route's latencies of one flush: counts per bucket and their sum,
+    added to the shared histogram at once. Reaches into the histogram's
+    buckets and sum as its own `observe` does; a histogram without them
+    (another prometheus_client) is given each time on its own."""
 
     def __init__(self, histogram: Any) -> None:
         self.histogram = histogram
@@ -75,28 +88,16 @@ class _Timing:
         self.counts = [0] * len(self.bounds)
         self.total = 0.0
         self.waiting = 0
-        self.since = time.monotonic()
 
     def add(self, seconds: float) -> None:
         if not self.batched:
             self.histogram.observe(seconds)
             return
-        with _lock:
-            self._add(seconds)
-
-    def _add(self, seconds: float) -> None:
         self.counts[bisect.bisect_left(self.bounds, seconds)] += 1
         self.total += seconds
         self.waiting += 1
-        if self.waiting >= FLUSH_EVERY:
-            self.flush()
-        else:
-            now = time.monotonic()
-            if now - self.since >= 1.0:
-                self.flush(now)
 
-    def flush(self, now: float | None = None) -> None:
-        self.since = time.monotonic() if now is None else now
+    def flush(self) -> None:
         if not self.waiting:
             return
         counts, total = self.counts, self.total
@@ -108,16 +109,55 @@ class _Timing:
 
 
 def observe(route: str, method: str, status: int, seconds: float) -> None:
-    """A request answered (the dispatcher's `observe`): counted and timed,
-    added to the shared files in batches (FLUSH_EVERY)."""
-    counter = _counted.get((route, method, status))
-    if counter is None:
-        counter = _counted[(route, method, status)] = REQUESTS.labels(route, method, str(status))
-    timer = _timed.get(route)
-    if timer is None:
-        timer = _timed[route] = _Timing(LATENCY.labels(route))
-    _count(counter)
-    timer.add(seconds)
+    """A request answered (the dispatcher's `observe`): counted and timed
+    at the next flush."""
+    _answered.append((route, method, status, seconds))
+    if len(_answered) >= FLUSH_AT:
+        flush()
+
+
+def _count(child: Any) -> None:
+    _told.append(child)
+    if len(_told) >= FLUSH_AT:
+        flush()
+
+
+def _flush_each_second() -> None:
+    """A server's worker: what a quiet worker holds back reaches the
+    shared files within a second all the same."""
+    while True:
+        time.sleep(1.0)
+        flush()
+
+
+def flush() -> None:
+    """Add what this process holds back to the shared counters."""
+    with _lock:
+        counts: dict[Any, int] = {}
+        answered, told_, timed = _answered, _told, _timed
+        while True:
+            try:
+                route, method, status, seconds = answered.popleft()
+            except IndexError:
+                break
+            counter = _counted.get((route, method, status))
+            if counter is None:
+                counter = _counted[(route, method, status)] = REQUESTS.labels(route, method, str(status))
+            counts[counter] = counts.get(counter, 0) + 1
+            timer = timed.get(route)
+            if timer is None:
+                timer = timed[route] = _Timing(LATENCY.labels(route))
+            timer.add(seconds)
+        while True:
+            try:
+                child = told_.popleft()
+            except IndexError:
+                break
+            counts[child] = counts.get(child, 0) + 1
+        for child, count in counts.items():
+            child.inc(count)
+        for timing in timed.values():
+            timing.flush()
 
 
 _waits = {True: LOCK_WAIT.labels("yes"), False: LOCK_WAIT.labels("no")}
@@ -145,60 +185,6 @@ def lock_waited(seconds: float, got: bool) -> None:
         _waits[got].observe(seconds)
 
 
-# Counted on every request: kept in plain numbers and added to the shared
-# counters (a lock and a write to the worker's file each) once 64 are
-# waiting, at each scrape of this process, and each second by a thread of
-# a server's worker; so a scrape may miss the other workers' last second.
-FLUSH_EVERY = 64
-_pending: dict[Any, list[float]] = {}  # counter child -> [count waiting, when last added]
-
-
-_lock = threading.Lock()  # requests count on the event loop, jobs in their threads, the flusher in its own
-_flusher: list[threading.Thread] = []
-
-
-def _flush_each_second() -> None:
-    """A server's worker: what a quiet worker holds back reaches the
-    shared files within a second all the same."""
-    while True:
-        time.sleep(1.0)
-        flush()
-
-
-def _count(child: Any) -> None:
-    with _lock:
-        _count_locked(child)
-
-
-def _count_locked(child: Any) -> None:
-    waiting = _pending.get(child)
-    if waiting is None:
-        waiting = _pending[child] = [0, time.monotonic()]
-    waiting[0] += 1
-    if waiting[0] >= FLUSH_EVERY:
-        _flush_one(child, waiting)
-    else:
-        now = time.monotonic()
-        if now - waiting[1] >= 1.0:
-            _flush_one(child, waiting, now)
-
-
-def _flush_one(child: Any, waiting: list[float], now: float | None = None) -> None:
-    count, waiting[0] = waiting[0], 0
-    waiting[1] = time.monotonic() if now is None else now
-    if count:
-        child.inc(count)
-
-
-def flush() -> None:
-    """Add what this process holds back to the shared counters (a scrape)."""
-    with _lock:
-        for child, waiting in list(_pending.items()):
-            _flush_one(child, waiting)
-        for timing in list(_timed.values()):
-            timing.flush()
-
-
 _kept: dict[tuple[str, bool], Any] = {}
 
 
@@ -209,7 +195,9 @@ def kept(region: str, hit: bool) -> None:
     child = _kept.get((region, hit))
     if child is None:
         child = _kept[(region, hit)] = KEPT.labels(region, "hit" if hit else "miss")
-    _count(child)
+    _told.append(child)  # (`_count`, inline: every request counts one)
+    if len(_told) >= FLUSH_AT:
+        flush()
 
 
 def queried() -> None:
