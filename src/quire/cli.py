@@ -305,7 +305,7 @@ def cmd_spaces(args: argparse.Namespace) -> int:
     from quire.auth.service import SYSTEM
     from quire.spaces.service import SpaceService
 
-    if args.spaces_cmd in ("fork", "diff"):
+    if args.spaces_cmd in ("fork", "diff", "merge"):
         return _forks(args)
     quire = _quire(args)
     try:
@@ -350,6 +350,8 @@ def _forks(args: argparse.Namespace) -> int:
             print(f"Forked space {args.source} into {made['name']} in {time.monotonic() - started:.1f} s: "
                   f"its API is {made['api']}/... (quire spaces diff {made['name']} compares them)")
             return 0
+        if args.spaces_cmd == "merge":
+            return _merge(settings, args)
         origin, models = forks.diff(settings, args.name)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -369,6 +371,47 @@ def _forks(args: argparse.Namespace) -> int:
         print(f"  {m.model}: " + ", ".join(f"{n} {what}" for n, what in counts if n))
     print(f"Models and settings: quire schema snapshot --space {origin} > origin.json; "
           f"quire schema diff --space {args.name} origin.json")
+    return 0
+
+
+def _merge(settings: Any, args: argparse.Namespace) -> int:
+    """Show a fork's merge plan, or apply the one named (`--plan`), or show
+    and apply it at once (`--yes`)."""
+    from quire import forks
+
+    if args.plan:
+        started = time.monotonic()
+        done = forks.merge(settings, args.name, args.plan, args.take, "the command line",
+                           lambda step: print(f"  {step}", file=sys.stderr, flush=True))
+        print(f"Merged {done.writes} changes of {args.name} into {done.origin} in {time.monotonic() - started:.1f} s")
+        return 0
+    plan = forks.merge_plan(settings, args.name, args.take)
+    if args.json:
+        print(orjson.dumps(plan.as_json(), option=orjson.OPT_INDENT_2).decode())
+        return 0
+    print(f"Merging {args.name} into {plan.origin} would:")
+    for m in plan.models:
+        parts = [(len(m["add"]), "add"), (len(m["change"]), "change"), (len(m["remove"]), "remove")]
+        line = ", ".join(f"{what} {n}" for n, what in parts if n) or "change nothing"
+        left = f"; {len(m['conflicts'])} changed on both sides stay as {plan.origin} has them" if m["conflicts"] else ""
+        print(f"  {m['model']}: {line}{left}")
+    if plan.assets:
+        print(f"  and copy {len(plan.assets)} assets the merged items use")
+    if plan.missing_models:
+        print(f"error: {plan.origin} has no model {', '.join(plan.missing_models)}: carry the schema over first "
+              f"(quire schema snapshot --space {args.name} > fork.json; quire schema apply --space {plan.origin} "
+              "fork.json)", file=sys.stderr)
+        return 1
+    if not plan.writes:
+        print("Nothing to merge.")
+        return 0
+    if not args.yes:
+        print(f"To apply this plan (and only this one): quire spaces merge {args.name} --take {args.take} "
+              f"--plan {plan.plan}")
+        return 0
+    done = forks.merge(settings, args.name, plan.plan, args.take, "the command line",
+                       lambda step: print(f"  {step}", file=sys.stderr, flush=True))
+    print(f"Merged {done.writes} changes of {args.name} into {done.origin}")
     return 0
 
 
@@ -847,6 +890,15 @@ def build_parser() -> argparse.ArgumentParser:
     sdiff = spaces_sub.add_parser("diff", parents=[common], help="a forked space against its origin, item by item")
     sdiff.add_argument("name", help="the forked space")
     sdiff.add_argument("--json", action="store_true", help="the ids, as JSON")
+    smerge = spaces_sub.add_parser("merge", parents=[common], help="carry a fork's changes into its origin, "
+                                   "by a plan shown first")
+    smerge.add_argument("name", help="the forked space")
+    smerge.add_argument("--take", choices=("origin", "fork"), default="origin",
+                        help="whose side of an item changed on both sides is kept (default: the origin's)")
+    smerge.add_argument("--plan", help="apply the plan of this name (shown by the command without it), "
+                        "refused if anything changed since")
+    smerge.add_argument("--yes", action="store_true", help="show the plan and apply it at once")
+    smerge.add_argument("--json", action="store_true", help="the plan, as JSON")
     salias = spaces_sub.add_parser("alias", parents=[common], help="point an alias at a space (or switch it)")
     salias.add_argument("name", help="the alias, served at /NAME/api/...")
     salias.add_argument("target", metavar="space", help="the space it serves from now on")
