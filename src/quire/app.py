@@ -5,7 +5,6 @@ feature modules; `Quire` is the services those modules built, hung on
 from __future__ import annotations
 
 import logging
-import os
 import signal
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,7 +43,7 @@ from quire.asgi import App, Scope
 from quire.auth.request import IDENTITY, request_key
 from quire.cache import Cache
 from quire.catalogue import catalogue
-from quire.config import Settings, load_settings
+from quire.config import Settings
 from quire.content import types as field_types
 from quire.errors import ApiError
 from quire.events import Events
@@ -53,8 +52,6 @@ from quire.hooks import load_hooks
 from quire.jobs import Jobs
 from quire.modules import Module, Services
 from quire.packages import chosen
-from quire.requestid import configure_logging
-from quire.sites import Sites
 from quire.store import SqliteStore, open_store
 from quire.system.custom import routes_of as custom_routes
 from quire.ui.web import use_module_files
@@ -158,7 +155,7 @@ def conditional_get(settings: Settings, modules: Sequence[Module]) -> Callable[[
     return finish
 
 
-def _hear_the_stop() -> None:
+def hear_the_stop() -> None:
     """granian tells a worker to stop through the stop signal's handler it
     puts on the worker's event loop as the worker starts
     (`granian._signals.set_loop_signals`, called after this factory ran),
@@ -226,20 +223,3 @@ def api_limit(quire: Quire) -> Callable[[Scope], list[tuple[bytes, bytes]] | Non
         return limits.hit(identity.key_id or f"addr:{current_client(hops) or '?'}", allowed)
 
     return limit
-
-
-def app_from_env() -> Any:
-    """The factory granian's workers call: settings come from the environment
-    that `quire serve` prepared (QUIRE_DATA, QUIRE_CONFIG)."""
-    settings = load_settings(os.environ.get("QUIRE_DATA", "./data"), os.environ.get("QUIRE_CONFIG") or None)
-    configure_logging(settings.server.log_format == "json")
-    _hear_the_stop()
-    traces = settings.traces
-    if traces.enabled:  # in the worker: the exporter's thread must not cross a fork
-        tracing.configure(traces.endpoint, traces.service_name, traces.sample_percent / 100)
-    return serve_sites(build_app(settings))
-
-
-def serve_sites(main: App) -> Any:
-    """The main site's app, and its spaces' under their names (quire.sites)."""
-    return Sites(main, lambda settings, modules: build_app(settings, modules=modules))

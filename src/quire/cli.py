@@ -63,7 +63,7 @@ def _quire(args: argparse.Namespace) -> Any:
 
 
 RESPAWN_SECONDS = 1.0  # pause before a dead worker is started again
-# On SIGTERM a worker ends its event streams (app._hear_the_stop) and
+# On SIGTERM a worker ends its event streams (app.hear_the_stop) and
 # finishes what it is answering; one that has not stopped after this long (a
 # long request, a worker caught starting up) is killed, so that stopping the
 # server never hangs. Every acknowledged write was committed before its
@@ -106,7 +106,7 @@ def _serve(args: argparse.Namespace, overrides: dict[str, dict[str, Any]],
     if when_up is not None:
         url = _local_url(server.host, server.port)
         threading.Thread(target=_wait_then, args=(url, when_up), daemon=True).start()
-    granian_server("quire.app:app_from_env", server.host, server.port, server.workers, server.quiet,
+    granian_server("quire.served:app_from_env", server.host, server.port, server.workers, server.quiet,
                    json_logs=server.log_format == "json").serve()
     return 0
 

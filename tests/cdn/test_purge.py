@@ -169,8 +169,9 @@ def test_tags_can_go_in_a_header(app_env: dict[str, str], receiver: PurgeReceive
 
 def test_answers_under_a_space_name_it_and_a_switched_alias_is_purged_whole(
         app_env: dict[str, str], receiver: PurgeReceiver, tmp_path: Any) -> None:
-    from quire.app import build_app, serve_sites
+    from quire.app import build_app
     from quire.config import load_settings
+    from quire.served import serve_sites
     from tests.client import TestClient
     from tests.commands import run_quire
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from quire.app import build_app, serve_sites
+from quire.app import build_app
 from quire.config import load_settings
+from quire.served import serve_sites
 from tests.client import TestClient
 from tests.commands import run_quire
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import httpx2 as httpx
 
-from quire.app import build_app, serve_sites
+from quire.app import build_app
 from quire.config import load_settings
+from quire.served import serve_sites
 from quire.spaces.service import space_schema
 from tests.client import TestClient
 from tests.commands import run_quire

@@ -13,7 +13,8 @@ from quire.spaces.service import SpaceService
 def build(services: Services) -> None:
     # the main site's first path segments: never a space's name
     served = {r.path.split("/")[1].split("{")[0] for m in services.modules for r in m.routes if r.path != "/"}
-    services.add("spaces", SpaceService(services.store, services.cache, services.settings, served - {""}))
+    services.add("spaces", SpaceService(services.store, services.cache, services.settings, served - {""},
+                                        services.jobs))
 
 
 def subscribe(services: Services) -> None:

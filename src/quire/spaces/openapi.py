@@ -18,6 +18,25 @@ ALIAS: dict[str, Any] = {
                    "previous": {"type": ["string", "null"], "description": "the one it served before: a rollback"},
                    "switched": {"type": "number"}, "api": {"type": "string"}},
 }
+TASK: dict[str, Any] = {
+    "type": "object", "required": ["id", "kind", "space", "state"],
+    "properties": {"id": {"type": "string"}, "kind": {"type": "string", "enum": ["spaces.fork", "spaces.merge"]},
+                   "space": {"type": "string"}, "asked": {"type": "object"}, "by": {"type": "string"},
+                   "state": {"type": "string", "enum": ["pending", "running", "done", "failed"]},
+                   "step": {"type": "string"}, "created": {"type": "number"}, "ended": {"type": ["number", "null"]},
+                   "error": {"type": ["string", "null"]}, "result": {"type": ["object", "null"]}},
+}
+DIFF: dict[str, Any] = {"type": "object", "properties": {
+    "space": {"type": "string"}, "origin": {"type": "string"},
+    "models": {"type": "array", "items": {"type": "object", "description": "a model's item ids: added, changed, "
+                                          "removed, origin_added, origin_changed, origin_removed, conflicts"}}}}
+PLAN: dict[str, Any] = {"type": "object", "properties": {
+    "fork": {"type": "string"}, "origin": {"type": "string"}, "take": {"type": "string"},
+    "models": {"type": "array", "items": {"type": "object", "description": "a model's add, change, remove and "
+                                          "conflicts left (item ids)"}},
+    "assets": {"type": "array", "items": {"type": "string"}}, "missing_models": {"type": "array"},
+    "plan": {"type": "string", "description": "this plan's name: POST it to apply this plan and no other"},
+    "writes": {"type": "integer"}}}
 NAME = param("name", "path", "string", "The space's (or alias's) name", required=True)
 OK = {"type": "object", "properties": {"success": {"type": "boolean"}}}
 
@@ -26,12 +45,41 @@ def paths() -> dict[str, Any]:
     def manage(summary: str, params: list[dict[str, Any]], errors: tuple[int, ...], **kw: Any) -> dict[str, Any]:
         return op(summary, params, errors, tag="system", **kw)
 
+    def queued(operation: dict[str, Any]) -> dict[str, Any]:
+        operation["responses"]["202"] = {"description": "Queued: its task (GET /api/system/spaces/tasks/{id})",
+                                         "content": {"application/json": {"schema": TASK}}}
+        return operation
+
+    take = param("take", "query", "string", "Whose side of an item changed on both sides is kept: origin "
+                 "(the default) or fork")
     return {
         "/api/system/spaces": {
             "get": manage("The site's spaces", [], (403,), schema={"type": "array", "items": SPACE}),
-            "post": manage("Create a space, served at /<name>/api/...", [], (403, 409), schema=SPACE, body={
-                "type": "object", "required": ["name"],
-                "properties": {"name": {"type": "string"}, "label": {"type": "string"}}}),
+            "post": queued(manage("Create a space, served at /<name>/api/...; with `from`, a fork of that space, "
+                                  "made by a job (202)", [], (403, 404, 409), schema=SPACE, body={
+                                      "type": "object", "required": ["name"],
+                                      "properties": {"name": {"type": "string"}, "label": {"type": "string"},
+                                                     "from": {"type": "string"}}})),
+        },
+        "/api/system/spaces/tasks": {
+            "get": manage("Forks and merges asked for, the newest first", [], (403,),
+                          schema={"type": "array", "items": TASK}),
+        },
+        "/api/system/spaces/tasks/{id}": {
+            "get": manage("One fork or merge: its state and step", [param("id", "path", "string", "The task's id",
+                                                                          required=True)], (403, 404), schema=TASK),
+        },
+        "/api/system/spaces/{name}/diff": {
+            "get": manage("A fork against its origin, item by item since the fork", [NAME], (400, 403, 404),
+                          schema=DIFF),
+        },
+        "/api/system/spaces/{name}/merge": {
+            "get": manage("What merging a fork into its origin would do, and the plan's name", [NAME, take],
+                          (400, 403, 404), schema=PLAN),
+            "post": queued(manage("Merge a fork into its origin by the plan named (as GET showed it), by a job "
+                                  "(202)", [NAME], (403, 404), schema=TASK, body={
+                                      "type": "object", "required": ["plan"],
+                                      "properties": {"plan": {"type": "string"}, "take": {"type": "string"}}})),
         },
         "/api/system/spaces/{name}": {
             "get": manage("One space", [NAME], (403, 404), schema=SPACE),

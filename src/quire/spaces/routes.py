@@ -3,11 +3,14 @@ spaces (docs/spaces.md)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from starlette.requests import Request
 from starlette.responses import Response
 
 from quire.asgi import route
 from quire.auth.request import identify
+from quire.errors import BadRequest
 from quire.http import json_response, quire_of, read_json, service
 from quire.spaces.service import SpaceService
 
@@ -20,11 +23,16 @@ async def list_spaces(request: Request) -> Response:
 
 
 async def create_space(request: Request) -> Response:
+    """A new, empty space; or, with `"from"`, a fork of that space, made
+    by a job (202 and its task: `GET /api/system/spaces/tasks/{id}`)."""
     identity = identify(request)
     identity.require(PERMISSION)
     quire = quire_of(request)
     body = await read_json(request, quire.max_body, quire.max_depth)
-    return json_response(await service(request, SpaceService).create(body, identity))
+    spaces = service(request, SpaceService)
+    if isinstance(body, dict) and "from" in body:
+        return json_response(await spaces.fork_later(body, identity), 202)
+    return json_response(await spaces.create(body, identity))
 
 
 async def get_space(request: Request) -> Response:
@@ -36,6 +44,43 @@ async def remove_space(request: Request) -> Response:
     identify(request).require(PERMISSION)
     await service(request, SpaceService).remove(request.path_params["name"])
     return json_response({"success": True})
+
+
+async def diff_space(request: Request) -> Response:
+    """A fork against its origin, item by item since the fork."""
+    identify(request).require(PERMISSION)
+    spaces = service(request, SpaceService)
+    name = request.path_params["name"]
+    spaces.get(name)
+    return json_response(await asyncio.to_thread(spaces.compare().diff, name))
+
+
+async def merge_space(request: Request) -> Response:
+    """GET: the plan of merging a fork into its origin (`?take=origin|fork`);
+    POST `{"plan": ..., "take": ...}`: apply that plan, by a job (202)."""
+    identity = identify(request)
+    identity.require(PERMISSION)
+    spaces = service(request, SpaceService)
+    name = request.path_params["name"]
+    if request.method == "GET":
+        spaces.get(name)
+        take = request.query_params.get("take", "origin")
+        if take not in ("origin", "fork"):
+            raise BadRequest("take is origin or fork", fields=["take"])
+        return json_response(await asyncio.to_thread(spaces.compare().plan, name, take))
+    quire = quire_of(request)
+    body = await read_json(request, quire.max_body, quire.max_depth)
+    return json_response(await spaces.merge_later(name, body, identity), 202)
+
+
+async def list_tasks(request: Request) -> Response:
+    identify(request).require(PERMISSION)
+    return json_response(service(request, SpaceService).list_tasks())
+
+
+async def get_task(request: Request) -> Response:
+    identify(request).require(PERMISSION)
+    return json_response(service(request, SpaceService).task(request.path_params["id"]))
 
 
 async def list_aliases(request: Request) -> Response:
@@ -59,7 +104,11 @@ async def remove_alias(request: Request) -> Response:
 
 routes = [
     route("/api/system/spaces", get=list_spaces, post=create_space),
+    route("/api/system/spaces/tasks", get=list_tasks),
+    route("/api/system/spaces/tasks/{id}", get=get_task),
     route("/api/system/spaces/{name}", get=get_space, delete=remove_space),
+    route("/api/system/spaces/{name}/diff", get=diff_space),
+    route("/api/system/spaces/{name}/merge", get=merge_space, post=merge_space),
     route("/api/system/aliases", get=list_aliases),
     route("/api/system/aliases/{name}", put=point_alias, delete=remove_alias),
 ]

@@ -22,7 +22,9 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from quire.auth.service import Identity
 from quire.cache import Cache, SystemValue
 from quire.config import Settings
-from quire.errors import BadRequest, Conflict, NotFound
+from quire.errors import BadRequest, Conflict, NotFound, Unavailable
+from quire.jobs import Jobs
+from quire.spaces import tasks
 from quire.store import PostgresStore, Store
 
 SPACES = "system/spaces"
@@ -33,7 +35,7 @@ NAME = re.compile(r"[a-z][a-z0-9-]{0,38}[a-z0-9]")
 RESERVED = {"api", "admin", "auth", "studio", "system", "metrics", "sso", "demo", "assets", "storage", "uploads",
             "static", "spaces", "space", "graphql", "gql", "mcp", "www", "main", "default", "quire", "docs",
             "health", "login", "logout", "favicon.ico", "robots.txt", "sitemap.xml", "well-known", "null", "none",
-            "undefined", "root", "public", "private", "internal", "localhost"}
+            "undefined", "root", "public", "private", "internal", "localhost", "tasks", "aliases"}
 SCHEMA_PREFIX = "quire_space_"
 
 
@@ -91,8 +93,11 @@ def space_settings(main: Settings, name: str) -> Settings:
 
 
 class SpaceService:
-    def __init__(self, store: Store, cache: Cache, settings: Settings, reserved: Iterable[str]) -> None:
+    def __init__(self, store: Store, cache: Cache, settings: Settings, reserved: Iterable[str], jobs: Jobs) -> None:
         self.store = store
+        self.jobs = jobs
+        # forks compared and merge plans made (given by the server's app, quire.served)
+        self.environments: tasks.Environments | None = None
         self.cache = cache
         self.settings = settings
         self.reserved = set(reserved)
@@ -196,6 +201,63 @@ class SpaceService:
             self.store.drop_schema(space_schema(name))
         shutil.rmtree(space_folder(self.settings, name), ignore_errors=True)
 
+
+    # -- forks and merges through the API (quire.spaces.tasks) ------------------
+
+    async def fork_later(self, body: Any, identity: Identity) -> dict[str, Any]:
+        """Fork space `body["from"]` into `body["name"]` as a job: checked
+        now (a 400, 404 or 409 at once), done by a runner; its task."""
+        if not isinstance(body, dict):
+            raise BadRequest("The body is an object: {\"name\": ..., \"from\": ...}")
+        source = body.get("from")
+        if not isinstance(source, str):
+            raise BadRequest("Say which space to fork: {\"from\": \"<name>\"}", fields=["from"])
+        name = check_name(body.get("name"), self.reserved)
+        label = body.get("label", name)
+        if not isinstance(label, str) or not label.strip() or len(label) > 200:
+            raise BadRequest("A space's label is a text of 1 to 200 characters", fields=["label"])
+        self.get(source)
+        if name in self.served():
+            raise Conflict(f"There is a space or alias '{name}' already")
+        return await self._later(tasks.FORK_JOB, name, {"from": source, "name": name, "label": label.strip()},
+                                 identity)
+
+    async def merge_later(self, name: str, body: Any, identity: Identity) -> dict[str, Any]:
+        """Merge fork `name` into its origin by the plan `body["plan"]` (as
+        shown by `GET .../merge`), as a job; its task."""
+        forked = self.get(name)
+        if not forked.get("origin"):
+            raise BadRequest(f"Space '{name}' was not forked from another")
+        plan = body.get("plan") if isinstance(body, dict) else None
+        take = body.get("take", "origin") if isinstance(body, dict) else "origin"
+        if not isinstance(plan, str) or not re.fullmatch(r"[0-9a-f]{32}", plan):
+            raise BadRequest("Name the plan to apply, as GET /api/system/spaces/{name}/merge showed it: "
+                             "{\"plan\": \"<32 hex digits>\"}", fields=["plan"])
+        if take not in ("origin", "fork"):
+            raise BadRequest("take is \"origin\" or \"fork\"", fields=["take"])
+        return await self._later(tasks.MERGE_JOB, name, {"name": name, "plan": plan, "take": take}, identity)
+
+    async def _later(self, kind: str, space: str, asked: dict[str, Any], identity: Identity) -> dict[str, Any]:
+        by = identity.key_name or identity.key_id or identity.kind
+        async with self.store.atomic():
+            task = tasks.new_task(self.store, kind, space, asked, by)
+            self.jobs.enqueue(kind, {**asked, "task": task["_id"], "by": by}, key=task["_id"])
+        self.jobs.wake(kind)
+        return tasks.shown(task)
+
+    def list_tasks(self) -> list[dict[str, Any]]:
+        return tasks.listed(self.store)
+
+    def task(self, task_id: str) -> dict[str, Any]:
+        found = tasks.one(self.store, task_id) if isinstance(task_id, str) else None
+        if found is None:
+            raise NotFound("Task not found")
+        return found
+
+    def compare(self) -> tasks.Environments:
+        if self.environments is None:
+            raise Unavailable("Forks are compared in a server (quire serve); here, use quire spaces diff|merge")
+        return self.environments
 
     # -- aliases ---------------------------------------------------------------
 
