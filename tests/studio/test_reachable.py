@@ -22,7 +22,8 @@ from tests.studio.conftest import logged_in
 STUDIO_ROUTES = [r for m in MODULES for r in m.routes if r.path.startswith("/studio")]
 
 # Parts of pages (htmx fragments, files) rather than screens a user opens.
-NOT_SCREENS = re.compile(r"^/studio/((static|pick|fragments)/|.*/(job|progress)$|.*/progress/\{token\}$)"
+NOT_SCREENS = re.compile(r"^/studio/((static|pick|fragments)/|.*/(job|progress)$|.*/progress/\{token\}$"
+                         r"|settings/spaces/tasks$)"
                          r"|^/studio/assets/(pick|upload|thumb/.*|\{id\}/crop)$")
 
 
@@ -87,6 +88,7 @@ def test_every_studio_screen_is_reached_from_the_dashboard(app: Any, admin: Api)
     upload_one(admin, "harbour.png", solid(8, 8), "image/png")
     # a webhook's page (an event nothing here sends: no delivery is tried)
     admin.post("/api/webhooks", json={"name": "Build", "url": "https://build.example/", "events": ["none.such"]})
+    admin.post("/api/system/spaces", json={"name": "shop"})  # a space's page
     ann = logged_in(app)
     seen = _crawl(ann)
     errors = {path: status for path, status in seen.items() if status >= 500}

@@ -4,9 +4,11 @@ the main site's list of them and its API; `quire.served` routes
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from quire.cdn.purge import Purges
-from quire.modules import Module, Services
-from quire.spaces import openapi, routes
+from quire.modules import Module, NavEntry, Services
+from quire.spaces import openapi, routes, screens
 from quire.spaces.service import SpaceService
 
 
@@ -25,4 +27,9 @@ def subscribe(services: Services) -> None:
         services.get(SpaceService).switched.append(lambda name: purges.add([f"site:{name}"]))
 
 
-module = Module("spaces", build=build, subscribe=subscribe, routes=routes.routes, openapi=openapi.paths, permissions=(routes.PERMISSION,))
+HERE = Path(__file__).parent
+
+module = Module("spaces", build=build, subscribe=subscribe, routes=[*routes.routes, *screens.routes],
+                openapi=openapi.paths, permissions=(routes.PERMISSION,), templates=HERE / "templates",
+                nav=[NavEntry("Spaces", screens.PAGE, "Settings", lambda identity: identity.can(routes.PERMISSION),
+                              order=88)])
