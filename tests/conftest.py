@@ -29,6 +29,12 @@ logging.getLogger("absl").setLevel(logging.ERROR)
 # tests start, but those of tests/examples/, which turn it on.
 os.environ["QUIRE_MODULES_PACKAGES"] = "false"
 
+# Bulk commands (import, fork, merge, backup) lower their CPU priority for
+# good (`[server] batch_niceness`), and run_quire runs commands inside the
+# test worker: the suite's workers must not lower their own. Tested apart
+# (tests/test_priority.py).
+os.environ["QUIRE_SERVER_BATCH_NICENESS"] = "0"
+
 # Passwords the tests set are hashed with argon2's cheapest parameters: the
 # product's (64 MiB, three passes: about 0.1 s a hash, more on a busy
 # machine) would be paid by every test that makes a user and logs in. A

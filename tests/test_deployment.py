@@ -756,3 +756,56 @@ def test_the_systemd_units_pass_systemd_analyze(unit: str, tmp_path: Path) -> No
     problems = [line for line in (out.stdout + out.stderr).splitlines()
                 if line.strip() and "/opt/quire/.venv/bin/quire" not in line]
     assert not problems, "\n".join(problems)
+
+
+def _task_done(http: httpx.Client, task: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+
+    def ended() -> bool:
+        found.update(http.get(f"/api/system/spaces/tasks/{task['id']}").json())
+        return found.get("state") in ("done", "failed")
+
+    wait_until(ended, f"the {task['kind']} task ended")
+    assert found["state"] == "done", found
+    return found
+
+
+def test_spaces_forked_merged_and_switched_across_instances(cluster: Cluster) -> None:
+    """A space made through A, forked and merged back by jobs any instance
+    may run, compared through B, and an alias switched on A that B serves
+    from its next request (the list of spaces is system data: A's change
+    reaches B's caches as any write does)."""
+    with cluster.client(cluster.a.base) as a, cluster.client(cluster.b.base) as b:
+        assert a.post("/api/system/spaces", json={"name": "pg-site"}).status_code == 200
+        made = subprocess.run([sys.executable, "-m", "quire", "keys", "create", "--space", "pg-site", "--name", "k",
+                               "--role", "admin", "--data", str(cluster.data)], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, **unit_environment(cluster.pg.url())})
+        assert made.returncode == 0, made.stderr
+        space = {"api-key": made.stdout.split()[-1]}
+        model = {"name": "notes", "type": "collection", "fields": [{"name": "title", "type": "text"}]}
+        assert b.put("/pg-site/api/system/models/notes", headers=space, json=model).status_code == 200
+        first = b.post("/pg-site/api/content/item/notes", headers=space, json={"data": {"title": "one"}}).json()
+
+        asked = a.post("/api/system/spaces", json={"name": "pg-stage", "from": "pg-site"})
+        assert asked.status_code == 202, asked.text
+        _task_done(b, asked.json())
+        wait_until(lambda: b.get("/pg-stage/api/content/items/notes", headers=space).status_code == 200,
+                   "B serves the fork")
+        assert a.post("/pg-stage/api/content/item/notes", headers=space,
+                      json={"data": {"_id": first["_id"], "title": "staged"}}).status_code == 200
+        plan = b.get("/api/system/spaces/pg-stage/merge").json()
+        assert plan["writes"] == 1 and plan["models"][0]["change"] == [first["_id"]], plan
+        _task_done(a, b.post("/api/system/spaces/pg-stage/merge", json={"plan": plan["plan"]}).json())
+        wait_until(lambda: b.get(f"/pg-site/api/content/item/notes/{first['_id']}", headers=space
+                                 ).json().get("title") == "staged", "B reads the merge")
+
+        assert a.put("/api/system/aliases/pg-live", json={"space": "pg-site"}).status_code == 200
+        wait_until(lambda: b.get("/pg-live/api/content/items/notes", headers=space).status_code == 200,
+                   "B serves the alias")
+        b.post("/pg-stage/api/content/item/notes", headers=space, json={"data": {"title": "only in stage"}})
+        assert a.put("/api/system/aliases/pg-live", json={"space": "pg-stage"}).json()["previous"] == "pg-site"
+        wait_until(lambda: len(b.get("/pg-live/api/content/items/notes", headers=space).json()) == 2,
+                   "B serves the switched alias")
+        assert a.put("/api/system/aliases/pg-live", json={"space": "pg-site"}).status_code == 200  # the rollback
+        wait_until(lambda: len(b.get("/pg-live/api/content/items/notes", headers=space).json()) == 1,
+                   "B serves the alias switched back")

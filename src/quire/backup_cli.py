@@ -12,6 +12,7 @@ from typing import Any
 
 from quire.backup import BackupError, restore_backup, verify_backup, write_backup
 from quire.config import Settings
+from quire.processes import lower_priority
 
 
 class Counter:
@@ -35,6 +36,7 @@ class Counter:
 
 def cmd_backup(args: argparse.Namespace) -> int:
     settings: Settings = args.load_settings(args)
+    lower_priority(settings.server.batch_niceness, whole_process=True)  # bulk work: a server beside it answers first
     path = Path(args.file)
     if not path.parent.is_dir():
         print(f"error: {path.parent} is not a folder", file=sys.stderr)

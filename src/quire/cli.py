@@ -22,6 +22,7 @@ import orjson
 
 from quire.config import ConfigError, Settings, load_settings, log_deprecations
 from quire.errors import NotFound
+from quire.processes import lower_priority
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -342,6 +343,7 @@ def _forks(args: argparse.Namespace) -> int:
     from quire import forks
 
     settings = _settings(args)
+    lower_priority(settings.server.batch_niceness, whole_process=True)  # bulk work: a server beside it answers first
     try:
         if args.spaces_cmd == "fork":
             started = time.monotonic()
@@ -577,6 +579,8 @@ def _export_to(quire: Any, out: Any, only: Any, with_files: bool) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    # bulk work: a server beside it answers first
+    lower_priority(_settings(args).server.batch_niceness, whole_process=True)
     if args.from_cockpit:
         from quire.cockpit.cli import import_cockpit
 

@@ -59,6 +59,9 @@ class ServerSettings(Section):
     proxy_hops: int = setting(0, between=(0, MAX_PROXY_HOPS))
     # "text" lines, or "json": one object per line with the request id (quire.requestid)
     log_format: str = "text"
+    # how much lower the CPU priority of bulk work is (imports, forks, merges,
+    # backups: quire.processes.lower_priority); 0 leaves it as it is
+    batch_niceness: int = setting(10, between=(0, 19))
 
     def check(self) -> None:
         _check_url("server.public_url", self.public_url)

@@ -48,7 +48,7 @@ BATCH = 1000
 
 
 @contextlib.contextmanager
-def _site(settings: Settings, space: bool = True) -> Iterator[Quire]:
+def open_site(settings: Settings, space: bool = True) -> Iterator[Quire]:
     """The services of a space (or, `space=False`, of the main site)."""
     quire = Quire(settings, modules=[m for m in MODULES if m.name != "spaces"] if space else None)
     try:
@@ -70,7 +70,7 @@ def fork(main: Settings, source: str, name: str, label: str | None = None,
          progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Make space `name` a copy of space `source` as it is now."""
     say = progress or (lambda _: None)
-    with _site(main, space=False) as site:
+    with open_site(main, space=False) as site:
         spaces = site.get(SpaceService)
         spaces.get(source)  # 404 when there is none
         check_name(name, spaces.reserved)
@@ -87,7 +87,7 @@ def fork(main: Settings, source: str, name: str, label: str | None = None,
         finally:
             store.close()
             files.close()
-        with _site(main, space=False) as site:
+        with open_site(main, space=False) as site:
             spaces = site.get(SpaceService)
             if name in spaces.served():  # made meanwhile (through the API, say): not overwritten
                 raise ValueError(f"'{name}' is taken (a space or an alias)")
@@ -98,9 +98,9 @@ def fork(main: Settings, source: str, name: str, label: str | None = None,
     finally:
         archive.unlink(missing_ok=True)
     say("recording the revisions it starts from")
-    with _site(target) as copy:
+    with open_site(target) as copy:
         _record_base(copy.store, _revisions(copy))
-    with _site(main, space=False) as site:
+    with open_site(main, space=False) as site:
         return asyncio.run(site.get(SpaceService).create({"name": name, "label": label or name}, SYSTEM,
                                                          origin=source))
 
@@ -153,7 +153,7 @@ class Sides:
 
 def origin_of(main: Settings, name: str) -> str:
     """The space fork `name` was forked from; ValueError when it is no fork."""
-    with _site(main, space=False) as site:
+    with open_site(main, space=False) as site:
         forked = site.get(SpaceService).spaces.get(name)
         if forked is None:
             raise ValueError(f"there is no space '{name}'")
@@ -166,7 +166,7 @@ def origin_of(main: Settings, name: str) -> str:
 
 def _sides(main: Settings, name: str) -> Sides:
     origin = origin_of(main, name)
-    with _site(space_settings(main, name)) as copy:
+    with open_site(space_settings(main, name)) as copy:
         ours = _revisions(copy)
         base_rows = copy.store.collection(BASE)
         base: dict[str, dict[str, int]] = {}
@@ -176,7 +176,7 @@ def _sides(main: Settings, name: str) -> Sides:
             base.setdefault(model, {})[item] = int(row["rev"])
             # after a merge the two sides hold the item at different revisions
             origin_base.setdefault(model, {})[item] = int(row.get("origin", row["rev"]))
-    with _site(space_settings(main, origin)) as source:
+    with open_site(space_settings(main, origin)) as source:
         theirs = _revisions(source)
     return Sides(origin, ours, theirs, base, origin_base)
 
@@ -253,12 +253,12 @@ def merge_plan(main: Settings, name: str, take: str = "origin") -> MergePlan:
         for item in sorted(set(add) | set(change) | set(remove) | set(left)):
             digest.update(f"|{d.model}/{item}:{sides.ours.get(d.model, {}).get(item)}:"
                           f"{sides.theirs.get(d.model, {}).get(item)}".encode())
-    with _site(space_settings(main, sides.origin)) as source:
+    with open_site(space_settings(main, sides.origin)) as source:
         known = {m.name for m in source.get(ModelService).all()}
         origin_assets = source.store.collection(ASSETS)
         have = {d["_id"] for d in origin_assets.pick(["_id"])} if origin_assets.exists() else set()
     missing = sorted(m["model"] for m in models if m["model"] not in known and (m["add"] or m["change"]))
-    with _site(space_settings(main, name)) as copy:
+    with open_site(space_settings(main, name)) as copy:
         used: set[str] = set()
         for m in models:
             if m["model"] in missing or not (m["add"] or m["change"]):
@@ -288,14 +288,14 @@ def merge(main: Settings, name: str, plan: str, take: str = "origin", actor: str
                          f"fork's schema over first (quire schema snapshot --space {name}; quire schema apply "
                          f"--space {shown.origin})")
     who = Identity("admin", key_id=f"merge:{name}", key_name=f"merge of {name} ({actor})", kind="system")
-    with _site(space_settings(main, name)) as copy, _site(space_settings(main, shown.origin)) as target:
+    with open_site(space_settings(main, name)) as copy, open_site(space_settings(main, shown.origin)) as target:
         if shown.assets:
             say(f"copying {len(shown.assets)} assets")
             _copy_files(copy, target, shown.assets)
         say(f"writing {shown.writes} items into {shown.origin}")
         written = asyncio.run(_apply(copy, target, shown, who))
     say("recording what was merged")
-    with _site(space_settings(main, name)) as copy:
+    with open_site(space_settings(main, name)) as copy:
         _record_merged(copy.store, written)
     return shown
 

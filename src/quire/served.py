@@ -13,13 +13,15 @@ from typing import Any
 from quire import forks, tracing
 from quire.app import Quire, build_app, hear_the_stop
 from quire.asgi import App
+from quire.auth.service import Identity
 from quire.config import Settings, load_settings
 from quire.errors import ApiError, BadRequest
 from quire.jobs import GiveUp, Job
+from quire.processes import lower_priority
 from quire.requestid import configure_logging
 from quire.sites import Sites
 from quire.spaces import tasks
-from quire.spaces.service import SpaceService
+from quire.spaces.service import SpaceService, space_settings
 
 log = logging.getLogger("quire.spaces")
 
@@ -66,6 +68,18 @@ class SiteEnvironments:
     def plan(self, name: str, take: str) -> dict[str, Any]:
         return _refused_as_400(forks.merge_plan, self.settings, name, take).as_json()
 
+    def keys(self, name: str) -> dict[str, Any]:
+        """A space's keys (never their text) and the roles a new one may take."""
+        with forks.open_site(space_settings(self.settings, name)) as site:
+            return {"keys": sorted(site.auth.list_keys(), key=lambda k: (k.get("name") or "").lower()),
+                    "roles": [r["name"] for r in site.auth.list_roles() if r["name"] != "public"]}
+
+    def create_key(self, name: str, key_name: Any, role: Any, by: str) -> dict[str, Any]:
+        """A new key of space `name`: its text answered once, only its hash kept."""
+        made_by = Identity("admin", key_id=f"main:{by}", key_name=f"{by} (main site)", kind="system")
+        with forks.open_site(space_settings(self.settings, name)) as site:
+            return dict(site.auth.create_key(key_name, role, made_by))
+
     def run_fork(self, job: Job) -> None:
         asked = job.payload
 
@@ -92,6 +106,7 @@ class SiteEnvironments:
 
     def _run(self, job: Job, work: Any, summary: Any) -> None:
         task = job.payload["task"]
+        lower_priority(self.settings.server.batch_niceness)  # this lane's thread: the worker's requests come first
         tasks.update(job.store, task, state="running", step="starting")
         try:
             result = work()

@@ -117,3 +117,22 @@ def test_bad_asks_are_refused_at_once(site: tuple[TestClient, dict[str, str], di
     # a space's own key is no admin of the main site
     assert client.get("/api/system/spaces/tasks", headers=shop).status_code == 401
     assert client.post("/api/system/spaces", headers=shop, json={"name": "x1", "from": "shop"}).status_code == 401
+
+
+def test_a_spaces_keys_are_listed_and_made_from_the_main_site(
+        site: tuple[TestClient, dict[str, str], dict[str, str]]) -> None:
+    client, admin, shop = site
+    listed = client.get("/api/system/spaces/shop/keys", headers=admin)
+    assert listed.status_code == 200 and [k["name"] for k in listed.json()["keys"]] == ["k"]
+    assert "admin" in listed.json()["roles"] and all("key" not in k and "hash" not in k for k in listed.json()["keys"])
+    made = client.post("/api/system/spaces/shop/keys", headers=admin, json={"name": "site build", "role": "admin"})
+    assert made.status_code == 200, made.text
+    new = {"api-key": made.json()["key"]}
+    assert client.get("/shop/api/content/items/posts", headers=new).status_code == 200
+    assert client.get("/api/system/spaces", headers=new).status_code == 401  # shop's key, not the main site's
+    for body in ({"name": "x"}, {"name": "", "role": "admin"}, {"name": "x", "role": "nope"}, ["x"]):
+        refused = client.post("/api/system/spaces/shop/keys", headers=admin, json=body)
+        assert refused.status_code == 400, (body, refused.text)
+    assert client.post("/api/system/spaces/nope/keys", headers=admin, json={"name": "x", "role": "admin"}
+                       ).status_code == 404
+    assert client.get("/api/system/spaces/shop/keys", headers=shop).status_code == 401

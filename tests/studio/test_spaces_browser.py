@@ -52,10 +52,15 @@ def test_an_admin_makes_forks_merges_and_switches_spaces(studio: Studio, new_con
     expect(page.get_by_role("heading", name=re.compile("The shop"))).to_be_visible()
     expect(page.get_by_text("Created space shop.")).to_be_visible()
 
-    # content in shop, through its own API and key
-    data = str(studio.data)  # type: ignore[attr-defined]
-    key = run_quire("keys", "create", "--space", "shop", "--name", "site", "--role", "admin", "--data", data
-                    ).stdout.split()[-1]
+    # a key of shop's, made on its page and shown once; content through shop's own API with it
+    expect(page.get_by_text("No keys yet")).to_be_visible()
+    page.get_by_label("New key").fill("site")
+    page.get_by_label("with the role").select_option("admin")
+    page.get_by_role("button", name="Make key").click()
+    expect(page.get_by_text("Key site made.")).to_be_visible()
+    key = page.get_by_label("The key").input_value()
+    expect(page.get_by_role("table", name="The space's API keys").get_by_role("row").nth(1)).to_contain_text("site")
+    assert key not in page.get_by_role("table", name="The space's API keys").inner_text()
     shop = Studio(studio.base + "/shop", key, {})
     shop.call("PUT", "/api/system/models/posts",
               {"name": "posts", "type": "collection", "fields": [{"name": "title", "type": "text"}]})
@@ -129,3 +134,13 @@ def test_a_bad_name_is_said_beside_the_form(studio: Studio, new_context: Callabl
     expect(page.get_by_role("alert")).to_contain_text("main site serves")
     expect(page.get_by_label("Name", exact=True)).to_have_value("studio")
     expect(page.get_by_label("Name", exact=True)).to_have_attribute("aria-invalid", "true")
+    page.get_by_label("Name", exact=True).fill("blog")
+    page.get_by_role("button", name="Create space").click()
+    page.get_by_role("button", name="Make key").click()  # no name: the browser asks for one
+    page.get_by_label("New key").fill("k")
+    page.get_by_label("with the role").select_option("admin")
+    page.get_by_role("button", name="Make key").click()
+    expect(page.get_by_text("Key k made.")).to_be_visible()
+    data = str(studio.data)  # type: ignore[attr-defined]
+    listed = run_quire("keys", "list", "--space", "blog", "--data", data).stdout
+    assert "k" in listed.split()

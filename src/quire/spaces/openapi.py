@@ -73,6 +73,16 @@ def paths() -> dict[str, Any]:
             "get": manage("A fork against its origin, item by item since the fork", [NAME], (400, 403, 404),
                           schema=DIFF),
         },
+        "/api/system/spaces/{name}/keys": {
+            "get": manage("A space's API keys (names and roles, never their text) and the roles a new one may take",
+                          [NAME], (403, 404), schema={"type": "object", "properties": {
+                              "keys": {"type": "array", "items": {"type": "object"}},
+                              "roles": {"type": "array", "items": {"type": "string"}}}}),
+            "post": manage("A new API key of a space: its text is answered once", [NAME], (403, 404),
+                           schema={"type": "object", "properties": {"key": {"type": "string"}}},
+                           body={"type": "object", "required": ["name", "role"], "properties": {
+                               "name": {"type": "string"}, "role": {"type": "string"}}}),
+        },
         "/api/system/spaces/{name}/merge": {
             "get": manage("What merging a fork into its origin would do, and the plan's name", [NAME, take],
                           (400, 403, 404), schema=PLAN),

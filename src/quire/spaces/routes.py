@@ -73,6 +73,26 @@ async def merge_space(request: Request) -> Response:
     return json_response(await spaces.merge_later(name, body, identity), 202)
 
 
+async def space_keys(request: Request) -> Response:
+    """GET: a space's keys (names, roles; never their text) and the roles a
+    new one may take. POST `{"name": ..., "role": ...}`: a new key of the
+    space, its text answered once."""
+    identity = identify(request)
+    identity.require(PERMISSION)
+    spaces = service(request, SpaceService)
+    name = request.path_params["name"]
+    spaces.get(name)
+    environments = spaces.compare()
+    if request.method == "GET":
+        return json_response(await asyncio.to_thread(environments.keys, name))
+    quire = quire_of(request)
+    body = await read_json(request, quire.max_body, quire.max_depth)
+    if not isinstance(body, dict):
+        raise BadRequest("The body is an object: {\"name\": ..., \"role\": ...}")
+    by = identity.key_name or identity.key_id or identity.kind
+    return json_response(await asyncio.to_thread(environments.create_key, name, body.get("name"), body.get("role"), by))
+
+
 async def list_tasks(request: Request) -> Response:
     identify(request).require(PERMISSION)
     return json_response(service(request, SpaceService).list_tasks())
@@ -108,6 +128,7 @@ routes = [
     route("/api/system/spaces/tasks/{id}", get=get_task),
     route("/api/system/spaces/{name}", get=get_space, delete=remove_space),
     route("/api/system/spaces/{name}/diff", get=diff_space),
+    route("/api/system/spaces/{name}/keys", get=space_keys, post=space_keys),
     route("/api/system/spaces/{name}/merge", get=merge_space, post=merge_space),
     route("/api/system/aliases", get=list_aliases),
     route("/api/system/aliases/{name}", put=point_alias, delete=remove_alias),

@@ -68,8 +68,14 @@ async def create(request: Request, login: Login) -> Response:
 @studio_page
 async def space_page(request: Request, login: Login) -> Response:
     need(login, PERMISSION)
+    return await _space(request, login)
+
+
+async def _space(request: Request, login: Login, status: int = 200, new_key: dict[str, Any] | None = None,
+                 key_error: str | None = None, typed: dict[str, str] | None = None) -> Response:
     spaces = service(request, SpaceService)
     space = spaces.get(request.path_params["name"])
+    keys = await asyncio.to_thread(spaces.compare().keys, space["name"])
     take = request.query_params.get("take", "origin")
     take = take if take in ("origin", "fork") else "origin"
     diff = plan = None
@@ -82,8 +88,25 @@ async def space_page(request: Request, login: Login) -> Response:
         except ApiError as exc:  # its origin removed since, say
             problem = exc.message
     serving = [a for a in spaces.list_aliases() if a["space"] == space["name"]]
-    return render(request, login, "spaces/settings_space.html", space=space, diff=diff, plan=plan, take=take,
-                  problem=problem, serving=serving)
+    return render(request, login, "spaces/settings_space.html", status, space=space, diff=diff, plan=plan, take=take,
+                  problem=problem, serving=serving, keys=keys["keys"], roles=keys["roles"], new_key=new_key,
+                  key_error=key_error, typed=typed or {"name": "", "role": ""})
+
+
+@studio_page
+async def create_key(request: Request, login: Login) -> Response:
+    """A new key of the space, shown once on its page."""
+    form = await checked_form(request, login)
+    need(login, PERMISSION)
+    spaces = service(request, SpaceService)
+    name = spaces.get(request.path_params["name"])["name"]
+    typed = {"name": form.get("name").strip(), "role": form.get("role")}
+    by = login.identity.key_name or login.identity.key_id or "a user"
+    try:
+        made = await asyncio.to_thread(spaces.compare().create_key, name, typed["name"], typed["role"], by)
+    except ApiError as exc:
+        return await _space(request, login, exc.status, key_error=exc.message, typed=typed)
+    return await _space(request, login, new_key=made)
 
 
 @studio_page
@@ -138,5 +161,6 @@ routes = [
     route(PAGE + "/aliases/{name}/remove", post=unalias, cors=False),
     route(PAGE + "/{name}", get=space_page, cors=False),
     route(PAGE + "/{name}/merge", post=merge, cors=False),
+    route(PAGE + "/{name}/keys", post=create_key, cors=False),
     route(PAGE + "/{name}/remove", post=remove, cors=False),
 ]

@@ -256,7 +256,8 @@ class SpaceService:
 
     def compare(self) -> tasks.Environments:
         if self.environments is None:
-            raise Unavailable("Forks are compared in a server (quire serve); here, use quire spaces diff|merge")
+            raise Unavailable("A space's own services are reached in a server (quire serve); here, use the "
+                              "command line (quire spaces diff|merge, quire keys --space)")
         return self.environments
 
     # -- aliases ---------------------------------------------------------------

@@ -26,11 +26,16 @@ KEPT = 100  # tasks listed, the newest first
 
 
 class Environments(Protocol):
-    """Forks compared and merge plans made, for the API (quire.served)."""
+    """What the main site asks of a space's own services (quire.served):
+    a fork compared and its merge plan made; its keys listed and made."""
 
     def diff(self, name: str) -> dict[str, Any]: ...
 
     def plan(self, name: str, take: str) -> dict[str, Any]: ...
+
+    def keys(self, name: str) -> dict[str, Any]: ...
+
+    def create_key(self, name: str, key_name: Any, role: Any, by: str) -> dict[str, Any]: ...
 
 
 def new_task(store: Store, kind: str, space: str, asked: dict[str, Any], by: str) -> dict[str, Any]:
