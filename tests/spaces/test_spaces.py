@@ -136,6 +136,38 @@ def test_a_key_of_one_site_reads_nothing_of_another_on_any_route(site: tuple[Any
                 assert asked.status_code in (400, 401, 403, 404, 405, 410), (base + path, asked.status_code, asked.text)
 
 
+def test_a_key_of_one_site_writes_nothing_in_another_on_any_route(site: tuple[Any, TestClient, str]) -> None:
+    """Every write route (POST, PUT, PATCH, DELETE) of each site, with the
+    other site's key: refused, or answered as with no key at all (a form's
+    public submit), and nothing of either site changed."""
+    app, client, key = site
+    client.post("/api/system/spaces", headers={"api-key": key}, json={"name": "shop"})
+    space_key = _space_key(app, "shop")
+    for base, own in (("", key), ("/shop", space_key)):
+        _model(client, base, own, "x")
+        assert client.post(f"{base}/api/content/item/x", headers={"api-key": own},
+                           json={"data": {"title": "kept"}}).status_code == 200
+    before = {base: (client.get(f"{base}/api/content/items/x", headers={"api-key": own}).json(),
+                     client.get(f"{base}/api/system/models", headers={"api-key": own}).json())
+              for base, own in (("", key), ("/shop", space_key))}
+    writes = [(re.sub(r"\{[^}]+\}", "x", r.path), method) for r in app.main.routes if r.path.startswith("/api/")
+              for method in r.handlers if method in ("POST", "PUT", "PATCH", "DELETE")]
+    assert len(writes) > 40
+    for path, method in writes:
+        for base, foreign in (("", space_key), ("/shop", key)):
+            asked = client.request(method, base + path, headers={"api-key": foreign}, json={"data": {"title": "x"}})
+            anonymous = client.request(method, base + path, json={"data": {"title": "x"}})
+            if asked.status_code < 300:  # only what the site does for anyone, key or none
+                assert anonymous.status_code == asked.status_code, (method, base + path, asked.text, anonymous.text)
+            else:  # refused as an unknown key is (or for the body, before any key is looked at)
+                assert asked.status_code in (400, 401, 403, 404, 405, 409, 410, 411, 413, 415, 422), \
+                    (method, base + path, asked.status_code, asked.text)
+    after = {base: (client.get(f"{base}/api/content/items/x", headers={"api-key": own}).json(),
+                    client.get(f"{base}/api/system/models", headers={"api-key": own}).json())
+             for base, own in (("", key), ("/shop", space_key))}
+    assert after == before
+
+
 def test_the_command_line_creates_lists_and_removes(tmp_path: Path) -> None:
     data = str(tmp_path / "data")
     made = run_quire("spaces", "create", "blog", "--label", "The blog", "--data", data)
