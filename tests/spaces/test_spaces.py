@@ -6,6 +6,7 @@ another on any route."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -273,3 +274,62 @@ def test_migrate_refuses_a_space(tmp_path: Path) -> None:
     refused = run_quire("migrate", "--space", "x", "--to", "postgresql://u@127.0.0.1/db", "--data",
                         str(tmp_path / "d"), check=False)
     assert refused.returncode == 2 and "quire migrate moves the main site" in refused.stderr
+
+
+def test_a_request_under_way_when_its_alias_switches_finishes_on_its_space(
+        site: tuple[Any, TestClient, str]) -> None:
+    """A long answer read through an alias (an export streamed in pieces)
+    that sees the alias switch after its first piece is still all of the
+    space it started on; the next request reads the other space."""
+    import asyncio
+
+    from quire.forks import open_site
+    from quire.spaces.service import SpaceService, space_settings
+
+    app, client, key = site
+    admin = {"api-key": key}
+    for name in ("one", "two"):
+        client.post("/api/system/spaces", headers=admin, json={"name": name})
+    space_key = _space_key(app, "one")
+    for name in ("one", "two"):
+        _model(client, f"/{name}", space_key if name == "one" else _space_key(app, "two"), "x")
+        with open_site(space_settings(app.state.quire.settings, name)) as space:
+            rows = space.store.collection("content/x")
+            with space.store.transaction():
+                for n in range(3000):
+                    rows.insert({"_id": f"{n:024x}", "_rev": 1, "_state": 1, "title": name,
+                                 "_created": 1_790_000_000, "_modified": 1_790_000_000})
+    assert client.put("/api/system/aliases/live", headers=admin, json={"space": "one"}).status_code == 200
+    spaces = app.state.quire.get(SpaceService)
+    pieces: list[bytes] = []
+
+    async def exported() -> None:
+        asked = [False]
+
+        async def receive() -> dict[str, Any]:
+            if not asked[0]:
+                asked[0] = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await asyncio.Event().wait()  # the client stays: no disconnect
+            raise AssertionError("unreachable")
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                pieces.append(message.get("body", b""))
+                if len(pieces) == 1:  # the answer is under way: switch the alias now
+                    await spaces.point("live", {"space": "two"}, app.state.quire.auth.identify(key))
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+                 "scheme": "http", "path": "/live/api/content/export/x", "raw_path": b"/live/api/content/export/x",
+                 "root_path": "", "query_string": b"format=ndjson&limit=3000",
+                 "headers": [(b"host", b"testserver"), (b"api-key", space_key.encode())],
+                 "client": ("127.0.0.1", 1), "server": ("testserver", 80)}
+        await app(scope, receive, send)
+
+    asyncio.run(exported())
+    assert len(pieces) > 1
+    titles = {json.loads(line)["title"] for line in b"".join(pieces).splitlines() if line.strip()}
+    assert titles == {"one"}
+    assert len(b"".join(pieces).splitlines()) == 3000
+    after = client.get("/live/api/content/items/x?limit=1", headers={"api-key": space_key})
+    assert after.status_code == 401  # now space two's: one's key is unknown there
