@@ -81,12 +81,13 @@ async def space_keys(request: Request) -> Response:
     identity.require(PERMISSION)
     spaces = service(request, SpaceService)
     name = request.path_params["name"]
+    if request.method == "GET":
+        spaces.get(name)
+        return json_response(await asyncio.to_thread(spaces.compare().keys, name))
+    quire = quire_of(request)
+    body = await read_json(request, quire.max_body, quire.max_depth)  # a bad body is a 400 first, as everywhere
     spaces.get(name)
     environments = spaces.compare()
-    if request.method == "GET":
-        return json_response(await asyncio.to_thread(environments.keys, name))
-    quire = quire_of(request)
-    body = await read_json(request, quire.max_body, quire.max_depth)
     if not isinstance(body, dict):
         raise BadRequest("The body is an object: {\"name\": ..., \"role\": ...}")
     by = identity.key_name or identity.key_id or identity.kind

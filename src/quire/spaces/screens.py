@@ -75,12 +75,14 @@ async def _space(request: Request, login: Login, status: int = 200, new_key: dic
                  key_error: str | None = None, typed: dict[str, str] | None = None) -> Response:
     spaces = service(request, SpaceService)
     space = spaces.get(request.path_params["name"])
-    keys = await asyncio.to_thread(spaces.compare().keys, space["name"])
+    # a space's keys are its own services' (quire.served); an app built
+    # without them (a library's, a test's) shows the command line instead
+    keys = await asyncio.to_thread(spaces.environments.keys, space["name"]) if spaces.environments else None
     take = request.query_params.get("take", "origin")
     take = take if take in ("origin", "fork") else "origin"
     diff = plan = None
     problem = None
-    if space["origin"]:
+    if space["origin"] and spaces.environments is not None:
         try:
             environments = spaces.compare()
             diff = await asyncio.to_thread(environments.diff, space["name"])
@@ -89,7 +91,8 @@ async def _space(request: Request, login: Login, status: int = 200, new_key: dic
             problem = exc.message
     serving = [a for a in spaces.list_aliases() if a["space"] == space["name"]]
     return render(request, login, "spaces/settings_space.html", status, space=space, diff=diff, plan=plan, take=take,
-                  problem=problem, serving=serving, keys=keys["keys"], roles=keys["roles"], new_key=new_key,
+                  problem=problem, serving=serving, keys=keys["keys"] if keys else None,
+                  roles=keys["roles"] if keys else [], new_key=new_key,
                   key_error=key_error, typed=typed or {"name": "", "role": ""})
 
 
