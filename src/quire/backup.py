@@ -87,6 +87,7 @@ class Summary:
     files: int = 0
     file_bytes: int = 0
     missing: list[str] = field(default_factory=list)  # files the records name that are not in the archive
+    linked: int = 0  # files linked beside the archive instead (a fork's, write_backup's link_uploads_to)
 
     @property
     def documents(self) -> int:
@@ -134,9 +135,15 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, **headers: str) -> 
 
 
 def write_backup(store: Any, files: Files, data_dir: Path, path: Path, backend: str,
-                 progress: Progress | None = None) -> Summary:
+                 progress: Progress | None = None, link_uploads_to: Path | None = None) -> Summary:
     """The archive of the site at one moment, written to `path` (replaced
-    only once whole: a failed or killed backup leaves the old one)."""
+    only once whole: a failed or killed backup leaves the old one).
+    `link_uploads_to` (a fork, quire.forks): the uploads are not copied into
+    the archive but hard-linked under that folder, as of the same moment; a
+    file is never changed in place (every write is a new file renamed over
+    the name: LocalFiles.put), so the two sites share each file until one
+    of them writes or deletes it. Copied where a link cannot be made (another
+    file system)."""
     summary = Summary(backend=backend)
     _remove_leftovers(path)
     work = Path(tempfile.mkdtemp(prefix=f".quire-backup-{os.getpid()}-", dir=path.parent))
@@ -149,7 +156,7 @@ def write_backup(store: Any, files: Files, data_dir: Path, path: Path, backend: 
             key = data_dir / KEY_FILE
             if key.is_file():
                 _add_bytes(tar, KEY_MEMBER, key.read_bytes())
-            added = _write_files(files, hold, tar, summary, progress)
+            added = _write_files(files, hold, tar, summary, progress, link_uploads_to)
             summary.missing = sorted(referenced - added)
             manifest = {"format": FORMAT, "at": summary.at, "backend": backend, "collections": summary.collections,
                         "files": summary.files, "file_bytes": summary.file_bytes, "missing": summary.missing}
@@ -209,15 +216,19 @@ def _write_store(store: Any, tar: tarfile.TarFile, work: Path, summary: Summary,
 
 
 def _write_files(files: Files, hold: FileHold, tar: tarfile.TarFile, summary: Summary,
-                 progress: Progress | None) -> set[str]:
+                 progress: Progress | None, link_to: Path | None = None) -> set[str]:
     """Every upload present now, then every one deleted since the moment
-    (held aside); the keys added."""
+    (held aside); the keys added (or, `link_to`, linked there)."""
     uploads = files.under(UPLOADS)
     added: set[str] = set()
     renewed = time.monotonic()
 
     def add(source: Files, key: str, as_key: str) -> None:
         nonlocal renewed
+        if link_to is not None and _linked(source, key, link_to / as_key):
+            added.add(as_key)
+            summary.linked += 1  # not in the archive: its manifest counts what it holds
+            return
         opened = source.open(key)
         if opened is None:  # deleted (held) since the listing: found in the held folder next
             return
@@ -250,6 +261,28 @@ def _write_files(files: Files, hold: FileHold, tar: tarfile.TarFile, summary: Su
         if key not in added:
             add(files, held_key, key)
     return added
+
+
+def _linked(source: Files, key: str, target: Path) -> bool:
+    """`key` of a local storage hard-linked (or else copied) at `target`;
+    False when the storage is not local or the file is gone (held aside
+    since: the caller looks there)."""
+    found = source.local_path(key)
+    if found is None:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(found, target)
+    except FileNotFoundError:
+        return False
+    except FileExistsError:
+        return True
+    except OSError:  # another file system, or one without links
+        try:
+            shutil.copy2(found, target)
+        except FileNotFoundError:
+            return False
+    return True
 
 
 def _rewrite_sha(tar: tarfile.TarFile, start: int, member: tarfile.TarInfo, sha: str) -> None:

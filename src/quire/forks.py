@@ -28,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import os
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +37,7 @@ from typing import Any
 from quire.app import MODULES, Quire
 from quire.assets.service import ASSETS, AssetService
 from quire.auth.service import SYSTEM, Identity
-from quire.backup import restore_backup, write_backup
+from quire.backup import UPLOADS, restore_backup, write_backup
 from quire.config import Settings
 from quire.content.asset_refs import AssetRefs
 from quire.content.models import ModelService
@@ -78,12 +80,19 @@ def fork(main: Settings, source: str, name: str, label: str | None = None,
             raise ValueError(f"'{name}' is taken (a space or an alias)")
     origin, target = space_settings(main, source), space_settings(main, name)
     archive = main.data_dir / "spaces" / f".fork-{name}.tar"
+    # On local disk the files are shared, not copied: hard-linked as of the
+    # backup's moment into this folder, moved into the new space once its
+    # database is restored (quire.backup.write_backup, link_uploads_to).
+    shared = main.data_dir / "spaces" / f".fork-{name}-uploads" if not origin.assets.storage else None
     try:
+        if shared is not None:
+            shutil.rmtree(shared, ignore_errors=True)  # what a killed fork to this name left
         say(f"copying {source}")
         store = open_store(origin.store.url, origin.db_path, lock_timeout=60.0)
         files = open_files(origin.assets, origin.data_dir)
         try:
-            write_backup(store, files, origin.data_dir, archive, "postgresql" if origin.store.url else "sqlite")
+            write_backup(store, files, origin.data_dir, archive, "postgresql" if origin.store.url else "sqlite",
+                         link_uploads_to=shared)
         finally:
             store.close()
             files.close()
@@ -95,8 +104,15 @@ def fork(main: Settings, source: str, name: str, label: str | None = None,
             spaces.prepare(name)  # its folder, and on PostgreSQL its schema, before anything is written
         say(f"restoring into {name}")
         restore_backup(target, archive, force=True)  # force: what a killed fork to this name left
+        if shared is not None and shared.exists():
+            uploads = target.data_dir / UPLOADS
+            with contextlib.suppress(FileNotFoundError, OSError):
+                uploads.rmdir()  # (made empty by the restore; a folder with files stays and refuses the move)
+            os.replace(shared, uploads)
     finally:
         archive.unlink(missing_ok=True)
+        if shared is not None:
+            shutil.rmtree(shared, ignore_errors=True)
     say("recording the revisions it starts from")
     with open_site(target) as copy:
         _record_base(copy.store, _revisions(copy))

@@ -137,3 +137,33 @@ def test_a_fork_of_a_fork_and_a_space_made_over_a_killed_forks_leftovers(tmp_pat
     assert refused.strip() == ""  # none of the origin's keys came with what the killed fork left
     models = run_quire("models", "--space", "four", "--data", str(data), check=False)
     assert "notes" not in models.stdout
+
+
+def test_a_forks_files_are_shared_until_one_side_changes_them(tmp_path: Path) -> None:
+    """On local disk a fork links its origin's files instead of copying
+    them: the same file until one side deletes or replaces it, which never
+    reaches the other (every write is a new file renamed over the name)."""
+    data = tmp_path / "data"
+    run_quire("spaces", "create", "shop", "--data", str(data))
+    key = {"api-key": _key(str(data), "shop")}
+    app = serve_sites(build_app(load_settings(data, env={"QUIRE_SERVER_QUIET": "1"})))
+    try:
+        client = TestClient(app)
+        asset = client.post("/shop/api/assets", headers=key,
+                            files=[("files", ("note.txt", b"shared at first", "text/plain"))]).json()[0]
+    finally:
+        app.state.quire.close()
+    run_quire("spaces", "fork", "shop", "shop-copy", "--data", str(data))
+    origin_file = data / "spaces" / "shop" / "uploads" / asset["path"].lstrip("/")
+    fork_file = data / "spaces" / "shop-copy" / "uploads" / asset["path"].lstrip("/")
+    assert origin_file.stat().st_ino == fork_file.stat().st_ino  # one file, two names
+    assert not list((data / "spaces").glob(".fork-*"))  # nothing left beside the spaces
+    app = serve_sites(build_app(load_settings(data, env={"QUIRE_SERVER_QUIET": "1"})))
+    try:
+        client = TestClient(app)
+        assert client.delete(f"/shop-copy/api/assets/{asset['_id']}", headers=key).status_code == 200
+        assert not fork_file.exists()
+        kept = client.get(f"/shop/storage/uploads{asset['path']}")
+        assert kept.status_code == 200 and kept.content == b"shared at first"
+    finally:
+        app.state.quire.close()
