@@ -228,6 +228,9 @@ def _write_files(files: Files, hold: FileHold, tar: tarfile.TarFile, summary: Su
         if link_to is not None and _linked(source, key, link_to / as_key):
             added.add(as_key)
             summary.linked += 1  # not in the archive: its manifest counts what it holds
+            if time.monotonic() - renewed > HOLD_SECONDS / 3:
+                hold.place(HOLD_SECONDS)
+                renewed = time.monotonic()
             return
         opened = source.open(key)
         if opened is None:  # deleted (held) since the listing: found in the held folder next
