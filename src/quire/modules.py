@@ -77,6 +77,11 @@ class Services:
         self._by_type: dict[type, object] = {}
         self._by_name: dict[str, object] = {}
         self.space_name: str | None = None  # the space these services serve (quire.sites), None: the main site
+        # a space's: the main site's services, whose users and sessions its studio trusts (quire.sites)
+        self.main_site: Services | None = None
+        # the spaces a user may open, for the studio's space switcher: (label, address,
+        # role) of each, the main site first (set where spaces are served: quire.served)
+        self.spaces_of: Callable[[dict[str, Any]], list[tuple[str, str, str]]] | None = None
         self._on_start: list[Callable[[], None]] = []
         self._on_close: list[Callable[[], None]] = []
 

@@ -1,8 +1,13 @@
 """The server's ASGI app when the site has spaces (docs/spaces.md): the
-main site's app, and each space's own at `/<name>/api/...` and
-`/<name>/storage/...` (the same paths under the space's name, as Cockpit
-serves its spaces), built in each worker the first time it is asked for,
-with its own database, files, jobs and caches.
+main site's app, and each space's own at `/<name>/api/...`,
+`/<name>/storage/...` and its studio at `/<name>/` (the same paths under
+the space's name, as Cockpit serves its spaces), built in each worker the
+first time it is asked for, with its own database, files, jobs and caches.
+
+A space's app sees its own paths (`/studio/...`); its answers' redirects
+here, and its pages' links where they are rendered (quire.ui.web), are put
+under the space's name. Its studio trusts the main site's sessions: users
+are the main site's, with a role per space.
 
 The list of spaces is the main site's (`system/spaces`), read again only
 after a change anywhere (its system version): a space created through one
@@ -24,10 +29,12 @@ from quire.errors import StoreBusy, StoreUnavailable
 from quire.modules import Module, Services
 from quire.responses import json_response
 from quire.spaces.service import SpaceService, space_settings
+from quire.ui.web import SHARED_PATHS, SPACE_ROOTS, space_path
 
 log = logging.getLogger("quire.sites")
 
-SERVED = ("api", "storage")  # what a space serves under its name: the API and its files
+# headers of a space's answers that name an address of the space: a redirect's and htmx's
+MOVED_HEADERS = (b"location", b"hx-redirect", b"hx-location", b"hx-push-url", b"hx-replace-url")
 
 
 class Sites:
@@ -51,16 +58,11 @@ class Sites:
             path: str = scope["path"]
             name, _, rest = path[1:].partition("/")
             try:
-                if name and name not in self.roots and rest.split("/", 1)[0] in SERVED:
+                served = rest.split("/", 1)[0] in SPACE_ROOTS or rest == "" or path == "/" + name
+                if name and name not in self.roots and served:
                     space = self.space(name)
                     if space is not None:
-                        inner = dict(scope)
-                        inner["path"] = "/" + rest
-                        raw = scope.get("raw_path") or path.encode()
-                        inner["raw_path"] = raw[len(name) + 1:] if raw.startswith(b"/" + name.encode() + b"/") \
-                            else inner["path"].encode()
-                        inner["root_path"] = scope.get("root_path", "") + "/" + name
-                        await space(inner, receive, send)
+                        await self._serve(space, name, rest, scope, receive, send)
                         return
                 if self.apps and time.monotonic() - self._looked > 1.0:
                     self._drop_gone()  # removed elsewhere: this worker's app of it stops within a second
@@ -68,6 +70,32 @@ class Sites:
                 await json_response({"error": exc.message}, 503, {"Retry-After": "1"})(scope, receive, send)
                 return
         await self.main(scope, receive, send)
+
+    async def _serve(self, space: App, name: str, rest: str, scope: Scope, receive: Receive, send: Send) -> None:
+        base = scope.get("root_path", "") + "/" + name
+        inner_path = "/" + rest
+        if scope["path"] == "/" + name or any(inner_path == p or inner_path.startswith(p + "/")
+                                               for p in SHARED_PATHS):
+            # `/<name>` is its studio at `/<name>/`; what stays the main site's goes there
+            target = base + "/" if scope["path"] == "/" + name else inner_path
+            query = scope.get("query_string", b"").decode("latin-1")
+            headers = {"location": target + (f"?{query}" if query else ""), "cache-control": "no-store"}
+            await json_response({"error": "Moved"}, 307, headers)(scope, receive, send)
+            return
+        inner = dict(scope)
+        inner["path"] = inner_path
+        raw = scope.get("raw_path") or scope["path"].encode()
+        inner["raw_path"] = raw[len(name) + 1:] if raw.startswith(b"/" + name.encode() + b"/") \
+            else inner_path.encode()
+        inner["root_path"] = base
+
+        async def moved(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [(k, space_path(base, v.decode("latin-1"), root=True).encode("latin-1"))
+                                      if k.lower() in MOVED_HEADERS else (k, v) for k, v in message["headers"]]
+            await send(message)
+
+        await space(inner, receive, moved)
 
     def _drop_gone(self) -> dict[str, str]:
         self._looked = time.monotonic()
@@ -94,6 +122,7 @@ class Sites:
             modules = [m for m in self.quire.modules if m.name != "spaces"]  # a space has no spaces
             app = self.build(space_settings(self.quire.settings, name), modules)
             app.state.quire.space_name = name
+            app.state.quire.main_site = self.quire
             app.state.quire.start()
             kept = self.apps[name] = (made, app)
         return kept[1]

@@ -144,3 +144,47 @@ def test_a_bad_name_is_said_beside_the_form(studio: Studio, new_context: Callabl
     data = str(studio.data)  # type: ignore[attr-defined]
     listed = run_quire("keys", "list", "--space", "blog", "--data", data).stdout
     assert "k" in listed.split()
+
+
+def test_a_spaces_own_studio_is_opened_from_its_page_and_left_by_the_switcher(
+        studio: Studio, new_context: Callable[..., Any]) -> None:
+    from playwright.sync_api import expect
+
+    from tests.assets.helpers import RED, solid
+    from tests.studio.test_assets_browser import DROP, _b64
+
+    studio.call("POST", "/api/system/spaces", {"name": "shelf", "label": "The shelf"})
+    page = open_page(new_context())
+    login(page, studio)
+    page.get_by_role("link", name="Spaces").click()
+    page.get_by_role("table", name="Spaces").get_by_role("link", name="shelf").click()
+    page.get_by_role("link", name="Open the studio of The shelf").click()
+    expect(page).to_have_url(studio.base + "/shelf/")
+    expect(page.get_by_text("shelf", exact=True)).to_be_visible()  # the switcher says where the page is
+    scripts_ran(page)
+
+    # an upload by the assets screen's script lands in the shelf, not in the main site
+    page.get_by_role("link", name="Assets", exact=True).click()
+    expect(page).to_have_url(studio.base + "/shelf/studio/assets")
+    transfer = page.evaluate_handle(DROP, [[["tin.png", "image/png", _b64(solid(40, 30, RED))]]])
+    page.locator("#upload-zone").dispatch_event("drop", {"dataTransfer": transfer})
+    stored = page.locator("#upload-list .upload-row").get_by_role("link", name="Stored")
+    expect(stored).to_have_attribute("href", re.compile(r"^/shelf/studio/assets/"))
+    stored.click()
+    expect(page).to_have_url(re.compile(r"/shelf/studio/assets/\w+$"))
+    screenshot(page, "studio-space-studio.png")
+    assert [a["title"] for a in studio.call("GET", "/api/assets")] == []
+    made = studio.call("POST", "/api/system/spaces/shelf/keys", {"name": "site", "role": "admin"})
+    assert [a["title"] for a in Studio(studio.base + "/shelf", made["key"], {}).call("GET", "/api/assets")] == ["tin.png"]
+
+    # the switcher, by keyboard: Escape closes it; back to the main site
+    page.get_by_text("shelf", exact=True).focus()
+    page.keyboard.press("Enter")
+    main_site = page.get_by_role("link", name=re.compile("^Main site"))
+    expect(main_site).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(main_site).to_be_hidden()
+    page.keyboard.press("Enter")
+    page.get_by_role("link", name=re.compile("^Main site")).click()
+    expect(page).to_have_url(studio.base + "/")
+    assert_clean(page)

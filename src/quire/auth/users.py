@@ -1,4 +1,7 @@
-"""Admin users: `{_id, user, email, name, role, active, password, _sso}`.
+"""Admin users: `{_id, user, email, name, role, active, password, spaces, _sso}`.
+
+`role` is the user's role on the main site; `spaces` maps a space's name
+to the user's role in that space (docs/spaces.md#people).
 
 Passwords are stored as argon2 hashes. A user that came through single
 sign-on carries `_sso: {iss, sub, sid}` and is found again by (iss, sub);
@@ -24,7 +27,8 @@ from quire.store import Store
 
 BLOCKED_USER_CHARS = "<>\"'"
 MIN_PASSWORD = 8
-PUBLIC_FIELDS = ("_id", "user", "email", "name", "role", "active", "_sso", "_created", "_modified")
+PUBLIC_FIELDS = ("_id", "user", "email", "name", "role", "active", "spaces", "_sso", "_created", "_modified")
+MAX_NAME = 64  # of a role or a space in `spaces`
 
 
 def valid_user_name(value: Any) -> bool:
@@ -107,6 +111,30 @@ class UserService:
             with refusals_as_412():
                 self.auth.events.notify("auth.user.remove", user=public(doc), identity=identity or SYSTEM)
 
+    def set_space_role(self, user_id: str, space: str, role: str | None, identity: Identity) -> dict[str, Any]:
+        """The user's role in `space` (None: none), read and written in one
+        transaction so that two spaces' changes never lose each other."""
+        with self.store.transaction():
+            current = self.users.get(user_id)
+            if current is None:
+                raise NotFound("User not found")
+            spaces = {k: v for k, v in (current.get("spaces") or {}).items() if k != space}
+            if role is not None:
+                spaces[space] = role
+            doc = {**current, "spaces": spaces, "_modified": int(time.time())}
+            if not spaces:
+                doc.pop("spaces")
+            self.users.replace(doc)
+            self._saved(doc, current, identity)
+        return public(doc)
+
+    def forget_space(self, space: str) -> None:
+        """No user has a role in `space` any more (it was removed: one made
+        again under its name is another site)."""
+        for user in self.users.find():
+            if space in (user.get("spaces") or {}):
+                self.set_space_role(user["_id"], space, None, SYSTEM)
+
     def _saved(self, doc: dict[str, Any], current: dict[str, Any] | None, identity: Identity) -> None:
         """`auth.user.save`, in the write's transaction: the user without its
         password hash, and the names of the fields that changed (`password`
@@ -139,7 +167,7 @@ class UserService:
         return doc
 
     def _checked(self, doc: dict[str, Any], current: dict[str, Any] | None) -> dict[str, Any]:
-        allowed = {"user", "email", "name", "role", "active", "password"}
+        allowed = {"user", "email", "name", "role", "active", "password", "spaces"}
         unknown = sorted(k for k in doc if k not in allowed and (current is None or k not in current))
         if unknown:
             raise BadRequest(f"Unknown user fields: {', '.join(unknown)}", fields=unknown)
@@ -153,6 +181,11 @@ class UserService:
             raise BadRequest("Role does not exist", fields=["role"])
         if not isinstance(doc.get("active"), bool):
             raise BadRequest("active must be true or false", fields=["active"])
+        spaces = doc.get("spaces")
+        if spaces is not None and not (isinstance(spaces, dict) and all(
+                isinstance(v, str) and 0 < len(k) <= MAX_NAME and 0 < len(v) <= MAX_NAME for k, v in spaces.items())):
+            raise BadRequest("spaces maps a space's name to the user's role there: {\"shop\": \"editor\"}",
+                             fields=["spaces"])
         name = doc.get("name")
         if name is not None and not isinstance(name, str):
             raise BadRequest("name must be text", fields=["name"])

@@ -105,7 +105,8 @@ def page_subject(request: Request, login: Login) -> Subject:
 
 def settings_subject(request: Request, login: Login) -> Subject:
     need(login, MANAGE)
-    current = service(request, MenuService).settings_coll.get("settings")
+    # the settings are never missing, only not saved yet: their history is then empty, not a 404
+    current = service(request, MenuService).settings_coll.get("settings") or {}
     revisions = service(request, RevisionService)
     labels = {"seo": "SEO", "images": "Images", "scripts": "Scripts", "preview": "Preview", "meta": "Meta"}
     return Subject(SETTINGS, "settings", "Page settings", current, [("Pages", "/studio/pages")],

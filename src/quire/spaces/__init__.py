@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from quire.auth.users import UserService
 from quire.cdn.purge import Purges
 from quire.modules import Module, NavEntry, Services
 from quire.spaces import openapi, routes, screens
@@ -15,8 +16,9 @@ from quire.spaces.service import SpaceService
 def build(services: Services) -> None:
     # the main site's first path segments: never a space's name
     served = {r.path.split("/")[1].split("{")[0] for m in services.modules for r in m.routes if r.path != "/"}
-    services.add("spaces", SpaceService(services.store, services.cache, services.settings, served - {""},
-                                        services.jobs))
+    spaces = services.add("spaces", SpaceService(services.store, services.cache, services.settings, served - {""},
+                                                 services.jobs, services.get(UserService)))
+    services.spaces_of = spaces.places  # the studio's space switcher
 
 
 def subscribe(services: Services) -> None:

@@ -37,7 +37,11 @@ PLAN: dict[str, Any] = {"type": "object", "properties": {
     "assets": {"type": "array", "items": {"type": "string"}}, "missing_models": {"type": "array"},
     "plan": {"type": "string", "description": "this plan's name: POST it to apply this plan and no other"},
     "writes": {"type": "integer"}}}
+PERSON: dict[str, Any] = {"type": "object", "required": ["_id", "user", "role"], "properties": {
+    "_id": {"type": "string"}, "user": {"type": "string"}, "name": {"type": ["string", "null"]},
+    "role": {"type": "string", "description": "the user's role in the space"}, "active": {"type": "boolean"}}}
 NAME = param("name", "path", "string", "The space's (or alias's) name", required=True)
+USER = param("user", "path", "string", "The user's id", required=True)
 OK = {"type": "object", "properties": {"success": {"type": "boolean"}}}
 
 
@@ -90,6 +94,18 @@ def paths() -> dict[str, Any]:
                                   "(202)", [NAME], (403, 404), schema=TASK, body={
                                       "type": "object", "required": ["plan"],
                                       "properties": {"plan": {"type": "string"}, "take": {"type": "string"}}})),
+        },
+        "/api/system/spaces/{name}/people": {
+            "get": manage("The main site's users with a role in the space (its admins have admin in every space)",
+                          [NAME], (403, 404), schema={"type": "array", "items": PERSON}),
+        },
+        "/api/system/spaces/{name}/people/{user}": {
+            "put": manage("Give a user of the main site a role in the space (one of the space's roles); null takes "
+                          "it away", [NAME, USER], (400, 403, 404), schema={"type": "object"},
+                          body={"type": "object", "required": ["role"],
+                                "properties": {"role": {"type": ["string", "null"]}}}),
+            "delete": manage("Take a user's role in the space away", [NAME, USER], (403, 404),
+                             schema={"type": "object"}),
         },
         "/api/system/spaces/{name}": {
             "get": manage("One space", [NAME], (403, 404), schema=SPACE),

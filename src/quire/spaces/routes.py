@@ -94,6 +94,23 @@ async def space_keys(request: Request) -> Response:
     return json_response(await asyncio.to_thread(environments.create_key, name, body.get("name"), body.get("role"), by))
 
 
+async def space_people(request: Request) -> Response:
+    """The main site's users with a role in the space."""
+    identify(request).require(PERMISSION)
+    return json_response(service(request, SpaceService).people(request.path_params["name"]))
+
+
+async def person_role(request: Request) -> Response:
+    """PUT `{"role": R}`: the user's role in the space; DELETE: none."""
+    identity = identify(request)
+    identity.require(PERMISSION)
+    quire = quire_of(request)
+    body = {"role": None} if request.method == "DELETE" else await read_json(request, quire.max_body, quire.max_depth)
+    spaces = service(request, SpaceService)
+    user = request.path_params["user"]
+    return json_response(await asyncio.to_thread(spaces.give_role, request.path_params["name"], user, body, identity))
+
+
 async def list_tasks(request: Request) -> Response:
     identify(request).require(PERMISSION)
     return json_response(service(request, SpaceService).list_tasks())
@@ -131,6 +148,8 @@ routes = [
     route("/api/system/spaces/{name}/diff", get=diff_space),
     route("/api/system/spaces/{name}/keys", get=space_keys, post=space_keys),
     route("/api/system/spaces/{name}/merge", get=merge_space, post=merge_space),
+    route("/api/system/spaces/{name}/people", get=space_people),
+    route("/api/system/spaces/{name}/people/{user}", put=person_role, delete=person_role),
     route("/api/system/aliases", get=list_aliases),
     route("/api/system/aliases/{name}", put=point_alias, delete=remove_alias),
 ]

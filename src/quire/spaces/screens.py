@@ -72,7 +72,8 @@ async def space_page(request: Request, login: Login) -> Response:
 
 
 async def _space(request: Request, login: Login, status: int = 200, new_key: dict[str, Any] | None = None,
-                 key_error: str | None = None, typed: dict[str, str] | None = None) -> Response:
+                 key_error: str | None = None, typed: dict[str, str] | None = None,
+                 person_error: str | None = None) -> Response:
     spaces = service(request, SpaceService)
     space = spaces.get(request.path_params["name"])
     # a space's keys are its own services' (quire.served); an app built
@@ -90,10 +91,12 @@ async def _space(request: Request, login: Login, status: int = 200, new_key: dic
         except ApiError as exc:  # its origin removed since, say
             problem = exc.message
     serving = [a for a in spaces.list_aliases() if a["space"] == space["name"]]
+    people = spaces.people(space["name"])
+    others = [u for u in spaces.users.list_all() if u.get("role") != "admin" and u["_id"] not in {p["_id"] for p in people}]
     return render(request, login, "spaces/settings_space.html", status, space=space, diff=diff, plan=plan, take=take,
                   problem=problem, serving=serving, keys=keys["keys"] if keys else None,
-                  roles=keys["roles"] if keys else [], new_key=new_key,
-                  key_error=key_error, typed=typed or {"name": "", "role": ""})
+                  roles=keys["roles"] if keys else [], new_key=new_key, people=people, others=others,
+                  key_error=key_error, person_error=person_error, typed=typed or {"name": "", "role": ""})
 
 
 @studio_page
@@ -110,6 +113,22 @@ async def create_key(request: Request, login: Login) -> Response:
     except ApiError as exc:
         return await _space(request, login, exc.status, key_error=exc.message, typed=typed)
     return await _space(request, login, new_key=made)
+
+
+@studio_page
+async def give_role(request: Request, login: Login) -> Response:
+    """A user's role in the space: given, changed, or (no role) taken away."""
+    form = await checked_form(request, login)
+    need(login, PERMISSION)
+    spaces = service(request, SpaceService)
+    name = spaces.get(request.path_params["name"])["name"]
+    role = form.get("role") or None
+    try:
+        user = await asyncio.to_thread(spaces.give_role, name, form.get("user"), {"role": role}, login.identity)
+    except ApiError as exc:
+        return await _space(request, login, exc.status, person_error=exc.message)
+    said = f"{user['user']} is {role} in {name}." if role else f"{user['user']} has no role in {name} any more."
+    return redirect_flash(request, f"{PAGE}/{name}", said)
 
 
 @studio_page
@@ -165,5 +184,6 @@ routes = [
     route(PAGE + "/{name}", get=space_page, cors=False),
     route(PAGE + "/{name}/merge", post=merge, cors=False),
     route(PAGE + "/{name}/keys", post=create_key, cors=False),
+    route(PAGE + "/{name}/people", post=give_role, cors=False),
     route(PAGE + "/{name}/remove", post=remove, cors=False),
 ]

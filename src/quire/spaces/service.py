@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from quire.auth.service import Identity
+from quire.auth.users import UserService
 from quire.cache import Cache, SystemValue
 from quire.config import Settings
 from quire.errors import BadRequest, Conflict, NotFound, Unavailable
@@ -93,9 +94,11 @@ def space_settings(main: Settings, name: str) -> Settings:
 
 
 class SpaceService:
-    def __init__(self, store: Store, cache: Cache, settings: Settings, reserved: Iterable[str], jobs: Jobs) -> None:
+    def __init__(self, store: Store, cache: Cache, settings: Settings, reserved: Iterable[str], jobs: Jobs,
+                 users: UserService) -> None:
         self.store = store
         self.jobs = jobs
+        self.users = users  # the main site's: a space's studio trusts them, with a role per space
         # forks compared and merge plans made (given by the server's app, quire.served)
         self.environments: tasks.Environments | None = None
         self.cache = cache
@@ -105,6 +108,7 @@ class SpaceService:
         self.aliases = store.collection(ALIASES)
         self._served: SystemValue[dict[str, str]] = SystemValue(cache, self._load_served)
         self._made: SystemValue[dict[str, float]] = SystemValue(cache, self._load_made)
+        self._labels: SystemValue[dict[str, str]] = SystemValue(cache, self._load_labels)
         # told of a space about to be emptied (quire.sites closes this worker's app of it first)
         self.closing: list[Callable[[str], None]] = []
         # told of a name whose answers changed wholesale: an alias switched or removed, a space
@@ -118,6 +122,9 @@ class SpaceService:
 
     def _load_made(self) -> dict[str, float]:
         return {d["_id"]: float(d.get("created") or 0) for d in self.spaces.find()} if self.spaces.exists() else {}
+
+    def _load_labels(self) -> dict[str, str]:
+        return {d["_id"]: d.get("label", d["_id"]) for d in self.spaces.find()} if self.spaces.exists() else {}
 
     def _load_served(self) -> dict[str, str]:
         served = {d["_id"]: d["_id"] for d in self.spaces.find()} if self.spaces.exists() else {}
@@ -192,6 +199,7 @@ class SpaceService:
             close(name)
         for told in self.switched:
             told(name)
+        self.users.forget_space(name)
         self.empty(name)
 
     def empty(self, name: str) -> None:
@@ -304,6 +312,44 @@ class SpaceService:
             self.cache.bump_system()
         for told in self.switched:
             told(name)
+
+
+    # -- people: the main site's users, with a role per space ----------------
+
+    def places(self, user: dict[str, Any]) -> list[tuple[str, str, str]]:
+        """The studio's space switcher for a main site's `user`: (label,
+        address, role) of the main site and each space the user has a role
+        in (every space for the main site's admins)."""
+        admin = user.get("role") == "admin"
+        granted = user.get("spaces") or {}
+        out = [("Main site", "/", str(user.get("role", "")))]
+        for name, label in sorted(self._labels.get().items()):
+            role = "admin" if admin else granted.get(name)
+            if role:
+                out.append((label, f"/{name}/", role))
+        return out
+
+    def people(self, name: str) -> list[dict[str, Any]]:
+        """The users with a role in space `name` (the main site's admins
+        have admin in every space without being listed)."""
+        self.get(name)
+        return [{"_id": u["_id"], "user": u["user"], "name": u.get("name"), "role": u["spaces"][name],
+                 "active": u.get("active", True)}
+                for u in self.users.list_all() if name in (u.get("spaces") or {})]
+
+    def give_role(self, name: str, user_id: str, body: Any, identity: Identity) -> dict[str, Any]:
+        """`{"role": R}`: the user's role in space `name` (one of the space's
+        roles); `{"role": null}` takes it away."""
+        self.get(name)
+        if not isinstance(body, dict) or "role" not in body:
+            raise BadRequest("The body is an object: {\"role\": ...} (null takes the role away)", fields=["role"])
+        role = body["role"]
+        if role is not None:
+            roles = self.compare().keys(name)["roles"]
+            if not isinstance(role, str) or role not in roles:
+                raise BadRequest(f"The space {name} has no such role; its roles: {', '.join(roles)}",
+                                 fields=["role"])
+        return self.users.set_space_role(user_id, name, role, identity)
 
 
 def alias_shown(doc: dict[str, Any]) -> dict[str, Any]:

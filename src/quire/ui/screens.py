@@ -18,6 +18,8 @@ from quire.http import check_depth, content_length, limited_receive, quire_of, r
 from quire.ui.web import (
     Login,
     current_login,
+    login_target,
+    outsider_page,
     redirect,
     render_in,
     same_origin,
@@ -70,8 +72,9 @@ def studio_page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
             if request.method != "GET" or request.headers.get("hx-request"):
                 return render_in(templates, request, "message.html", 401, login=None, title="Logged out",
                                  message="Your session has ended; log in again.")
-            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-            return redirect(f"/auth/login?next={quote(target, safe='/')}")
+            return redirect(login_target(request))
+        if login.outsider:
+            return outsider_page(request, login)
         try:
             return await handler(request, login)
         except ApiError as exc:

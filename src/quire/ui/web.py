@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from quire.auth.service import AuthService, Identity
 from quire.auth.sessions import SessionService
 from quire.auth.users import UserService
 from quire.errors import Forbidden
-from quire.http import json_response, quire_of, read_small_form, service
+from quire.http import json_response, quire_of, read_small_form
 from quire.modules import Module, Services
 from quire.ui import zones
 
@@ -56,13 +57,54 @@ SECURITY_HEADERS = {
 }
 
 
+# A space's studio (quire.sites) is served under the space's name: its
+# pages, the API and the files it links to answer there; these stay the
+# main site's (the shipped files, the user's own settings, the users, who
+# are shared, and the session's event stream).
+SPACE_ROOTS = frozenset({"studio", "admin", "api", "storage", "system", "demo"})
+SHARED_PATHS = ("/studio/static", "/admin/static", "/system/api/static", "/studio/me", "/admin/users",
+                "/system/events")
+_PATH_ATTRIBUTE = re.compile(r'(\s[\w:.-]+=")(/[^"]*)"')
+
+
+def space_path(base: str, url: str, *, root: bool = False) -> str:
+    """`url`, a path of a space's own app, as the browser must ask for it:
+    under the space's name `base` when the space answers it (`root`: "/" is
+    the space's dashboard too); the main site's paths as they are."""
+    if not base or not url.startswith("/") or url.startswith("//"):
+        return url
+    if root and (url == "/" or url.startswith("/?")):
+        return base + url
+    if any(url == p or url.startswith((p + "/", p + "?")) for p in SHARED_PATHS):
+        return url
+    first = url[1:].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    return base + url if first in SPACE_ROOTS else url
+
+
+def in_space(html: str, base: str) -> str:
+    """A page of a space's studio with its links, forms' targets and
+    scripts' addresses under the space's name (`space_path`). A form's
+    values (`value=`, such as the `back` field) stay the app's own paths:
+    they come back to it."""
+
+    def moved(match: re.Match[str]) -> str:
+        if match.group(1).endswith(' value="'):
+            return match.group(0)
+        return f'{match.group(1)}{space_path(base, match.group(2))}"'
+
+    return _PATH_ATTRIBUTE.sub(moved, html)
+
+
 @dataclass
 class Login:
-    """The logged-in user of a request."""
+    """The logged-in user of a request. In a space's studio, `user["role"]`
+    is the user's role there, and `outsider` a user with none."""
 
     session: dict[str, Any]
     user: dict[str, Any]
     identity: Identity
+    outsider: bool = False
+    main_user: dict[str, Any] | None = None  # in a space: the user as the main site has it
 
     def can(self, permission: str) -> bool:
         return self.identity.can(permission)
@@ -99,14 +141,22 @@ def render_in(env: Environment, request: Request, template: str, status: int = 2
     def nav() -> list[tuple[str, list[dict[str, Any]]]]:
         return sidebar(quire, login, request.url.path) if isinstance(login, Login) else []
 
+    def spaces() -> list[tuple[str, str, str]]:  # the space switcher (base.html)
+        home = quire.main_site or quire
+        if not isinstance(login, Login) or home.spaces_of is None:
+            return []
+        return home.spaces_of(login.main_user or login.user)
+
     # the zone every time of the page is shown in (admin.js formats them)
     zone = zones.zone_name(request, login.user["_id"]) if isinstance(login, Login) else ""
+    base = request.scope.get("root_path", "")  # a space's studio: its name
     with tracing.span("render", {"quire.template": template}):
         html = env.get_template(template).render(
             request=request, sso_enabled=sso.configured, login_text=sso.login_text, nav=nav,
-            find_enabled=quire.find_path is not None, user_zone=zone, **context,
+            find_enabled=quire.find_path is not None, user_zone=zone, space_base=base, space_places=spaces,
+            space_name=quire.space_name, **context,
         )
-    return HTMLResponse(html, status, headers=SECURITY_HEADERS)
+    return HTMLResponse(in_space(html, base) if base else html, status, headers=SECURITY_HEADERS)
 
 
 def sidebar(quire: Services, login: Login, path: str) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -146,15 +196,44 @@ def _shipped(folder: Path) -> frozenset[str]:
 async def current_login(request: Request) -> Login | None:
     """The live session of the request's cookie and its active user. Its
     writes (ending an expired session or one of a deactivated user) wait
-    for the write lock off the event loop."""
-    session = await service(request, SessionService).alookup(request.cookies.get(SESSION_COOKIE))
+    for the write lock off the event loop.
+
+    A space's studio trusts the main site's sessions and users; the role
+    there is the user's role in that space (`user["spaces"]`), admin for
+    the main site's admins, and none for anyone else (`outsider`)."""
+    here = quire_of(request)
+    home = here.main_site or here
+    session = await home.get(SessionService).alookup(request.cookies.get(SESSION_COOKIE))
     if session is None:
         return None
-    user = service(request, UserService).get(session["user"])
+    user = home.get(UserService).get(session["user"])
     if user is None or not user.get("active", True):
-        await service(request, SessionService).aend(session["_id"], "deactivated")
+        await home.get(SessionService).aend(session["_id"], "deactivated")
         return None
-    return Login(session, user, service(request, AuthService).role_identity(user["role"], user["_id"], user["user"]))
+    auth = here.get(AuthService)
+    if here.space_name is not None:
+        role = "admin" if user.get("role") == "admin" else (user.get("spaces") or {}).get(here.space_name)
+        if not isinstance(role, str) or not auth.role_exists(role):
+            return Login(session, {**user, "role": "none"}, auth.role_identity("public", user["_id"], user["user"]),
+                         outsider=True, main_user=user)
+        return Login(session, {**user, "role": role}, auth.role_identity(role, user["_id"], user["user"]),
+                     main_user=user)
+    return Login(session, user, auth.role_identity(user["role"], user["_id"], user["user"]))
+
+
+def outsider_page(request: Request, login: Login) -> Response:
+    """A space's studio to a user without a role in it."""
+    return render(request, "message.html", 403, login=None, title="Not allowed",
+                  message=f"You have no role in the space {quire_of(request).space_name}; "
+                          "an administrator of the main site can give you one.")
+
+
+def login_target(request: Request) -> str:
+    """The login form, coming back to this page after it (a space's page
+    under the space's name)."""
+    target = request.scope.get("root_path", "") + request.url.path
+    target += f"?{request.url.query}" if request.url.query else ""
+    return f"/auth/login?next={quote(target, safe='/')}" if target != "/" else "/auth/login"
 
 
 def secure_cookies(request: Request) -> bool:
@@ -250,8 +329,9 @@ def manager_page(handler: Callable[[Request, Login], Awaitable[Response]]) -> Ca
 async def need_login(request: Request) -> Login | Response:
     login = await current_login(request)
     if login is None:
-        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        return redirect(f"/auth/login?next={quote(target, safe='/')}" if target != "/" else "/auth/login")
+        return redirect(login_target(request))
+    if login.outsider:
+        return outsider_page(request, login)
     return login
 
 

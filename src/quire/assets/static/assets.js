@@ -3,6 +3,8 @@
 // them on a folder, and the focal point set by clicking on the picture.
 (function () {
   "use strict";
+  // a space's studio is served under the space's name (base.html: data-base)
+  var BASE = document.documentElement.getAttribute("data-base") || "";
   var csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
 
   // -- uploads ---------------------------------------------------------------
@@ -45,7 +47,7 @@
     if (again || (keepAll && keepAll.checked)) data.append("duplicates", "keep");
     if (zone.dataset.folder) { data.append("folder", zone.dataset.folder); }
     var xhr = new XMLHttpRequest();
-    xhr.open("POST", "/studio/assets");
+    xhr.open("POST", BASE + "/studio/assets");
     xhr.setRequestHeader("X-CSRF-Token", csrf);
     xhr.setRequestHeader("Accept", "application/json");
     xhr.upload.addEventListener("progress", function (event) {
@@ -63,7 +65,7 @@
         row.classList.add("done");
         status.textContent = "";
         var link = document.createElement("a");
-        link.href = "/studio/assets/" + answer.stored[0]._id;
+        link.href = BASE + "/studio/assets/" + answer.stored[0]._id;
         link.textContent = "Stored";
         status.appendChild(link);
         stored += 1;
@@ -74,7 +76,7 @@
         row.classList.add("duplicate");
         status.textContent = "Already in the library as ";
         var existing = document.createElement("a");
-        existing.href = "/studio/assets/" + same._id;
+        existing.href = BASE + "/studio/assets/" + same._id;
         existing.textContent = same.title;
         status.appendChild(existing);
         status.appendChild(document.createTextNode(": not uploaded. "));
@@ -132,7 +134,7 @@
   function postMove(ids, folder) {
     var target = document.createElement("form");
     target.method = "post";
-    target.action = "/studio/assets/move";
+    target.action = BASE + "/studio/assets/move";
     target.hidden = true;
     var fields = [["csrf", csrf], ["folder", folder],
                   ["back", window.location.pathname + window.location.search]];

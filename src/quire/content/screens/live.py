@@ -58,7 +58,7 @@ async def live_item(request: Request, login: Login) -> Response:
 async def preview_example(request: Request) -> Response:
     """A site's preview page in miniature (no login: it reads what its
     preview token allows, through the API, as a site would)."""
-    html = templates.get_template("content/preview_example.html").render(request=request)
+    html = templates.get_template("content/preview_example.html").render(request=request, base=request.scope.get("root_path", ""))
     return HTMLResponse(html, headers=EXAMPLE_HEADERS)
 
 

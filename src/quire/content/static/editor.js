@@ -8,6 +8,8 @@
 // (or without scripts) a click on them would do nothing.
 (function () {
   "use strict";
+  // a space's studio is served under the space's name (base.html: data-base)
+  var BASE = document.documentElement.getAttribute("data-base") || "";
   var form = document.querySelector("form[data-editor]");
   if (!form) return;
   var dirty = form.hasAttribute("data-dirty-start");
@@ -173,7 +175,7 @@
     if (open) open.hidden = true;
     var thumb = widget.querySelector("[data-thumb]");
     if (thumb) {
-      if (id && image) thumb.src = "/studio/assets/thumb/" + id;
+      if (id && image) thumb.src = BASE + "/studio/assets/thumb/" + id;
       thumb.hidden = !(id && image);
     }
     // nothing to remove once removed: the focus goes on to "Choose…"
@@ -215,7 +217,7 @@
     message.textContent = "Uploading…";
     var body = new FormData();
     body.append("file", file);
-    fetch("/studio/assets/upload" + (again ? "?again=1" : ""), {
+    fetch(BASE + "/studio/assets/upload" + (again ? "?again=1" : ""), {
       method: "POST", body: body, credentials: "same-origin",
       headers: { "X-CSRF-Token": tokenMeta ? tokenMeta.getAttribute("content") : "" }
     }).then(function (response) {
@@ -390,7 +392,7 @@
       if (state.heartbeat && !beat) beat = window.setInterval(function () { send("join"); }, state.heartbeat * 1000);
     };
     var send = function (action) {
-      return fetch("/studio/presence", {method: "POST", body: body(action), credentials: "same-origin",
+      return fetch(BASE + "/studio/presence", {method: "POST", body: body(action), credentials: "same-origin",
                                          headers: {"X-CSRF-Token": token}})
         .then(function (answer) { return answer.ok ? answer.json() : null; })
         .then(show)
@@ -411,7 +413,7 @@
       send("join");
     });
     window.addEventListener("pagehide", function () {
-      if (navigator.sendBeacon) navigator.sendBeacon("/studio/presence", body("leave"));
+      if (navigator.sendBeacon) navigator.sendBeacon(BASE + "/studio/presence", body("leave"));
     });
     send("join");
   }

@@ -7,6 +7,8 @@
 // component). Everything is built with DOM methods: no HTML from values.
 (function () {
   "use strict";
+  // a space's studio is served under the space's name (base.html: data-base)
+  var BASE = document.documentElement.getAttribute("data-base") || "";
   var counter = 0;
   var uids = new WeakMap();  // a block's place in the page (not saved with it)
 
@@ -231,7 +233,7 @@
         out.appendChild(holder);
       } else if (item.component === "image") {
         var id = data.image && data.image._id;
-        if (id) out.appendChild(el("img", {src: "/studio/assets/thumb/" + encodeURIComponent(id), alt: data.caption || "", width: "120"}));
+        if (id) out.appendChild(el("img", {src: BASE + "/studio/assets/thumb/" + encodeURIComponent(id), alt: data.caption || "", width: "120"}));
         if (data.caption) out.appendChild(el("p", {}, data.caption));
       } else if (item.component === "button" || item.component === "link") {
         out.appendChild(el("span", {"class": item.component === "button" ? "button" : ""}, data.caption || data.url || ""));

@@ -40,7 +40,8 @@
 
   var model = params.get("model"), id = params.get("id"), token = params.get("token");
   if (model && token) {
-    var path = "/api/content/item/" + encodeURIComponent(model) + (id ? "/" + encodeURIComponent(id) : "");
+    var base = document.documentElement.getAttribute("data-base") || "";  // a space's page: its API
+    var path = base + "/api/content/item/" + encodeURIComponent(model) + (id ? "/" + encodeURIComponent(id) : "");
     fetch(path + "?preview=" + encodeURIComponent(token), {credentials: "omit"})
       .then(function (answer) { return answer.ok ? answer.json() : null; })
       .then(function (item) { if (item) render(item, false); else mode.textContent = "The preview link has expired."; })

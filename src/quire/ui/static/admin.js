@@ -76,6 +76,21 @@
     });
   }
 
+  // The space switcher (a <details>): closed by Escape (the focus back on
+  // its button) and by a click anywhere else, as a menu is.
+  var switcher = document.querySelector("details.spaces");
+  if (switcher) {
+    switcher.addEventListener("keydown", function (e) {
+      if (e.key === "Escape" && switcher.open) {
+        switcher.open = false;
+        switcher.querySelector("summary").focus();
+      }
+    });
+    document.addEventListener("click", function (e) {
+      if (switcher.open && !switcher.contains(e.target)) switcher.open = false;
+    });
+  }
+
   var url = document.body.getAttribute("data-events");
   if (!url || !window.EventSource) return;
   var source = new EventSource(url);
