@@ -61,7 +61,7 @@ class ServerSettings(Section):
     log_format: str = "text"
     # how much lower the CPU priority of bulk work is (imports, forks, merges,
     # backups: quire.processes.lower_priority); 0 leaves it as it is
-    batch_niceness: int = setting(10, between=(0, 19))
+    batch_niceness: int = setting(19, between=(0, 19))
 
     def check(self) -> None:
         _check_url("server.public_url", self.public_url)
