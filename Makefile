@@ -88,6 +88,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/mixed.py
 	$(BIN)/python bench/uncached_pages.py
 	$(BIN)/python bench/import_under_load.py
+	$(BIN)/python bench/assistants.py
 	$(BIN)/python bench/cockpit_import.py
 	$(BIN)/python bench/backup.py
 	$(BIN)/python bench/aggregate_budget.py

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from quire import (
     accounts,
     assets,
+    assistants,
     audit,
     auth,
     cdn,
@@ -63,7 +64,7 @@ log = logging.getLogger("quire")
 MODULES: list[Module] = [
     auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
     searchmod.module, health.module, system.module, accounts.module, revisions.module, audit.module, webhooks.module,
-    feed.module, cdn.module, gql.module, sso.module, spaces.module,
+    feed.module, cdn.module, gql.module, sso.module, spaces.module, assistants.module,
     studio.module,
 ]
 

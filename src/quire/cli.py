@@ -1011,6 +1011,10 @@ def build_parser() -> argparse.ArgumentParser:
     from quire.l10n.cli import add_parser as add_l10n
 
     add_l10n(sub, common, _quire)
+
+    from quire.assistants.cli import add_parser as add_mcp
+
+    add_mcp(sub, common, _quire)
     return parser
 
 

@@ -526,6 +526,20 @@ class GraphqlSettings(Section):
     persisted_queries: int = setting(10_000, between=(0, 10_000_000))
 
 
+@dataclass(frozen=True)
+class AssistantsSettings(Section):
+    """AI assistants over the Model Context Protocol (docs/ai.md): whether
+    `/mcp` is served, and the bounds of their writes: items per call, write
+    calls per minute per key, and the size of a file uploaded in one call.
+    Their writes are drafts whatever the key's role."""
+
+    NAME: ClassVar[str] = "assistants"
+    enabled: bool = True
+    max_items_per_call: int = setting(20, between=(1, 1000))
+    writes_per_minute: int = setting(60, between=(1, 100_000))
+    max_upload_bytes: int = setting(10 * 1024 * 1024, between=(1024, 1024 * 1024 * 1024))
+
+
 S = TypeVar("S", bound=Section)
 
 # section name -> its class; load_settings reads exactly these sections.
@@ -538,7 +552,7 @@ SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     FeedSettings,
     CdnSettings,
     TracesSettings,
-    GraphqlSettings,
+    GraphqlSettings, AssistantsSettings,
 )}
 
 
@@ -655,6 +669,7 @@ class Settings:
     admin = _SectionOf(AdminSettings)
     sso = _SectionOf(SsoSettings)
     graphql = _SectionOf(GraphqlSettings)
+    assistants = _SectionOf(AssistantsSettings)
 
     def section(self, cls: type[S]) -> S:
         """The section object of this class (for sections registered by a

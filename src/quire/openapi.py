@@ -87,6 +87,7 @@ def error_responses(*codes: int) -> dict[str, Any]:
         403: "Permission denied",
         404: "Not found",
         405: "Method not allowed",
+        406: "Not acceptable: the Accept header allows no type this answer has",
         412: "Precondition failed",
         413: "Request body too large",
         409: "Conflict",

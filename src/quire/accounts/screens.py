@@ -33,6 +33,9 @@ async def keys_submit(request: Request, login: Login) -> Response:
     try:
         if form.get("action") == "revoke":
             await service(request, AuthService).adelete_key(form.get("id", ""), login.identity)
+        elif form.get("action") == "assistants-publish":  # docs/ai.md: an admin's explicit choice
+            await service(request, AuthService).aset_assistants_publish(form.get("id", ""), form.get("allow") == "1",
+                                                                        login.identity)
         else:
             created = await service(request, AuthService).acreate_key(form.get("name", ""), form.get("role", ""),
                                                                       login.identity)

@@ -43,6 +43,9 @@ class Identity:
     # the studio), "hook" (a hook's own writes), "system" (the command
     # line, an import, the demo); revisions and the audit log record it
     kind: str = "key"
+    # actions this caller never has, whatever its role says: an assistant's
+    # calls (quire.assistants) never publish unless its key's settings allow it
+    withheld: frozenset[str] = frozenset()
 
     @property
     def anonymous(self) -> bool:
@@ -53,6 +56,8 @@ class Identity:
         return self.role == "admin"
 
     def can(self, permission: str) -> bool:
+        if self.withheld and permission.rpartition("/")[2] in self.withheld:
+            return False
         if self.is_admin or permission in self.permissions:
             return True
         if permission.startswith("content/"):
@@ -309,6 +314,32 @@ class AuthService:
     def list_keys(self) -> list[dict[str, Any]]:
         return [_listed(doc) for doc in self.keys.find()]
 
+    def assistants_publish(self, key_id: str | None) -> bool:
+        """Whether an admin allowed assistants calling with this key
+        (quire.assistants) to publish (`mcp_publish`)."""
+        doc = self.keys.get(key_id) if key_id else None
+        return bool(doc and doc.get("mcp_publish") is True)
+
+    async def aset_assistants_publish(self, key_id: str, allowed: Any, identity: Identity) -> dict[str, Any]:
+        """Allow or forbid assistants to publish with this key: the main
+        site's admins only (a key's own role, however broad, is not enough)."""
+        if not identity.is_admin:
+            raise Forbidden("Only an admin may let assistants publish with a key")
+        if not isinstance(allowed, bool):
+            raise BadRequest("mcp_publish is true or false", fields=["mcp_publish"])
+        async with self.store.atomic():
+            doc = self.keys.get(key_id)
+            if doc is None:
+                raise NotFound("Key not found")
+            doc = {**doc, "mcp_publish": allowed}
+            if not allowed:
+                doc.pop("mcp_publish")
+            self.keys.replace(doc)
+            self.cache.bump_system()
+            with refusals_as_412():
+                self.events.notify("auth.key.save", key=_listed(doc), is_update=True, identity=identity)
+        return _listed(doc)
+
     def delete_key(self, key_id: str, identity: Identity | None = None) -> None:
         with self.store.transaction():
             doc = self.keys.get(key_id)
@@ -326,4 +357,7 @@ class AuthService:
 
 def _listed(doc: dict[str, Any]) -> dict[str, Any]:
     """A key as lists show it: no hash."""
-    return {k: doc[k] for k in ("_id", "name", "role", "hint", "_created")}
+    listed = {k: doc[k] for k in ("_id", "name", "role", "hint", "_created")}
+    if doc.get("mcp_publish") is True:  # assistants may publish with it (quire.assistants)
+        listed["mcp_publish"] = True
+    return listed

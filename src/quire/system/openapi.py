@@ -103,6 +103,10 @@ def paths() -> dict[str, Any]:
                            [], MANAGE, body=True, schema=OBJECT),
         },
         "/api/system/keys/{id}": {
+            "patch": system("Whether assistants (MCP) may publish with the key {mcp_publish: bool}; admins only",
+                            [param("id", "path", "string", "Key id", pattern=ID_PATTERN)], (400, 403, 404),
+                            body={"type": "object", "required": ["mcp_publish"],
+                                  "properties": {"mcp_publish": {"type": "boolean"}}}, schema=OBJECT),
             "delete": system("Revoke an API key", [param("id", "path", "string", "Key id", pattern=ID_PATTERN)],
                              (403, 404), schema=SUCCESS),
         },

@@ -19,7 +19,7 @@ from quire.content import schemas
 from quire.content.library import ComponentLibrary
 from quire.content.locales import LocaleService
 from quire.content.models import ModelService, parse_change
-from quire.errors import Unauthorized
+from quire.errors import BadRequest, Unauthorized
 from quire.http import json_response, quire_of, raw_json_response, read_json, service
 from quire.system import custom
 
@@ -119,6 +119,18 @@ async def create_key(request: Request) -> Response:
         body = {}
     created = await service(request, AuthService).acreate_key(body.get("name"), body.get("role"), identity)
     return json_response(created)
+
+
+async def change_key(request: Request) -> Response:
+    """`{"mcp_publish": true|false}`: whether assistants may publish with the
+    key (docs/ai.md); admins only."""
+    identity = require_manage(request)
+    body = await _body(request)
+    if not isinstance(body, dict) or set(body) != {"mcp_publish"}:
+        raise BadRequest("The body is {\"mcp_publish\": true|false}", fields=["mcp_publish"])
+    changed = await service(request, AuthService).aset_assistants_publish(request.path_params["id"],
+                                                                          body["mcp_publish"], identity)
+    return json_response(changed)
 
 
 async def delete_key(request: Request) -> Response:
@@ -227,7 +239,7 @@ routes = [
     route("/api/system/roles", get=list_roles),
     route("/api/system/roles/{name}", get=get_role, put=put_role, delete=delete_role),
     route("/api/system/keys", get=list_keys, post=create_key),
-    route("/api/system/keys/{id}", delete=delete_key),
+    route("/api/system/keys/{id}", patch=change_key, delete=delete_key),
     route("/api/system/locales", get=get_locales, put=put_locales),
     route("/api/system/schema", get=get_schema),
     route("/api/system/schema/diff", post=diff_schema),

@@ -61,7 +61,7 @@ SECURITY_HEADERS = {
 # pages, the API and the files it links to answer there; these stay the
 # main site's (the shipped files, the user's own settings, the users, who
 # are shared, and the session's event stream).
-SPACE_ROOTS = frozenset({"studio", "admin", "api", "storage", "system", "demo"})
+SPACE_ROOTS = frozenset({"studio", "admin", "api", "storage", "system", "demo", "mcp"})
 SHARED_PATHS = ("/studio/static", "/admin/static", "/system/api/static", "/studio/me", "/admin/users",
                 "/system/events")
 _PATH_ATTRIBUTE = re.compile(r'(\s[\w:.-]+=")(/[^"]*)"')
