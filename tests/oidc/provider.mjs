@@ -4,7 +4,8 @@
 //
 // config.json: {"port": 8999, "issuer": "http://127.0.0.1:8999",
 //               "clients": [client metadata...], "accounts": {username: claims},
-//               "ttl": {AccessToken: 3600, ...}}
+//               "ttl": {AccessToken: 3600, ...},
+//               "resources": ["http://127.0.0.1:8000/mcp"]}
 // Only "clients" is required. "port" 0 (the default) takes a free port, and the
 // issuer then defaults to http://127.0.0.1:<that port>: no race for a port
 // between the tests that start providers in parallel.
@@ -16,10 +17,13 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
-import Provider from 'oidc-provider';
+import Provider, { errors } from 'oidc-provider';
 
 const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const accounts = config.accounts ?? {};
+// Resource servers (RFC 8707) a client may ask an access token for: a JWT
+// whose audience is the resource, as an MCP server (Quire's /mcp) wants it.
+const resources = config.resources ?? [];
 
 // Listen first, so the issuer can name the port the system picked.
 const server = createServer();
@@ -97,6 +101,9 @@ const provider = new Provider(issuer, {
       || new ctx.oidc.provider.Grant({ clientId: client.clientId, accountId: session.accountId });
     grant.addOIDCScope([...ctx.oidc.requestParamOIDCScopes].join(' '));
     grant.addOIDCClaims([...ctx.oidc.requestParamClaims]);
+    for (const [indicator, server] of Object.entries(ctx.oidc.resourceServers ?? {})) {
+      grant.addResourceScope(indicator, server.scope);
+    }
     await grant.save();
     return grant;
   },
@@ -107,6 +114,14 @@ const provider = new Provider(issuer, {
 
   features: {
     devInteractions: { enabled: true },
+    resourceIndicators: {
+      enabled: resources.length > 0,
+      useGrantedResource: () => true,
+      async getResourceServerInfo(ctx, indicator) {
+        if (!resources.includes(indicator)) throw new errors.InvalidTarget();
+        return { scope: 'mcp', audience: indicator, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } };
+      },
+    },
     backchannelLogout: { enabled: true },
     rpInitiatedLogout: {
       enabled: true,

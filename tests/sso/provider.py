@@ -100,15 +100,18 @@ def start_provider(
     accounts: dict[str, dict[str, Any]] | None = None,
     ttl: dict[str, int] | None = None,
     port: int = 0,
+    resources: list[str] | None = None,
 ) -> Iterator[Provider]:
     """Run tests/oidc/provider.mjs until the block ends.
 
     ``clients`` are oidc-provider client metadata, passed through as given;
-    ``accounts`` maps username (= sub) to claims. ``port`` 0 lets the provider
+    ``accounts`` maps username (= sub) to claims; ``resources`` are the
+    resource servers (RFC 8707) it issues JWT access tokens for. ``port`` 0 lets the provider
     take a free port itself, so parallel test workers never race for one.
     """
     node = _node()
-    config = {"port": port, "clients": clients, "accounts": accounts or {}, "ttl": ttl or {}}
+    config = {"port": port, "clients": clients, "accounts": accounts or {}, "ttl": ttl or {},
+              "resources": resources or []}
     if port:
         config["issuer"] = f"http://127.0.0.1:{port}"
     cfg = tmp_path / "oidc-provider.json"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from quire.openapi import KEY_SECURITY, error_responses
+from quire.openapi import KEY_SECURITY, error_responses, op
 
 MESSAGE: dict[str, Any] = {
     "type": "object", "required": ["jsonrpc"],
@@ -33,4 +33,10 @@ def paths() -> dict[str, Any]:
         "responses": {"200": answer, "202": {"description": "A notification, taken"}, **errors},
         "security": KEY_SECURITY,
     }
-    return {"/mcp": {"post": post}}
+    prm = {"type": "object", "required": ["resource", "authorization_servers"], "properties": {
+        "resource": {"type": "string"}, "authorization_servers": {"type": "array", "items": {"type": "string"}},
+        "scopes_supported": {"type": "array"}, "bearer_methods_supported": {"type": "array"}}}
+    metadata = op("The protected resource metadata of /mcp (RFC 9728): the sign-in provider whose access tokens "
+                  "it takes; 404 without single sign-on", [], (404,), tag="assistants", security=False, schema=prm)
+    return {"/mcp": {"post": post}, "/.well-known/oauth-protected-resource/mcp": {"get": metadata},
+            "/.well-known/oauth-protected-resource": {"get": metadata}}

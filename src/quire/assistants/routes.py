@@ -21,13 +21,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from quire.asgi import Receive, Scope, Send, route
+from quire.assistants import oauth
 from quire.assistants.service import Caller
-from quire.auth.request import identify
+from quire.auth.request import identify, request_key
+from quire.auth.service import Identity
 from quire.errors import Forbidden, NotFound, Unauthorized
-from quire.http import quire_of
+from quire.http import json_response, quire_of
 
 PATH = "/mcp"
-CHALLENGE = 'Bearer realm="quire", error="invalid_token"'
 _managers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Running] = weakref.WeakKeyDictionary()
 
 
@@ -125,20 +126,54 @@ async def mcp_endpoint(request: Request) -> Response:
     if not settings.enabled:
         raise NotFound("Not found")
     check_origin(request)
-    try:
-        identity = identify(request)
-    except Unauthorized as exc:  # an unknown key
-        exc.headers = {"WWW-Authenticate": CHALLENGE}
-        raise
-    if identity.anonymous:
-        refused = Unauthorized("An assistant calls with an API key: api-key: <key> or Authorization: Bearer <key>")
-        refused.headers = {"WWW-Authenticate": CHALLENGE}
-        raise refused
+    identity = await _caller(request)
     client = request.headers.get("user-agent", "")[:80] or "an assistant"
     # a base64 upload is a third larger than its file
     body_limit = max(quire.max_body, settings.max_upload_bytes * 4 // 3 + 64 * 1024)
     return _Answered(Caller(identity, quire, client), body_limit)
 
 
+async def _caller(request: Request) -> Identity:
+    """The key's identity, or with single sign-on a provider's access token
+    for `/mcp` (oauth.py): its user's. Else a 401 that says how to sign in."""
+    sent = request_key(request)
+    with_oauth = oauth.enabled(quire_of(request))
+    try:
+        if with_oauth and oauth.looks_like_token(sent):
+            return await oauth.user_identity(request, sent or "")
+        identity = identify(request)
+    except oauth.TokenRefused as exc:
+        raise _refused(request, str(exc), with_oauth, sent is not None) from None
+    except Unauthorized:  # an unknown key
+        raise _refused(request, "Authentication failed", with_oauth, True) from None
+    if identity.anonymous:
+        how = "an API key (api-key: <key> or Authorization: Bearer <key>)"
+        if with_oauth:
+            how += " or an access token of the site's sign-in provider for this address"
+        raise _refused(request, f"An assistant calls with {how}", with_oauth, False)
+    return identity
+
+
+def _refused(request: Request, message: str, with_oauth: bool, sent: bool) -> Unauthorized:
+    challenge = 'Bearer realm="quire"'
+    if with_oauth:  # where to sign in: the protected resource metadata (RFC 9728)
+        challenge += f', resource_metadata="{oauth.metadata_url(request)}", scope="{oauth.SCOPE}"'
+    if sent:
+        challenge += ', error="invalid_token"'
+    refused = Unauthorized(message)
+    refused.headers = {"WWW-Authenticate": challenge}
+    return refused
+
+
+async def resource_metadata(request: Request) -> Response:
+    """The protected resource metadata of `/mcp`: which provider to sign in
+    with (404 without single sign-on: keys only)."""
+    if not oauth.enabled(quire_of(request)):
+        raise NotFound("Not found")
+    return json_response(oauth.metadata(request), headers={"cache-control": "public, max-age=3600"})
+
+
 # stateless: no stream a GET would open, no session a DELETE would end (405 for both)
-routes = [route(PATH, post=mcp_endpoint, cors=True)]
+routes = [route(PATH, post=mcp_endpoint, cors=True),
+          route(oauth.METADATA_PATH + PATH, get=resource_metadata, cors=True),
+          route(oauth.METADATA_PATH, get=resource_metadata, cors=True)]
