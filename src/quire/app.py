@@ -37,6 +37,7 @@ from quire import (
     studio,
     system,
     tracing,
+    translate,
     webhooks,
 )
 from quire.apilimits import ApiLimits
@@ -64,7 +65,7 @@ log = logging.getLogger("quire")
 MODULES: list[Module] = [
     auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
     searchmod.module, health.module, system.module, accounts.module, revisions.module, audit.module, webhooks.module,
-    feed.module, cdn.module, gql.module, sso.module, spaces.module, assistants.module,
+    feed.module, cdn.module, gql.module, sso.module, spaces.module, translate.module, assistants.module,
     studio.module,
 ]
 

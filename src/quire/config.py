@@ -540,6 +540,30 @@ class AssistantsSettings(Section):
     max_upload_bytes: int = setting(10 * 1024 * 1024, between=(1024, 1024 * 1024 * 1024))
 
 
+@dataclass(frozen=True)
+class TranslateSettings(Section):
+    """Machine translation of content, pages' fields and translation projects
+    (docs/ai.md#machine-translation): the provider, its address and key,
+    how long one request may take, and whether machine translations of a
+    published item wait in its draft for an editor (kept off the public
+    API until published) or are written to the item marked unreviewed."""
+
+    NAME: ClassVar[str] = "translate"
+    provider: str = setting("", describe="\"deepl\", \"libretranslate\" or \"\" (off)")
+    url: str = ""
+    api_key: str = setting("", secret=True)
+    timeout_seconds: int = setting(20, between=(1, 300))
+    hide_unreviewed: bool = True
+    # the language of content's default locale (Cockpit's `default` names none); "" lets the provider detect it
+    source_language: str = ""
+
+    def check(self) -> None:
+        if self.provider not in ("", "deepl", "libretranslate"):
+            raise ConfigError("setting 'translate.provider' is \"deepl\", \"libretranslate\" or \"\"")
+        if self.url and not self.url.startswith(("http://", "https://")):
+            raise ConfigError("setting 'translate.url' must start with http:// or https://")
+
+
 S = TypeVar("S", bound=Section)
 
 # section name -> its class; load_settings reads exactly these sections.
@@ -552,7 +576,7 @@ SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     FeedSettings,
     CdnSettings,
     TracesSettings,
-    GraphqlSettings, AssistantsSettings,
+    GraphqlSettings, AssistantsSettings, TranslateSettings,
 )}
 
 
@@ -670,6 +694,7 @@ class Settings:
     sso = _SectionOf(SsoSettings)
     graphql = _SectionOf(GraphqlSettings)
     assistants = _SectionOf(AssistantsSettings)
+    translate = _SectionOf(TranslateSettings)
 
     def section(self, cls: type[S]) -> S:
         """The section object of this class (for sections registered by a

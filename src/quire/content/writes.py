@@ -42,6 +42,7 @@ from quire.trees import MISSING, parent_problem
 # it was read (a tree item with its `_children` too). `_rev` is the one that
 # is not ignored but checked: `save` compares it with the stored revision.
 # `_draft` and `_base` come with a draft's answer (drafts.py), `_basis` never.
+MACHINE = "_mt"  # the localized values a machine translated and nobody reviewed yet
 READ_ONLY = {"_created", "_modified", "_cby", "_mby", "_model", "_children", "_rev", "_draft", "_base", "_basis"}
 # What a save may name as the revision it started from: a number (0: the
 # item is not stored yet), "*" (If-Match: * - the item must be stored) or
@@ -101,6 +102,15 @@ class ContentWriter:
                     errors[key] = problem
                 else:
                     clean[key] = value
+                continue
+            if key == MACHINE:  # localized values machine-translated, not reviewed yet (quire.translate)
+                if value is None or value == []:
+                    clean[key] = None
+                elif isinstance(value, list) and len(value) <= 1000 and all(
+                        isinstance(v, str) and 0 < len(v) <= 200 for v in value):
+                    clean[key] = sorted(set(value))
+                else:
+                    errors[key] = "must be a list of localized fields' names (title_de), or null"
                 continue
             if key in ("_pid", "_o"):
                 if model.type != "tree":

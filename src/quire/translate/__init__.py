@@ -1,0 +1,31 @@
+"""Machine translation (docs/ai.md#machine-translation): DeepL or
+LibreTranslate fill in missing localized values of items and translation
+projects, as jobs, marked unreviewed."""
+
+from __future__ import annotations
+
+from quire.auth.service import AuthService
+from quire.content.locales import LocaleService
+from quire.content.service import ContentService
+from quire.l10n.service import L10nService
+from quire.modules import Module, Services
+from quire.translate import openapi, routes
+from quire.translate.service import JOB, LANE, TranslateService
+
+ATTEMPT_SECONDS = 3600.0  # a model of many items, at the provider's pace
+
+
+def build(services: Services) -> None:
+    try:
+        l10n: L10nService | None = services.get(L10nService)
+    except LookupError:
+        l10n = None
+    translate = services.add("translate", TranslateService(
+        services.store, services.settings.translate, services.get(ContentService), services.get(LocaleService),
+        l10n, services.get(AuthService), services.jobs))
+    services.jobs.lane(LANE, 1)
+    # a provider's failure is said in the task: no second attempt asks it again at once
+    services.jobs.handle(JOB, translate.run, max_attempts=1, attempt_seconds=ATTEMPT_SECONDS, lane=LANE)
+
+
+module = Module("translate", build=build, routes=routes.routes, openapi=openapi.paths)
