@@ -38,6 +38,7 @@ from quire import (
     system,
     tracing,
     translate,
+    vision,
     webhooks,
 )
 from quire.apilimits import ApiLimits
@@ -65,7 +66,7 @@ log = logging.getLogger("quire")
 MODULES: list[Module] = [
     auth.module, assets.module, persona.module, content.module, pages.module, inbox.module, l10n.module,
     searchmod.module, health.module, system.module, accounts.module, revisions.module, audit.module, webhooks.module,
-    feed.module, cdn.module, gql.module, sso.module, spaces.module, translate.module, assistants.module,
+    feed.module, cdn.module, gql.module, sso.module, spaces.module, translate.module, vision.module, assistants.module,
     studio.module,
 ]
 

@@ -564,6 +564,24 @@ class TranslateSettings(Section):
             raise ConfigError("setting 'translate.url' must start with http:// or https://")
 
 
+@dataclass(frozen=True)
+class VisionSettings(Section):
+    """Suggested alt text and tags for uploaded images (docs/ai.md#alt-text-and-tags),
+    from a vision model behind an OpenAI-compatible chat completions API (a
+    local one such as Ollama, llama.cpp's server or vLLM, or a hosted one):
+    its address (empty: off), key, model and how long one request may take."""
+
+    NAME: ClassVar[str] = "vision"
+    url: str = ""
+    api_key: str = setting("", secret=True)
+    model: str = ""
+    timeout_seconds: int = setting(60, between=(1, 600))
+
+    def check(self) -> None:
+        if self.url and not self.url.startswith(("http://", "https://")):
+            raise ConfigError("setting 'vision.url' must start with http:// or https://")
+
+
 S = TypeVar("S", bound=Section)
 
 # section name -> its class; load_settings reads exactly these sections.
@@ -576,7 +594,7 @@ SECTIONS: dict[str, type[Section]] = {cls.NAME: cls for cls in (
     FeedSettings,
     CdnSettings,
     TracesSettings,
-    GraphqlSettings, AssistantsSettings, TranslateSettings,
+    GraphqlSettings, AssistantsSettings, TranslateSettings, VisionSettings,
 )}
 
 
@@ -695,6 +713,7 @@ class Settings:
     graphql = _SectionOf(GraphqlSettings)
     assistants = _SectionOf(AssistantsSettings)
     translate = _SectionOf(TranslateSettings)
+    vision = _SectionOf(VisionSettings)
 
     def section(self, cls: type[S]) -> S:
         """The section object of this class (for sections registered by a
