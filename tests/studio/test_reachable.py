@@ -23,7 +23,7 @@ STUDIO_ROUTES = [r for m in MODULES for r in m.routes if r.path.startswith("/stu
 
 # Parts of pages (htmx fragments, files) rather than screens a user opens.
 NOT_SCREENS = re.compile(r"^/studio/((static|pick|fragments)/|.*/(job|progress)$|.*/progress/\{token\}$"
-                         r"|settings/spaces/tasks$)"
+                         r"|settings/spaces/tasks$|translate/tasks$)"
                          r"|^/studio/assets/(pick|upload|thumb/.*|\{id\}/crop)$")
 
 

@@ -153,3 +153,30 @@ def test_asking_is_checked_at_once(site: tuple[Any, Api], tmp_path: Path, app_en
         assert refused.status_code == 404 and "No translation provider" in refused.json()["error"]
     finally:
         off.state.quire.close()
+
+
+def test_the_studio_screen_asks_follows_and_lists_what_is_not_reviewed(site: tuple[Any, Api]) -> None:
+    from tests.admin.conftest import logged_in
+    from tests.studio.conftest import post_form
+
+    app, admin = site
+    post = create_item(admin, "posts", {"title": "Hello", "body": "<p>Hi</p>"})
+    ann = logged_in(app)
+    page = ann.get("/studio/translate").text
+    assert "Translate what is missing" in page and 'value="posts"' in page
+    assert ann.get(f"/studio/content/posts/item/{post['_id']}").text.count("/studio/translate?model=posts") == 1
+    asked = post_form(ann, "/studio/translate", [("kind", "item"), ("name", "posts"), ("item", post["_id"]),
+                                                 ("locale", "de")], token_from="/studio/translate")
+    assert asked.status_code == 303
+    app.state.quire.jobs.run_due(app.state.quire.store, [JOB])
+    deadline = time.monotonic() + 10
+    while "done" not in ann.get("/studio/translate/tasks").text and time.monotonic() < deadline:
+        time.sleep(0.05)
+    page = ann.get("/studio/translate").text
+    assert "1 of 1, 2 values written" in page
+    assert f'/studio/content/posts/item/{post["_id"]}' in page and "body_de, title_de" in page  # not reviewed
+    editor = ann.get(f"/studio/content/posts/item/{post['_id']}").text
+    assert "Machine translated" in editor and "body_de, title_de" in editor
+    bad = post_form(ann, "/studio/translate", [("kind", "item"), ("name", "posts"), ("item", "")],
+                    token_from="/studio/translate")
+    assert bad.status_code == 400 and "Choose what to translate" in bad.text

@@ -4,12 +4,14 @@ projects, as jobs, marked unreviewed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from quire.auth.service import AuthService
 from quire.content.locales import LocaleService
 from quire.content.service import ContentService
 from quire.l10n.service import L10nService
-from quire.modules import Module, Services
-from quire.translate import openapi, routes
+from quire.modules import Module, NavEntry, Services
+from quire.translate import openapi, routes, screens
 from quire.translate.service import JOB, LANE, TranslateService
 
 ATTEMPT_SECONDS = 3600.0  # a model of many items, at the provider's pace
@@ -28,4 +30,6 @@ def build(services: Services) -> None:
     services.jobs.handle(JOB, translate.run, max_attempts=1, attempt_seconds=ATTEMPT_SECONDS, lane=LANE)
 
 
-module = Module("translate", build=build, routes=routes.routes, openapi=openapi.paths)
+module = Module("translate", build=build, routes=[*routes.routes, *screens.routes], openapi=openapi.paths,
+                templates=Path(__file__).parent / "templates",
+                nav=[NavEntry("Machine translation", screens.PAGE, "Content", screens.may_use, order=35)])

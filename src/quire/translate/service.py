@@ -127,6 +127,31 @@ class TranslateService:
             return []
         return [shown(d) for d in self.tasks.find(None, [(("created",), -1)], KEPT)]
 
+    @property
+    def ready(self) -> bool:
+        """Whether a provider is set up."""
+        return bool(self.settings.provider)
+
+    def translatable(self, identity: Identity) -> list[dict[str, Any]]:
+        """The models with localized text fields this identity may update."""
+        return [{"name": m.name, "label": m.label or m.name} for m in self.content.models.all()
+                if identity.can(perm(m.name, "update"))
+                and any(f.get("i18n") and f["type"] in TEXT_TYPES for f in m.fields)]
+
+    def unreviewed(self, model: str, identity: Identity, limit: int = 10) -> tuple[list[dict[str, Any]], int]:
+        """A model's items with machine translations nobody reviewed (in the
+        item, or in its draft): the first `limit` (id, title-ish text,
+        fields) and how many in all."""
+        found = self.content.models.get(model)
+        identity.require(perm(found.name, "update"))
+        spec = {MACHINE: {"$exists": True, "$ne": None}}
+        rows = [*self.content.models.collection(found).find(spec), *self.content.drafts(found).find(spec)]
+        marked = {d["_id"]: d for d in rows if d.get(MACHINE)}
+        shown_items = [{"_id": i, "fields": d[MACHINE], "title": next((str(d[f["name"]]) for f in found.fields
+                                                                        if isinstance(d.get(f["name"]), str)), i)}
+                       for i, d in list(marked.items())[:limit]]
+        return shown_items, len(marked)
+
     def project_marks(self, name: str, identity: Identity) -> dict[str, list[str]]:
         """A project's values a machine wrote and nobody reviewed: key -> locales."""
         if self.l10n is not None:
