@@ -180,3 +180,22 @@ def test_the_studio_screen_asks_follows_and_lists_what_is_not_reviewed(site: tup
     bad = post_form(ann, "/studio/translate", [("kind", "item"), ("name", "posts"), ("item", "")],
                     token_from="/studio/translate")
     assert bad.status_code == 400 and "Choose what to translate" in bad.text
+
+
+def test_pages_titles_and_seo_texts(site: tuple[Any, Api], tmp_path: Path, app_env: dict[str, str],
+                                    provider: FakeProvider) -> None:
+    app, admin = site
+    draft = admin.post("/api/pages/page", json={"data": {"title": "About us", "_state": 0,
+                                                         "seo": {"title": "About", "description": "Who we are"}}})
+    live = admin.post("/api/pages/page", json={"data": {"title": "Contact", "_state": 1}})
+    assert draft.status_code == 200 and live.status_code == 200, (draft.text, live.text)
+    task = _run(app, admin.post("/api/translate/pages", json={"locales": ["de"]}).json(), admin)
+    assert task["state"] == "done" and task["translated"] == 3, task
+    assert task["errors"] == [{"item": live.json()["_id"], "error": task["errors"][0]["error"]}]
+    assert "no draft" in task["errors"][0]["error"]  # a published page is left as it is
+    page = app.state.quire.pages.stored(draft.json()["_id"], app.state.quire.auth.identify(admin.key))
+    assert page["title_de"] == "[DE] About us" and page["seo_de"] == {"title": "[DE] About",
+                                                                       "description": "[DE] Who we are"}
+    assert page["_mt"] == ["seo_de", "title_de"] and page["_state"] == 0
+    stored_live = app.state.quire.pages.stored(live.json()["_id"], app.state.quire.auth.identify(admin.key))
+    assert "title_de" not in stored_live

@@ -77,6 +77,10 @@ def _page_field(key: str, value: Any, codes: list[str]) -> str | None:
     if name == "_state":
         return None if value in STATES and not isinstance(value, bool) else (
             "must be 1 (published), 0 (draft) or -1 (archived)")
+    if name == "_mt":  # localized values machine-translated, not reviewed yet (quire.translate)
+        return None if value is None or (isinstance(value, list) and len(value) <= 1000 and all(
+            isinstance(v, str) and 0 < len(v) <= 200 for v in value)) else (
+            "must be a list of localized fields' names (title_de), or null")
     return "is not a page field"
 
 

@@ -5,12 +5,14 @@ projects, as jobs, marked unreviewed."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from quire.auth.service import AuthService
 from quire.content.locales import LocaleService
 from quire.content.service import ContentService
 from quire.l10n.service import L10nService
 from quire.modules import Module, NavEntry, Services
+from quire.pages.service import PagesService
 from quire.translate import openapi, routes, screens
 from quire.translate.service import JOB, LANE, TranslateService
 
@@ -18,13 +20,15 @@ ATTEMPT_SECONDS = 3600.0  # a model of many items, at the provider's pace
 
 
 def build(services: Services) -> None:
-    try:
-        l10n: L10nService | None = services.get(L10nService)
-    except LookupError:
-        l10n = None
+    def optional(kind: type[Any]) -> Any:
+        try:
+            return services.get(kind)
+        except LookupError:  # a site built without that module
+            return None
+
     translate = services.add("translate", TranslateService(
         services.store, services.settings.translate, services.get(ContentService), services.get(LocaleService),
-        l10n, services.get(AuthService), services.jobs))
+        optional(L10nService), services.get(AuthService), services.jobs, optional(PagesService)))
     services.jobs.lane(LANE, 1)
     # a provider's failure is said in the task: no second attempt asks it again at once
     services.jobs.handle(JOB, translate.run, max_attempts=1, attempt_seconds=ATTEMPT_SECONDS, lane=LANE)

@@ -8,7 +8,7 @@ from quire.openapi import op, param
 
 TASK: dict[str, Any] = {
     "type": "object", "required": ["id", "kind", "name", "state"],
-    "properties": {"id": {"type": "string"}, "kind": {"type": "string", "enum": ["item", "model", "project"]},
+    "properties": {"id": {"type": "string"}, "kind": {"type": "string", "enum": ["item", "model", "project", "pages"]},
                    "name": {"type": "string"}, "item": {"type": ["string", "null"]},
                    "locales": {"type": "array", "items": {"type": "string"}},
                    "state": {"type": "string", "enum": ["pending", "running", "done", "failed"]},
@@ -39,6 +39,8 @@ def paths() -> dict[str, Any]:
                                                         [model])},
         "/api/translate/project/{name}": {"post": queued("Machine-translate a translation project's missing values",
                                                          [name])},
+        "/api/translate/pages": {"post": queued("Machine-translate every page's missing title and SEO texts "
+                                                "(published pages only with hide_unreviewed = false)", [])},
         "/api/translate/project/{name}/unreviewed": {
             "get": op("A project's machine translations not reviewed yet: key -> locales", [name], (403, 404),
                       tag="translate"),

@@ -42,6 +42,12 @@ async def translate_project(request: Request) -> Response:
     return json_response(task, 202)
 
 
+async def translate_pages(request: Request) -> Response:
+    identity = identify(request)
+    task = await service(request, TranslateService).ask("pages", "pages", None, await _body(request), identity)
+    return json_response(task, 202)
+
+
 async def get_task(request: Request) -> Response:
     """A task by its id (an unguessable one, answered to who asked for it):
     for any key or user, never anonymously."""
@@ -63,6 +69,7 @@ routes = [
     route("/api/translate/item/{model}/{id}", post=translate_item),
     route("/api/translate/model/{model}", post=translate_model),
     route("/api/translate/project/{name}", post=translate_project),
+    route("/api/translate/pages", post=translate_pages),
     route("/api/translate/project/{name}/unreviewed", get=project_marks, post=project_marks),
     route("/api/translate/tasks/{id}", get=get_task),
 ]

@@ -48,6 +48,7 @@ def _page(request: Request, login: Login, status: int = 200, error: str | None =
                   projects=projects, locales=service(request, LocaleService).list()[1:], tasks=tasks,
                   busy=any(t["state"] in RUNNING for t in tasks), unreviewed=unreviewed, error=error,
                   chosen={"model": request.query_params.get("model", ""), "item": request.query_params.get("item", "")},
+                  may_pages=login.can("pages/manage") and translate.pages is not None,
                   provider={"deepl": "DeepL", "libretranslate": "LibreTranslate"}.get(translate.settings.provider, ""))
 
 
@@ -69,13 +70,16 @@ async def ask(request: Request, login: Login) -> Response:
     kind = form.get("kind")
     name, item = form.get("name"), form.get("item").strip() or None
     body = {"locales": form.getlist("locale")} if form.getlist("locale") else {}
-    if kind not in ("item", "model", "project") or (kind == "item" and item is None):
+    if kind == "pages":
+        name = "pages"
+    if kind not in ("item", "model", "project", "pages") or (kind == "item" and item is None):
         return _page(request, login, 400, "Choose what to translate: an item (its id), a model or a project.")
     try:
         task = await service(request, TranslateService).ask(kind, name, item, body, login.identity)
     except ApiError as exc:
         return _page(request, login, exc.status, exc.message)
-    what = {"item": f"item {item} of {name}", "model": f"the items of {name}", "project": f"project {name}"}[kind]
+    what = {"item": f"item {item} of {name}", "model": f"the items of {name}", "project": f"project {name}",
+            "pages": "the pages"}[kind]
     return redirect_flash(request, PAGE, f"Translating what is missing of {what} into "
                                          f"{', '.join(task['locales'])}: it is listed below until it is done.")
 

@@ -33,6 +33,8 @@ from quire.ids import new_id
 from quire.jobs import GiveUp, Job, Jobs
 from quire.l10n.service import MANAGE as L10N_MANAGE
 from quire.l10n.service import L10nService
+from quire.pages.service import MANAGE as PAGES_MANAGE
+from quire.pages.service import PagesService
 from quire.store import Store
 from quire.translate.providers import TranslateError, Translator, make_translator
 
@@ -48,7 +50,8 @@ KEPT = 100  # tasks listed
 
 class TranslateService:
     def __init__(self, store: Store, settings: TranslateSettings, content: ContentService, locales: LocaleService,
-                 l10n: L10nService | None, auth: AuthService, jobs: Jobs) -> None:
+                 l10n: L10nService | None, auth: AuthService, jobs: Jobs, pages: PagesService | None = None) -> None:
+        self.pages = pages
         self.store = store
         self.settings = settings
         self.content = content
@@ -79,7 +82,12 @@ class TranslateService:
         if not isinstance(body, dict):
             body = {}
         self.translator_for()  # no provider set up: 404 now, not a failed task later
-        if kind == "project":
+        if kind == "pages":
+            identity.require(PAGES_MANAGE)
+            if self.pages is None:
+                raise NotFound("Pages are not served here")
+            targets = self._targets(body.get("locales"), self.locales.codes())
+        elif kind == "project":
             identity.require(L10N_MANAGE)
             if self.l10n is None:
                 raise NotFound("Translation projects are not served here")
@@ -196,6 +204,8 @@ class TranslateService:
             translator = self.translator_for()
             if task["kind"] == "project":
                 await self._project(task, translator, identity)
+            elif task["kind"] == "pages":
+                await self._pages(task, translator, identity)
             elif task["kind"] == "item":
                 self._update(task["_id"], total=1)
                 written = await self._item(task["name"], task["item"], task["locales"], translator, identity)
@@ -261,6 +271,61 @@ class TranslateService:
         else:
             await self.content.save(name, data, identity)
         return sorted(written)
+
+    async def _pages(self, task: dict[str, Any], translator: Translator, identity: Identity) -> None:
+        """Every page's missing title and SEO texts. A published page has no
+        draft to hold them: with `hide_unreviewed` it is left out (said in
+        the task), else written marked, as an item is."""
+        assert self.pages is not None
+        ids = [p["_id"] for p in self.pages.tree_order()]
+        self._update(task["_id"], total=len(ids))
+        translated = 0
+        errors: list[dict[str, str]] = []
+        for n, page_id in enumerate(ids):
+            page = self.pages.stored(page_id, identity)
+            if page.get("_state") == 1 and self.settings.hide_unreviewed:
+                if self._page_missing(page, task["locales"]):
+                    errors.append({"item": page_id, "error": "published: a page has no draft to hold "
+                                   "unreviewed translations; unpublish it, or set hide_unreviewed = false"})
+            else:
+                written = await self._page(page, task["locales"], translator)
+                if written:
+                    marks = sorted({*(page.get(MACHINE) or []), *written})  # title_de, seo_de
+                    await self.pages.save({**written, "_id": page_id, MACHINE: marks}, identity)
+                    translated += sum(len(v) if isinstance(v, dict) else 1 for v in written.values())
+            self._update(task["_id"], done=n + 1, translated=translated, errors=errors[-20:])
+
+    def _page_missing(self, page: dict[str, Any], targets: list[str]) -> bool:
+        return any(self._page_texts(page, target) for target in targets)
+
+    @staticmethod
+    def _page_texts(page: dict[str, Any], target: str) -> list[tuple[str, str, str]]:
+        """(where, key, text) of a page's values missing in `target`: its
+        title, and its SEO title and description."""
+        out: list[tuple[str, str, str]] = []
+        if isinstance(page.get("title"), str) and page["title"].strip() and not page.get(f"title_{target}"):
+            out.append(("title", "title", page["title"]))
+        seo, seo_target = page.get("seo") or {}, page.get(f"seo_{target}") or {}
+        for key in ("title", "description"):
+            if isinstance(seo.get(key), str) and seo[key].strip() and not seo_target.get(key):
+                out.append(("seo", key, seo[key]))
+        return out
+
+    async def _page(self, page: dict[str, Any], targets: list[str], translator: Translator) -> dict[str, Any]:
+        written: dict[str, Any] = {}
+        for target in targets:
+            texts = self._page_texts(page, target)
+            if not texts:
+                continue
+            found = await translator.translate([t for _, _, t in texts], self.settings.source_language, target,
+                                               False)
+            for (where, key, _), text in zip(texts, found, strict=True):
+                if where == "title":
+                    written[f"title_{target}"] = text
+                else:
+                    seo = written.setdefault(f"seo_{target}", dict(page.get(f"seo_{target}") or {}))
+                    seo[key] = text
+        return written
 
     async def _project(self, task: dict[str, Any], translator: Translator, identity: Identity) -> None:
         assert self.l10n is not None
