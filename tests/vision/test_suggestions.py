@@ -91,8 +91,10 @@ def _suggested(app: Any, admin: Api, asset_id: str) -> dict[str, Any]:
     while True:
         asset: dict[str, Any] = admin.get(f"/api/assets/{asset_id}").json()
         jobs = app.state.quire.store.collection("system/jobs")
-        pending = [j for j in jobs.find() if j.get("kind") == JOB and j.get("state") in ("pending", "running")]
-        if asset.get("suggested") or not pending or time.monotonic() > deadline:
+        # waiting: a job not tried yet, or under way (a failed attempt waits a minute for its next)
+        waiting = [j for j in jobs.find() if j.get("kind") == JOB and (
+            j.get("state") == "running" or (j.get("state") == "pending" and j.get("attempts") == 0))]
+        if asset.get("suggested") or not waiting or time.monotonic() > deadline:
             return asset
         time.sleep(0.05)
 
