@@ -10,6 +10,7 @@ never see a key, only the identity it gives."""
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
@@ -20,6 +21,9 @@ from pydantic import Field
 from quire.assistants.service import Assistants, Caller, assistant_identity
 from quire.auth.service import AuthService
 from quire.errors import ApiError
+
+# the SDK says at INFO that each stateless request's session ends: noise in a server's log
+logging.getLogger("mcp").setLevel(logging.WARNING)
 
 CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("quire_assistant_caller", default=None)
 
