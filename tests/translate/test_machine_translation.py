@@ -199,3 +199,29 @@ def test_pages_titles_and_seo_texts(site: tuple[Any, Api], tmp_path: Path, app_e
     assert page["_mt"] == ["seo_de", "title_de"] and page["_state"] == 0
     stored_live = app.state.quire.pages.stored(live.json()["_id"], app.state.quire.auth.identify(admin.key))
     assert "title_de" not in stored_live
+
+
+@pytest.mark.parametrize("attempt", [1, 2])
+def test_a_task_whose_runner_stopped_is_taken_over_or_said_failed(site: tuple[Any, Api], attempt: int,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed during a translation: its job's lease ends; another
+    runner takes the job over (translating what is still missing), or on
+    its last attempt the job fails and the task says why."""
+    app, admin = site
+    quire = app.state.quire
+    monkeypatch.setattr(quire.jobs, "wake", lambda *kinds: None)  # no runner thread: the claim below is ours
+    post = create_item(admin, "posts", {"title": "Hello"})
+    task = admin.post(f"/api/translate/item/posts/{post['_id']}", json={"locales": ["de"]}).json()
+    claimed = quire.jobs.claim(quire.store, [JOB])
+    assert claimed is not None
+    jobs = quire.store.collection("system/jobs")
+    with quire.store.transaction():  # the claim's runner is gone: its lease ends, on this attempt
+        doc = jobs.get(claimed.id)
+        jobs.replace({**doc, "lease_until": 0.0, "attempts": attempt})
+    ended = _run(app, task, admin)
+    draft = admin.get(f"/api/content/item/posts/{post['_id']}", params={"draft": 1}).json()
+    if attempt == 1:
+        assert ended["state"] == "done" and draft["title_de"] == "[DE] Hello", ended
+    else:
+        assert ended["state"] == "failed" and "worker running it stopped" in ended["error"], ended
+        assert "title_de" not in draft

@@ -30,8 +30,11 @@ def build(services: Services) -> None:
         services.store, services.settings.translate, services.get(ContentService), services.get(LocaleService),
         optional(L10nService), services.get(AuthService), services.jobs, optional(PagesService)))
     services.jobs.lane(LANE, 1)
-    # a provider's failure is said in the task: no second attempt asks it again at once
-    services.jobs.handle(JOB, translate.run, max_attempts=1, attempt_seconds=ATTEMPT_SECONDS, lane=LANE)
+    # A provider's refusal fails the task at once (GiveUp); a second attempt is
+    # for a runner that stopped (its worker killed): what is still missing is
+    # asked again, what was written stays. A task whose job fails is said failed.
+    services.jobs.handle(JOB, translate.run, max_attempts=2, attempt_seconds=ATTEMPT_SECONDS, lane=LANE,
+                         finished=translate.ended)
 
 
 module = Module("translate", build=build, routes=[*routes.routes, *screens.routes], openapi=openapi.paths,

@@ -221,6 +221,17 @@ class TranslateService:
             raise
         self._update(task["_id"], state="done")
 
+    def ended(self, job: Job, state: str) -> None:
+        """The jobs table's word that the task's job ended: a job failed
+        without its task saying so (its runner stopped on its last attempt)
+        fails the task, with the reason."""
+        if state != "failed":
+            return
+        task = self.tasks.get(job.payload.get("task", ""))
+        if task is not None and task["state"] in ("pending", "running"):
+            self._update(task["_id"], state="failed", error="The worker running it stopped; what was written "
+                                                               "stays: ask again to translate the rest")
+
     async def _model(self, task: dict[str, Any], translator: Translator, identity: Identity) -> None:
         name = task["name"]
         total = self.content.count(name, ReadOptions(drafts=True), identity)
